@@ -1,0 +1,72 @@
+// The small interface every vendor backend implements, and the errors it may raise.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/problem.hpp"
+#include "core/sdpa_tensors.hpp"
+#include "core/status.hpp"
+
+namespace sdpa {
+
+/// Why a backend will not run a problem: SKIPPED (platform lacks something) or
+/// UNIMPLEMENTED (the library has no kernel for this valid case), with a reason.
+struct Unsupported {
+    Status status = Status::skipped;
+    std::string reason;
+};
+
+/// Raised by Backend::run when the library refuses or fails: `status` says which
+/// (UNIMPLEMENTED for a graph the library rejects, FAILED for an execution error, SKIPPED
+/// when the platform turns out to lack something); what() carries the library's message.
+struct BackendError : std::runtime_error {
+    Status status;
+    BackendError(Status s, const std::string& msg) : std::runtime_error(msg), status(s) {}
+};
+
+/// Result of one vendor run: the outputs plus notes worth printing with -v
+/// (e.g. "partitions: 1").
+struct BackendRun {
+    SdpaOutputs out;
+    std::vector<std::string> notes;
+};
+
+/// Conventions a backend documents for values the math leaves open.
+struct Conventions {
+    /// stats value written for a fully masked query row (no visible key). FlashAttention and
+    /// the reference write +inf (so exp(s - stats) = 0 in the backward); oneDNN's SoftMax
+    /// with mode inf_as_zero writes 0 (its backward gets exp(-inf - 0) = 0 the same way).
+    float masked_row_stats = INFINITY;
+};
+
+/// A vendor adapter. Implementations translate vendor exceptions into BackendError at
+/// their public functions; nothing else escapes.
+class Backend {
+public:
+    virtual ~Backend() = default;
+    /// Name as given to --backend (e.g. "onednn").
+    virtual std::string_view name() const = 0;
+    /// One line for --version: library version, runtime and ISA.
+    virtual std::string version() const = 0;
+    /// Documented conventions of this backend's outputs (see Conventions).
+    virtual Conventions conventions() const { return {}; }
+    /// Cheap check before any allocation; nullopt when the backend will try to run `p`.
+    virtual std::optional<Unsupported> support(const Problem& p) const = 0;
+    /// Runs `p` on `in` (see SdpaInputs/SdpaOutputs for shapes) and returns the outputs of
+    /// p.dir, decoded to floats. Throws BackendError.
+    virtual BackendRun run(const Problem& p, const SdpaInputs& in) = 0;
+};
+
+/// Names of the compiled-in backends, in --help order.
+std::vector<std::string> backend_names();
+/// A new backend for `name`, or nullptr when none has that name. Construction is cheap and
+/// never touches a device.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+
+}  // namespace sdpa

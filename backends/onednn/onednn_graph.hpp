@@ -1,0 +1,47 @@
+// Builds the oneDNN Graph API SDPA training graphs (forward with stats, backward) for a Problem.
+// Follows oneDNN's documented patterns: doc/graph_api/fusion_patterns/sdpa.md and gqa.md, and
+// examples/graph/gqa_training.cpp in the oneDNN repository.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl_graph.hpp>
+
+#include "core/problem.hpp"
+
+namespace sdpa::onednn {
+
+/// Graph inputs and outputs that the backend binds to host data.
+enum class Port { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV };
+
+/// Logical tensor of a port, with its dims (4-D bhsd for MHA; 5-D [B,H_kv,G,S,D] for GQA/MQA,
+/// G = H_q/H_kv, which has the same memory order as bhsd).
+struct PortTensor {
+    dnnl::graph::logical_tensor lt;
+    std::vector<std::int64_t> dims;
+};
+
+/// A built (not yet finalized) graph plus its external ports. Inputs appear in `inputs`,
+/// outputs in `outputs`, in the order the backend binds them.
+struct SdpaGraph {
+    dnnl::graph::graph graph;
+    std::map<Port, PortTensor> inputs;
+    std::map<Port, PortTensor> outputs;
+    int op_count = 0;
+};
+
+/// Graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV). Intermediates are f32;
+/// P (forward, and before the dV matmul) and the scaled dS (before the dQ/dK matmuls) are
+/// cast to the io dtype, as the documented patterns do. Causal masks are explicit additive
+/// masks [1,1,S_q,S_kv] of 0 / -inf in the mask dtype (the training backward pattern takes
+/// explicit masks only); the softmax uses mode inf_as_zero so fully masked rows give O = 0.
+/// Throws dnnl::error when the library rejects an op.
+SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind);
+
+/// Dims of the additive mask tensor for p (empty when p.mask == none), 4-D or 5-D like Q.
+std::vector<std::int64_t> mask_dims(const Problem& p);
+
+}  // namespace sdpa::onednn

@@ -1,0 +1,19 @@
+// The reference run as a backend: lets the whole pipeline run without a vendor library and
+// checks the harness against itself (every case must PASS).
+#pragma once
+
+#include "backends/backend.hpp"
+
+namespace sdpa {
+
+/// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
+/// dtype, as a vendor kernel would store them (stats stay f32).
+class RefBackend final : public Backend {
+public:
+    std::string_view name() const override { return "ref"; }
+    std::string version() const override;
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    BackendRun run(const Problem& p, const SdpaInputs& in) override;
+};
+
+}  // namespace sdpa

@@ -1,0 +1,123 @@
+#include "compare/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+namespace {
+
+/// Fraction of reference zeros above which a pass is MISTRUSTED (benchdnn's "zero trust").
+constexpr double kZeroTrust = 0.5;
+
+/// True when element `idx` of output `out` is zero by structure (masking), not by value.
+bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
+    switch (out) {
+        case Output::O:
+        case Output::dQ: return row_fully_masked(p, idx[2]);
+        case Output::dK:
+        case Output::dV: return key_never_visible(p, idx[2]);
+        case Output::stats: return false;
+    }
+    return false;
+}
+
+}  // namespace
+
+OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
+        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv) {
+    OutputCheck r;
+    r.output = out;
+    if (got.dims != ref.dims || got.size() != ref.size()) {
+        r.pass = false;
+        r.reason = fmt::format("{} has shape [{}] but the reference has [{}]", out,
+                fmt::join(got.dims, ","), fmt::join(ref.dims, ","));
+        return r;
+    }
+    const Tolerance tol = tolerance(p.dt, out);
+    const double u = effective_u(tol, reduction_length);
+    double max_mag = 0;
+    for (float m : mag.data)
+        if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
+    const double floor = max_mag / 1024.0;
+
+    std::int64_t zeros = 0, counted = 0, masked_nonzero = 0;
+    std::size_t first_bad_masked = 0, first_nonfinite = 0;
+    double worst = -1;
+    std::size_t worst_i = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const float g = got.data[i], e = ref.data[i];
+        const auto idx = ref.index(i);
+        const bool masked_row = out == Output::stats ? row_fully_masked(p, idx[2]) : structural_zero(p, out, idx);
+        if (masked_row) {
+            // Hidden rows: exact zeros for O/dQ/dK/dV; the backend's convention for stats.
+            const bool ok = out == Output::stats ? g == conv.masked_row_stats : g == 0.f;
+            if (!ok && masked_nonzero++ == 0) first_bad_masked = i;
+            continue;
+        }
+        ++counted;
+        if (e == 0.f) ++zeros;
+        if (!std::isfinite(g) && std::isfinite(e)) {
+            if (r.nonfinite++ == 0) first_nonfinite = i;
+            continue;
+        }
+        const double err = std::fabs(static_cast<double>(g) - e);
+        const double bound = tol.c * u * (static_cast<double>(mag.data[i]) + floor);
+        const double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
+        if (ratio > worst) {
+            worst = ratio;
+            worst_i = i;
+        }
+    }
+    auto set_worst = [&](std::size_t i) {
+        r.worst_index = ref.index(i);
+        r.got = got.data[i];
+        r.expected = ref.data[i];
+        r.err = std::fabs(static_cast<double>(r.got) - r.expected);
+        r.bound = tol.c * u * (static_cast<double>(mag.data[i]) + floor);
+    };
+    if (worst >= 0) {
+        r.worst_ratio = worst;
+        set_worst(worst_i);
+    }
+    r.zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
+    if (r.nonfinite > 0) {
+        r.pass = false;
+        set_worst(first_nonfinite);
+        r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);
+    } else if (masked_nonzero > 0) {
+        r.pass = false;
+        set_worst(first_bad_masked);
+        r.reason = out == Output::stats
+                ? fmt::format("{} fully masked row(s) whose stats are not the backend's convention {}",
+                          masked_nonzero, conv.masked_row_stats)
+                : fmt::format("{} element(s) of fully masked rows are not exactly 0", masked_nonzero);
+    } else if (worst > 1.0) {
+        r.pass = false;
+        r.reason = "error exceeds the bound";
+    } else if (r.zero_fraction > kZeroTrust) {
+        r.mistrusted = true;
+    }
+    return r;
+}
+
+std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
+        const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
+    const Dims& d = p.dims;
+    const std::int64_t group = d.H_q / d.H_kv;
+    std::vector<OutputCheck> checks;
+    if (p.dir == Dir::bwd) {
+        checks.push_back(check_output(p, Output::dQ, got.dQ, bwd->dQ, bwd->M_dQ, d.S_kv));
+        checks.push_back(check_output(p, Output::dK, got.dK, bwd->dK, bwd->M_dK, d.S_q * group));
+        checks.push_back(check_output(p, Output::dV, got.dV, bwd->dV, bwd->M_dV, d.S_q * group));
+    } else {
+        checks.push_back(check_output(p, Output::O, got.O, fwd->O, fwd->M_O, d.S_kv));
+        if (p.dir == Dir::fwd_t)
+            checks.push_back(check_output(p, Output::stats, got.stats, fwd->stats, fwd->M_stats, 0, conv));
+    }
+    return checks;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,32 @@
+// The tolerance model (DESIGN.md, first version): per-element bound
+//   |X - X_ref| <= c * u_X * (M_X + max(M_X) / 1024)
+// with the magnitudes M_X computed by the reference.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.hpp"
+
+namespace sdpa {
+
+/// Outputs that are compared.
+enum class Output { O, stats, dQ, dK, dV };
+inline constexpr std::array<EnumName<Output>, 5> kOutputNames{{{Output::O, "O"},
+    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}}};
+inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
+
+/// Constants of the bound for one (dtype, output).
+struct Tolerance {
+    double c;  ///< safety factor on u_X (DESIGN.md: 4 for O, dQ, dK, dV; 16 for stats)
+    double u;  ///< unit roundoff of the output's storage type
+};
+
+/// Row of the tolerance table for (io dtype, output). Stats are f32 whatever the io dtype.
+Tolerance tolerance(DType io, Output out);
+
+/// Effective u_X: the storage roundoff plus an f32 accumulation term u_f32 * sqrt(K) for a
+/// reduction of length K (S_kv for O and dQ; S_q * H_q/H_kv for dK and dV), which matters for f32.
+double effective_u(const Tolerance& t, std::int64_t reduction_length);
+
+}  // namespace sdpa

@@ -1,0 +1,64 @@
+// One table per enum drives parsing, printing and fmt's format_as.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+/// One (value, spelling) row of an enum's table.
+template <class E>
+struct EnumName {
+    E value;
+    std::string_view name;
+};
+
+/// Spelling of `v` in `table`; "?" when the table lacks it (a programming error).
+template <class E, std::size_t N>
+constexpr std::string_view enum_name(const std::array<EnumName<E>, N>& table, E v) {
+    for (const auto& row : table)
+        if (row.value == v) return row.name;
+    return "?";
+}
+
+/// Value spelled `s` in `table`, or nullopt when no row matches (case-sensitive).
+template <class E, std::size_t N>
+constexpr std::optional<E> enum_parse(const std::array<EnumName<E>, N>& table, std::string_view s) {
+    for (const auto& row : table)
+        if (row.name == s) return row.value;
+    return std::nullopt;
+}
+
+/// "a|b|c": the accepted spellings, for error messages and --help.
+template <class E, std::size_t N>
+std::string enum_choices(const std::array<EnumName<E>, N>& table) {
+    std::string out;
+    for (const auto& row : table) {
+        if (!out.empty()) out += '|';
+        out += row.name;
+    }
+    return out;
+}
+
+}  // namespace sdpa
+
+#if FMT_VERSION < 100000
+// fmt 9 (Debian 12's libfmt-dev) uses format_as only when it returns an integer: give every
+// enum whose format_as returns a spelling a formatter that prints it (fmt >= 10 does this itself).
+template <class E>
+    requires std::is_enum_v<E> && requires(E e) {
+        { format_as(e) } -> std::convertible_to<std::string_view>;
+    }
+struct fmt::formatter<E> : fmt::formatter<std::string_view> {
+    auto format(E e, fmt::format_context& ctx) const {
+        return fmt::formatter<std::string_view>::format(format_as(e), ctx);
+    }
+};
+#endif

@@ -1,0 +1,168 @@
+#include "core/problem.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, std::string* error) {
+    auto fail = [&](std::string msg) -> std::optional<Dims> {
+        if (error) *error = std::move(msg);
+        return std::nullopt;
+    };
+    std::optional<std::int64_t> b, hq, hkv, sq, skv, dqk, dv;
+    std::string found_name;
+    std::string_view rest = text;
+    if (rest.empty()) return fail("empty problem descriptor");
+    while (!rest.empty()) {
+        if (rest.starts_with("n=")) {
+            found_name = std::string(rest.substr(2));
+            if (found_name.empty()) return fail(fmt::format("'{}': empty name after 'n='", text));
+            break;
+        }
+        std::size_t k = 0;
+        while (k < rest.size() && !is_digit(rest[k]) && rest[k] != '-') ++k;
+        const std::string_view key = rest.substr(0, k);
+        std::size_t e = k;
+        while (e < rest.size() && (is_digit(rest[e]) || (e == k && rest[e] == '-'))) ++e;
+        const std::string_view num = rest.substr(k, e - k);
+        if (key.empty())
+            return fail(fmt::format("'{}': expected a key (b, hq, hkv, sq, skv, dqk, dv, d) at '{}'", text, rest));
+        if (num.empty())
+            return fail(fmt::format("'{}': key '{}' needs a number", text, key));
+        std::int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+        if (ec != std::errc() || ptr != num.data() + num.size())
+            return fail(fmt::format("'{}': '{}' is not a 64-bit integer", text, num));
+        if (v <= 0) return fail(fmt::format("'{}': {} = {} must be positive", text, key, v));
+        std::optional<std::int64_t>* slot = nullptr;
+        if (key == "b") slot = &b;
+        else if (key == "hq") slot = &hq;
+        else if (key == "hkv") slot = &hkv;
+        else if (key == "sq") slot = &sq;
+        else if (key == "skv") slot = &skv;
+        else if (key == "dqk") slot = &dqk;
+        else if (key == "dv") slot = &dv;
+        else if (key == "d") {
+            if (dqk || dv) return fail(fmt::format("'{}': 'd' given together with dqk/dv or twice", text));
+            dqk = v;
+            dv = v;
+            rest.remove_prefix(e);
+            continue;
+        } else
+            return fail(fmt::format("'{}': unknown key '{}' (accepted: b, hq, hkv, sq, skv, dqk, dv, d, n=)", text, key));
+        if (*slot) return fail(fmt::format("'{}': key '{}' given twice", text, key));
+        *slot = v;
+        rest.remove_prefix(e);
+    }
+    if (!sq) return fail(fmt::format("'{}': missing sq (query sequence length)", text));
+    if (!dqk) return fail(fmt::format("'{}': missing d or dqk (head size)", text));
+    Dims d;
+    d.B = b.value_or(1);
+    d.H_q = hq.value_or(1);
+    d.H_kv = hkv.value_or(d.H_q);
+    d.S_q = *sq;
+    d.S_kv = skv.value_or(d.S_q);
+    d.D_qk = *dqk;
+    d.D_v = dv.value_or(d.D_qk);
+    if (name) *name = found_name;
+    return d;
+}
+
+std::string descriptor(const Dims& d, std::string_view name) {
+    std::string s = fmt::format("b{}hq{}", d.B, d.H_q);
+    if (d.H_kv != d.H_q) s += fmt::format("hkv{}", d.H_kv);
+    s += fmt::format("sq{}", d.S_q);
+    if (d.S_kv != d.S_q) s += fmt::format("skv{}", d.S_kv);
+    if (d.D_qk == d.D_v)
+        s += fmt::format("d{}", d.D_qk);
+    else
+        s += fmt::format("dqk{}dv{}", d.D_qk, d.D_v);
+    if (!name.empty()) s += fmt::format("n={}", name);
+    return s;
+}
+
+float scale_tensor_value(const Problem& p) {
+    float v = 0.f;
+    if (p.scale)
+        v = *p.scale;
+    else if (p.scale_op == ScaleOp::mul)
+        v = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.dims.D_qk)));
+    else
+        v = static_cast<float>(std::sqrt(static_cast<double>(p.dims.D_qk)));
+    return round_to(p.dt, v);
+}
+
+bool row_fully_masked(const Problem& p, std::int64_t i) {
+    // The first key is the last to become visible under both causal rules.
+    return !visible(p, i, 0);
+}
+
+bool key_never_visible(const Problem& p, std::int64_t j) {
+    // The last query sees the most keys under both causal rules.
+    return !visible(p, p.dims.S_q - 1, j);
+}
+
+std::int64_t visible_scores(const Problem& p) {
+    const auto& d = p.dims;
+    if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br) return d.S_q * d.S_kv;
+    const std::int64_t shift = p.mask == Mask::causal_tl ? 0 : d.S_kv - d.S_q;
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < d.S_q; ++i)
+        n += std::clamp<std::int64_t>(i + shift + 1, 0, d.S_kv);
+    return n;
+}
+
+std::optional<std::string> validate(const Problem& p) {
+    const auto& d = p.dims;
+    const std::pair<const char*, std::int64_t> dims[] = {{"B", d.B}, {"H_q", d.H_q}, {"H_kv", d.H_kv},
+        {"S_q", d.S_q}, {"S_kv", d.S_kv}, {"D_qk", d.D_qk}, {"D_v", d.D_v}};
+    for (const auto& [n, v] : dims)
+        if (v <= 0) return fmt::format("dimension rule: {} = {} must be positive", n, v);
+    if (d.H_kv > d.H_q || d.H_q % d.H_kv != 0)
+        return fmt::format("GQA rule: H_q = {} must be a multiple of H_kv = {}", d.H_q, d.H_kv);
+    // Every tensor's element count must fit comfortably in 64-bit byte counts.
+    const double biggest = static_cast<double>(d.B) * d.H_q * d.S_q * std::max(d.S_kv, std::max(d.D_qk, d.D_v));
+    if (biggest * 4.0 > 9.0e18)
+        return fmt::format("size rule: B*H_q*S_q*max(S_kv,D) = {:.3g} elements overflows 64-bit byte counts", biggest);
+    if (p.mask_dt && p.mask != Mask::bias)
+        return fmt::format("mask rule: --mask-dt={} needs --mask=bias (got --mask={})", *p.mask_dt, p.mask);
+    if (p.scale) {
+        if (!std::isfinite(*p.scale) || *p.scale == 0.f)
+            return fmt::format("scale rule: --scale={} must be finite and non-zero", *p.scale);
+        if (round_to(p.dt, *p.scale) == 0.f || !std::isfinite(round_to(p.dt, *p.scale)))
+            return fmt::format("scale rule: --scale={} is not representable in {}", *p.scale, p.dt);
+    }
+    return std::nullopt;
+}
+
+std::string knobs(const Problem& p) {
+    const Problem def;
+    std::string s;
+    auto add = [&s](const std::string& k) {
+        if (!s.empty()) s += ' ';
+        s += k;
+    };
+    if (p.dir != def.dir) add(fmt::format("--dir={}", p.dir));
+    if (p.dt != def.dt) add(fmt::format("--dt={}", p.dt));
+    if (p.mask != def.mask) add(fmt::format("--mask={}", p.mask));
+    if (p.mask == Mask::bias && p.bias_shape != def.bias_shape) add(fmt::format("--mask-shape={}", p.bias_shape));
+    if (p.mask_dt) add(fmt::format("--mask-dt={}", *p.mask_dt));
+    if (p.scale) add(fmt::format("--scale={}", *p.scale));
+    if (p.scale_op != def.scale_op) add(fmt::format("--scale-op={}", p.scale_op));
+    if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
+    if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
+    return s;
+}
+
+}  // namespace sdpa

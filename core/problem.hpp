@@ -1,0 +1,113 @@
+// The SDPA problem: dimensions, data types, mask, scale and fill of one case.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.hpp"
+#include "core/enum_table.hpp"
+
+namespace sdpa {
+
+/// Direction. fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV from Q, K, V, O, dO, stats.
+enum class Dir { fwd_i, fwd_t, bwd };
+/// Mask kind. causal_tl: key j visible to query i when j <= i; causal_br: when
+/// j <= i + S_kv - S_q (FlashAttention 2 / cuDNN bottom-right alignment); bias: an explicit
+/// additive tensor broadcast from BiasShape.
+enum class Mask { none, causal_tl, causal_br, bias };
+/// Broadcast shape of an additive bias: [1,1,S_q,S_kv], [B,1,S_q,S_kv] or [B,H_q,S_q,S_kv].
+enum class BiasShape { one, b, bh };
+/// How the scale tensor is applied to QK^T: multiply (S = QK^T * v) or divide (S = QK^T / v).
+enum class ScaleOp { mul, div };
+/// Input fill family (fillers/fill.hpp documents each).
+enum class Fill { exact, normal };
+
+inline constexpr std::array<EnumName<Dir>, 3> kDirNames{
+    {{Dir::fwd_i, "fwd_i"}, {Dir::fwd_t, "fwd_t"}, {Dir::bwd, "bwd"}}};
+inline constexpr std::array<EnumName<Mask>, 4> kMaskNames{{{Mask::none, "none"},
+    {Mask::causal_tl, "causal_tl"}, {Mask::causal_br, "causal_br"}, {Mask::bias, "bias"}}};
+inline constexpr std::array<EnumName<BiasShape>, 3> kBiasShapeNames{{{BiasShape::one, "1x1xSqxSkv"},
+    {BiasShape::b, "Bx1xSqxSkv"}, {BiasShape::bh, "BxHqxSqxSkv"}}};
+inline constexpr std::array<EnumName<ScaleOp>, 2> kScaleOpNames{
+    {{ScaleOp::mul, "mul"}, {ScaleOp::div, "div"}}};
+inline constexpr std::array<EnumName<Fill>, 2> kFillNames{
+    {{Fill::exact, "exact"}, {Fill::normal, "normal"}}};
+
+inline std::string_view format_as(Dir v) { return enum_name(kDirNames, v); }
+inline std::string_view format_as(Mask v) { return enum_name(kMaskNames, v); }
+inline std::string_view format_as(BiasShape v) { return enum_name(kBiasShapeNames, v); }
+inline std::string_view format_as(ScaleOp v) { return enum_name(kScaleOpNames, v); }
+inline std::string_view format_as(Fill v) { return enum_name(kFillNames, v); }
+
+/// Sizes of one SDPA problem (DESIGN.md vocabulary). All must be positive;
+/// H_q must be a multiple of H_kv (GQA when 1 < H_kv < H_q, MQA when H_kv = 1).
+struct Dims {
+    std::int64_t B = 1, H_q = 1, H_kv = 1, S_q = 1, S_kv = 1, D_qk = 1, D_v = 1;
+    friend bool operator==(const Dims&, const Dims&) = default;
+};
+
+/// Parses a problem descriptor such as "b2hq8hkv2sq128skv256dqk64dv64" or
+/// "b1hq32hkv8sq4096d128n=llama3-8b". Keys: b, hq, hkv, sq, skv, dqk, dv, d (both head
+/// sizes), and a trailing n=NAME. Defaults: b 1, hq 1, hkv = hq, skv = sq, dv = dqk; sq and
+/// dqk (or d) are required. On failure returns nullopt and sets `error` to a sentence naming
+/// the offending part.
+std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, std::string* error);
+
+/// Canonical descriptor: "b{B}hq{H_q}[hkv{H_kv}]sq{S_q}[skv{S_kv}]" then "d{D}" when
+/// D_qk == D_v else "dqk{D_qk}dv{D_v}", then "n={name}" when named. Round-trips with
+/// parse_descriptor.
+std::string descriptor(const Dims& d, std::string_view name = {});
+
+/// One fully specified case. Immutable once built by the case parser.
+struct Problem {
+    Dims dims;
+    std::string name;                       ///< optional case name (n=...)
+    Dir dir = Dir::fwd_t;
+    DType dt = DType::f32;                  ///< io dtype of Q, K, V, O, dO, dQ, dK, dV
+    Mask mask = Mask::none;
+    BiasShape bias_shape = BiasShape::one;  ///< only with Mask::bias
+    std::optional<DType> mask_dt;           ///< dtype of the additive mask; default: dt
+    std::optional<float> scale;             ///< scale tensor value; default 1/sqrt(D_qk) (mul) or sqrt(D_qk) (div)
+    ScaleOp scale_op = ScaleOp::mul;
+    Fill fill = Fill::exact;
+    std::uint64_t seed = 1;
+
+    friend bool operator==(const Problem&, const Problem&) = default;
+};
+
+/// Data type of the additive mask tensor (explicit bias and the causal masks given as tensors).
+inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(p.dt); }
+
+/// Value stored in the scale tensor, rounded to the io dtype (the vendor graph keeps the
+/// scale in the io dtype, as oneDNN's SDPA examples do; the reference uses the same value).
+float scale_tensor_value(const Problem& p);
+
+/// True when key j (0 <= j < S_kv) is visible to query i (0 <= i < S_q) under p.mask.
+/// Bias masks hide nothing structurally (their values are finite).
+inline bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
+    switch (p.mask) {
+        case Mask::causal_tl: return j <= i;
+        case Mask::causal_br: return j <= i + p.dims.S_kv - p.dims.S_q;
+        default: return true;
+    }
+}
+
+/// True when query row i sees no key at all (O and dQ rows must then be exactly 0).
+bool row_fully_masked(const Problem& p, std::int64_t i);
+/// True when key j is visible to no query (dK and dV rows must then be exactly 0).
+bool key_never_visible(const Problem& p, std::int64_t j);
+
+/// Number of visible score elements per (b, h): sum over i of the visible keys (exact for
+/// both causal alignments and S_q != S_kv). Used by the FLOP convention.
+std::int64_t visible_scores(const Problem& p);
+
+/// First broken rule as a sentence naming the rule and the values, or nullopt when valid.
+std::optional<std::string> validate(const Problem& p);
+
+/// Knobs that differ from the defaults, e.g. "--dir=bwd --dt=bf16 --mask=causal_br".
+std::string knobs(const Problem& p);
+
+}  // namespace sdpa

@@ -1,0 +1,26 @@
+// Per-case statuses, benchdnn-compatible (DESIGN.md "Statuses and exit code").
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "core/enum_table.hpp"
+
+namespace sdpa {
+
+/// Outcome of one case. Exactly one per case, on every path.
+enum class Status { passed, mistrusted, skipped, unimplemented, invalid_arguments, failed, listed };
+
+inline constexpr std::array<EnumName<Status>, 7> kStatusNames{{{Status::passed, "PASSED"},
+    {Status::mistrusted, "MISTRUSTED"}, {Status::skipped, "SKIPPED"},
+    {Status::unimplemented, "UNIMPLEMENTED"}, {Status::invalid_arguments, "INVALID_ARGUMENTS"},
+    {Status::failed, "FAILED"}, {Status::listed, "LISTED"}}};
+
+inline std::string_view format_as(Status v) { return enum_name(kStatusNames, v); }
+
+/// True for the statuses that make the run exit 1 (FAILED, UNIMPLEMENTED, INVALID_ARGUMENTS).
+constexpr bool is_error(Status s) {
+    return s == Status::failed || s == Status::unimplemented || s == Status::invalid_arguments;
+}
+
+}  // namespace sdpa

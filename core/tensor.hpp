@@ -1,0 +1,46 @@
+// Host tensor of f32 values with a logical data type and dense row-major strides.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace sdpa {
+
+/// Dense 4-D tensor [d0, d1, d2, d3] (row-major) of floats. `dt` is the type the values
+/// stand for: every value is exactly representable in `dt` once produced by a filler or
+/// read back from a vendor, so encode()/decode() to `dt` are lossless.
+struct Tensor {
+    std::array<std::int64_t, 4> dims{0, 0, 0, 0};
+    DType dt = DType::f32;
+    std::vector<float> data;
+
+    Tensor() = default;
+    /// Allocates dims[0]*dims[1]*dims[2]*dims[3] elements, all set to `value`.
+    Tensor(std::array<std::int64_t, 4> d, DType t, float value = 0.f)
+        : dims(d), dt(t), data(static_cast<std::size_t>(d[0] * d[1] * d[2] * d[3]), value) {}
+
+    bool empty() const { return data.empty(); }
+    std::size_t size() const { return data.size(); }
+    /// Row-major offset of element (a, b, c, d); no bounds check.
+    std::size_t offset(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const {
+        return static_cast<std::size_t>(((a * dims[1] + b) * dims[2] + c) * dims[3] + d);
+    }
+    float& at(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) { return data[offset(a, b, c, d)]; }
+    float at(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const { return data[offset(a, b, c, d)]; }
+    /// Inverse of offset(): the 4-D index of flat element `i`.
+    std::array<std::int64_t, 4> index(std::size_t i) const {
+        std::array<std::int64_t, 4> idx{};
+        auto rem = static_cast<std::int64_t>(i);
+        for (int k = 3; k >= 0; --k) {
+            idx[static_cast<std::size_t>(k)] = rem % dims[static_cast<std::size_t>(k)];
+            rem /= dims[static_cast<std::size_t>(k)];
+        }
+        return idx;
+    }
+};
+
+}  // namespace sdpa

@@ -1,0 +1,299 @@
+#include "driver/case_parser.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One value knob of the case language: its spelling, accepted values, default and setter.
+/// The table of these drives parsing, expansion, error messages and --help.
+struct Knob {
+    std::string_view name;  ///< without the leading "--"
+    std::string choices;    ///< accepted values, for errors and --help
+    std::string def;        ///< default spelling
+    std::string_view what;  ///< one-line description for --help
+    bool (*apply)(std::string_view value, Case& c);  ///< false: value not accepted
+};
+
+/// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
+template <class E, std::size_t N>
+bool set_enum(const std::array<EnumName<E>, N>& table, std::string_view v, E& out) {
+    const auto e = enum_parse(table, v);
+    if (e) out = *e;
+    return e.has_value();
+}
+
+/// Parses the whole of `v` as a finite float ("default" clears the scale).
+bool set_scale(std::string_view v, Case& c) {
+    if (v == "default") {
+        c.prb.scale.reset();
+        return true;
+    }
+    float f = 0.f;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !std::isfinite(f)) return false;
+    c.prb.scale = f;
+    return true;
+}
+
+/// Parses the whole of `v` as an unsigned 64-bit seed.
+bool set_seed(std::string_view v, Case& c) {
+    std::uint64_t s = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) return false;
+    c.prb.seed = s;
+    return true;
+}
+
+/// Accepts any non-empty name of [a-z0-9_:]; the driver checks that the backend exists.
+bool set_backend(std::string_view v, Case& c) {
+    if (v.empty()) return false;
+    for (const char ch : v)
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == ':')) return false;
+    c.backend = std::string(v);
+    return true;
+}
+
+/// The value knobs, in cross-product order (the first one varies slowest).
+/// Defaults are read from Problem{} and Case{} so they are spelled in one place only.
+const std::vector<Knob>& knob_table() {
+    static const std::vector<Knob> table = [] {
+        const Case d;
+        return std::vector<Knob>{
+            {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir), "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
+                [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
+            {"dt", enum_choices(kDTypeNames), fmt::format("{}", d.prb.dt), "io data type",
+                [](std::string_view v, Case& c) { return set_enum(kDTypeNames, v, c.prb.dt); }},
+            {"mask", enum_choices(kMaskNames), fmt::format("{}", d.prb.mask), "mask kind",
+                [](std::string_view v, Case& c) { return set_enum(kMaskNames, v, c.prb.mask); }},
+            {"mask-shape", enum_choices(kBiasShapeNames), fmt::format("{}", d.prb.bias_shape),
+                "broadcast shape of --mask=bias",
+                [](std::string_view v, Case& c) { return set_enum(kBiasShapeNames, v, c.prb.bias_shape); }},
+            {"mask-dt", enum_choices(kDTypeNames) + "|default", "default",
+                "data type of the bias ('default': the --dt type)",
+                [](std::string_view v, Case& c) {
+                    DType t{};
+                    if (v == "default") c.prb.mask_dt.reset();
+                    else if (set_enum(kDTypeNames, v, t)) c.prb.mask_dt = t;
+                    else return false;
+                    return true;
+                }},
+            {"scale", "default|<finite float>", "default", "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)",
+                set_scale},
+            {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
+                "apply the scale by multiplying or dividing QK^T",
+                [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
+            {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
+                [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
+            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
+            {"backend", "<name of [a-z0-9_:]>", d.backend, "vendor backend that runs the case", set_backend},
+            {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode), "C: check correctness; L: list the repro lines, run nothing",
+                [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }},
+        };
+    }();
+    return table;
+}
+
+/// Current values of every knob (one list per row of knob_table()).
+using KnobState = std::vector<std::vector<std::string>>;
+
+KnobState default_state() {
+    KnobState s;
+    for (const Knob& k : knob_table()) s.push_back({k.def});
+    return s;
+}
+
+/// "--dir, --dt, ..., --batch, --reset": every knob name, for the unknown-knob error.
+std::string all_knob_names() {
+    std::string s;
+    for (const Knob& k : knob_table()) s += fmt::format("--{}, ", k.name);
+    return s + "--batch, --reset";
+}
+
+/// Where a token came from: a file position, or the command line (file empty).
+struct Loc {
+    std::string file;
+    std::size_t line = 0, col = 0;
+
+    bool command_line() const { return file.empty(); }
+    std::string where() const { return command_line() ? "command line" : fmt::format("{}:{}", file, line); }
+};
+
+/// Splits `line` at whitespace into (token, 1-based column) pairs.
+std::vector<std::pair<std::string_view, std::size_t>> split_tokens(std::string_view line) {
+    std::vector<std::pair<std::string_view, std::size_t>> out;
+    auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f'; };
+    std::size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && space(line[i])) ++i;
+        const std::size_t b = i;
+        while (i < line.size() && !space(line[i])) ++i;
+        if (i > b) out.emplace_back(line.substr(b, i - b), b + 1);
+    }
+    return out;
+}
+
+/// Parses tokens into entries; holds the --batch include chain for cycle detection.
+class Parser {
+public:
+    std::vector<CaseEntry> entries;
+
+    /// Handles one token with the knob state of its file (or of the command line).
+    void token(std::string_view tok, KnobState& st, const Loc& loc) {
+        if (!tok.starts_with("--")) return problem(tok, st, loc);
+        const std::size_t eq = tok.find('=');
+        const std::string_view name = tok.substr(2, eq == std::string_view::npos ? tok.npos : eq - 2);
+        const bool has_value = eq != std::string_view::npos;
+        const std::string_view value = has_value ? tok.substr(eq + 1) : std::string_view{};
+        if (name == "reset") {
+            if (has_value) return error(loc, fmt::format("--reset takes no value (got '{}')", tok));
+            st = default_state();
+            return;
+        }
+        if (name == "batch") {
+            if (value.empty()) return error(loc, "--batch needs a file name (--batch=FILE)");
+            return include(value, st, loc);
+        }
+        const auto& table = knob_table();
+        for (std::size_t k = 0; k < table.size(); ++k) {
+            if (table[k].name != name) continue;
+            if (!has_value)
+                return error(loc, fmt::format("--{} needs a value (--{}={})", name, name, table[k].choices));
+            std::vector<std::string> values;
+            Case scratch;
+            std::size_t pos = 0;
+            while (true) {  // comma list; every element must be accepted, else the knob is unchanged
+                const std::size_t comma = value.find(',', pos);
+                const std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                if (!table[k].apply(v, scratch))
+                    return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name, table[k].choices));
+                values.emplace_back(v);
+                if (comma == value.npos) break;
+                pos = comma + 1;
+            }
+            st[k] = std::move(values);
+            return;
+        }
+        error(loc, fmt::format("unknown knob '{}' (accepted: {})", tok.substr(0, eq), all_knob_names()));
+    }
+
+    /// Reads one file with its own copy of the knob state (changes end with the file).
+    void file(const std::string& path, KnobState st) {
+        std::ifstream in(path);
+        std::string line;
+        for (std::size_t n = 1; std::getline(in, line); ++n) {
+            std::string_view text = line;
+            if (const auto hash = text.find('#'); hash != text.npos) text = text.substr(0, hash);
+            for (const auto& [tok, col] : split_tokens(text)) token(tok, st, Loc{path, n, col});
+        }
+    }
+
+private:
+    std::vector<std::string> chain_;  ///< display paths of the files being read
+    std::vector<fs::path> canon_;     ///< the same, canonical, for cycle detection
+
+    void error(const Loc& loc, const std::string& msg) {
+        CaseEntry e;
+        e.usage = loc.command_line();
+        e.error = loc.command_line() ? fmt::format("command line: error: {}", msg)
+                                     : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, msg);
+        entries.push_back(std::move(e));
+    }
+
+    /// "a -> b -> c": the include chain ending with `last`.
+    std::string chain_with(const std::string& last) const {
+        std::string s;
+        for (const auto& p : chain_) s += p + " -> ";
+        return s + last;
+    }
+
+    /// Resolves `name` (relative to the including file, or to the current directory on the
+    /// command line), rejects cycles and unreadable files, then reads it.
+    void include(std::string_view name, const KnobState& st, const Loc& loc) {
+        fs::path p{std::string(name)};
+        if (!loc.command_line()) p = fs::path(loc.file).parent_path() / p;
+        const std::string shown = p.lexically_normal().string();
+        std::error_code ec;
+        fs::path canon = fs::weakly_canonical(p, ec);
+        if (ec) canon = fs::absolute(p, ec).lexically_normal();
+        for (const auto& c : canon_)
+            if (c == canon) return error(loc, fmt::format("--batch cycle: {}", chain_with(shown)));
+        const bool readable = !fs::is_directory(p, ec) && std::ifstream(p).good();
+        if (!readable) {
+            if (chain_.empty()) return error(loc, fmt::format("cannot open --batch file '{}'", shown));
+            return error(loc, fmt::format("cannot open --batch file '{}' (include chain: {})", shown, chain_with(shown)));
+        }
+        chain_.push_back(shown);
+        canon_.push_back(canon);
+        file(shown, st);
+        chain_.pop_back();
+        canon_.pop_back();
+    }
+
+    /// Emits one case per combination of knob values (the last knob varies fastest).
+    void problem(std::string_view tok, const KnobState& st, const Loc& loc) {
+        std::string name, err;
+        const auto dims = parse_descriptor(tok, &name, &err);
+        if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));
+        const auto& table = knob_table();
+        std::vector<std::size_t> idx(table.size(), 0);
+        while (true) {
+            Case c;
+            for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
+            c.prb.dims = *dims;
+            c.prb.name = name;
+            // The bias shape means nothing without a bias; keep it canonical so the repro
+            // (which omits it) gives back an equal problem.
+            if (c.prb.mask != Mask::bias) c.prb.bias_shape = Problem{}.bias_shape;
+            c.where = loc.where();
+            entries.push_back(CaseEntry{std::move(c), {}, false});
+            std::size_t k = table.size();
+            while (k > 0 && ++idx[k - 1] == st[k - 1].size()) idx[--k] = 0;
+            if (k == 0) return;
+        }
+    }
+};
+
+}  // namespace
+
+std::string case_language_help() {
+    std::string s =
+        "Case language (the same on the command line and in --batch files):\n"
+        "  Knobs apply to the problem descriptors after them; a comma list (--dt=f32,bf16) expands\n"
+        "  to the cross product over all knobs (the first knob below varies slowest). In files, '#'\n"
+        "  starts a comment.\n\n"
+        "Knobs:\n";
+    for (const Knob& k : knob_table())
+        s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def);
+    s += "  --batch=FILE\n"
+         "      read FILE (relative to the including file, or to the current directory on the command\n"
+         "      line); knob changes inside it end with it\n"
+         "  --reset\n"
+         "      restore every knob to its default\n\n"
+         "Problem descriptor: b<B>hq<H_q>hkv<H_kv>sq<S_q>skv<S_kv>dqk<D_qk>dv<D_v>[n=<name>]\n"
+         "  sq and d (or dqk) are required; defaults: b1 hq1, hkv = hq, skv = sq, dv = dqk; d sets both\n"
+         "  head sizes. Example: --dir=fwd_t,bwd --dt=bf16 --mask=causal_br b1hq32hkv8sq4096d128n=llama3-8b\n";
+    return s;
+}
+
+std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
+    Parser p;
+    KnobState st = default_state();
+    for (const std::string& arg : tokens)
+        for (const auto& [tok, col] : split_tokens(arg)) p.token(tok, st, Loc{});
+    return std::move(p.entries);
+}
+
+}  // namespace sdpa

@@ -1,0 +1,33 @@
+// The case language (benchdnn-like, DESIGN.md): knobs apply to the problem descriptors after
+// them, comma lists expand to cross products, --batch=FILE includes a file, --reset restores
+// defaults, '#' starts a comment. The same syntax on the command line and in files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/case.hpp"
+
+namespace sdpa {
+
+/// One result of parsing: a case, or an error. Errors read
+/// "FILE:LINE:COL: error: MESSAGE" for file input and "command line: error: MESSAGE" for
+/// command-line tokens; `usage` is true for the latter (the driver exits 2 on those).
+struct CaseEntry {
+    std::optional<Case> c;
+    std::string error;
+    bool usage = false;
+};
+
+/// Knobs accepted by the case language with their values, for --help.
+std::string case_language_help();
+
+/// Parses command-line tokens (argv after the global options) in order. `--batch=FILE` paths
+/// are relative to the current directory on the command line and to the including file
+/// inside files; a knob set inside a batch file lasts until the end of that file. Parsing
+/// goes on after an error, so one bad line costs only its own cases. A file that cannot be
+/// opened, or a --batch cycle, is one error entry naming the include chain.
+std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens);
+
+}  // namespace sdpa

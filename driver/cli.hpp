@@ -1,0 +1,25 @@
+// Global command-line options (CLI11). The order-sensitive case language is handed on, as
+// tokens, to the case parser.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sdpa {
+
+/// Options that apply to the whole run.
+struct GlobalOptions {
+    int verbose = 0;               ///< -v: margins and backend notes per case; -vv more
+    bool version = false;          ///< --version: print versions and exit
+    std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()
+};
+
+/// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after
+/// --help, 2 for a usage error (message already printed on stderr).
+struct CliOutcome {
+    GlobalOptions opts;
+    int exit_code = -1;  ///< -1: go on
+};
+CliOutcome parse_command_line(int argc, char** argv);
+
+}  // namespace sdpa

@@ -1,0 +1,97 @@
+#include "driver/run_case.hpp"
+
+#include <chrono>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "compare/compare.hpp"
+#include "fillers/fill.hpp"
+#include "ref/sdpa_ref.hpp"
+
+namespace sdpa {
+
+std::string failure_reason(const OutputCheck& c) {
+    const auto& w = c.worst_index;
+    return fmt::format("{}: {} at ({},{},{},{}): got {} expected {} (|err| {:.3g} vs bound {:.3g})", c.output,
+            c.reason, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound);
+}
+
+namespace {
+
+/// Status and reason from the output checks: FAILED if any failed, else MISTRUSTED if any
+/// output was mistrusted, else PASSED.
+void judge(CaseResult& r) {
+    std::string failed, mistrusted;
+    for (const auto& c : r.checks) {
+        if (!c.pass) failed += (failed.empty() ? "" : "; ") + failure_reason(c);
+        else if (c.mistrusted)
+            mistrusted += fmt::format("{}{}: {:.0f}% of the reference is zero", mistrusted.empty() ? "" : "; ",
+                    c.output, 100.0 * c.zero_fraction);
+    }
+    if (!failed.empty()) {
+        r.status = Status::failed;
+        r.reason = failed;
+    } else if (!mistrusted.empty()) {
+        r.status = Status::mistrusted;
+        r.reason = mistrusted;
+    } else {
+        r.status = Status::passed;
+    }
+}
+
+void run_checked(const Case& c, Backend& backend, CaseResult& r) {
+    const Problem& p = c.prb;
+    if (auto err = validate(p)) {
+        r.status = Status::invalid_arguments;
+        r.reason = *err;
+        return;
+    }
+    if (c.mode == Mode::L) {
+        r.status = Status::listed;
+        return;
+    }
+    if (auto no = backend.support(p)) {
+        r.status = no->status;
+        r.reason = no->reason;
+        return;
+    }
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    BackendRun run = backend.run(p, in);
+    r.notes = std::move(run.notes);
+    const RefOptions opt = default_ref_options(p);
+    if (p.dir == Dir::bwd) {
+        const RefBackward ref = ref_backward(p, in, opt);
+        r.checks = check_outputs(p, run.out, nullptr, &ref, backend.conventions());
+    } else {
+        const RefForward ref = ref_forward(p, in, opt);
+        r.checks = check_outputs(p, run.out, &ref, nullptr, backend.conventions());
+    }
+    judge(r);
+}
+
+}  // namespace
+
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index) {
+    CaseResult r;
+    r.index = index;
+    r.repro = repro(c);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        run_checked(c, backend, r);
+    } catch (const BackendError& e) {
+        r.status = e.status;
+        r.reason = e.what();
+    } catch (const std::bad_alloc&) {
+        r.status = Status::skipped;
+        r.reason = "out of host memory";
+    } catch (const std::exception& e) {
+        r.status = Status::failed;
+        r.reason = fmt::format("exception: {}", e.what());
+    }
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,20 @@
+// The per-case pipeline: validate -> support -> fill -> displace -> vendor run -> reference ->
+// compare, yielding exactly one CaseResult on every path.
+#pragma once
+
+#include "backends/backend.hpp"
+#include "driver/case.hpp"
+#include "reports/case_result.hpp"
+
+namespace sdpa {
+
+/// Runs case `c` on `backend` (which must be the backend c.backend names) and returns its
+/// result; `index` is its 0-based position in the batch. Never throws for a vendor or
+/// reference failure: BackendError and std::exception become statuses.
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index);
+
+/// The FAILED reason for one output check: "dQ: <reason> at (b,h,i,j): got G expected E
+/// (|err| X > bound B)".
+std::string failure_reason(const OutputCheck& c);
+
+}  // namespace sdpa

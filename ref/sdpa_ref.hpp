@@ -1,0 +1,50 @@
+// The f32 reference for SDPA training: forward (O, stats) and backward (dQ, dK, dV), plus the
+// magnitudes the tolerance model needs. Independent of every vendor library; OpenMP parallel.
+#pragma once
+
+#include "core/problem.hpp"
+#include "core/sdpa_tensors.hpp"
+
+namespace sdpa {
+
+/// Reference knobs.
+struct RefOptions {
+    /// Mirror the vendor graph's intermediate rounding: P rounded to the io dtype before P*V
+    /// and before the dV matmul; the scaled dS rounded to the io dtype before the dQ and dK
+    /// matmuls (oneDNN's documented SDPA training graphs do this with TypeCast for bf16/f16).
+    bool emulate_rounding = true;
+};
+
+/// Default options for `p`: rounding emulation on for bf16/f16, off (a no-op) for f32.
+inline RefOptions default_ref_options(const Problem&) { return RefOptions{true}; }
+
+/// Forward result, all f32 and unrounded.
+/// O [B,H_q,S_q,D_v]; stats [B,H_q,S_q,1] natural-log LSE of the masked, scaled scores
+/// (+inf for a fully masked row, whose O row is 0);
+/// M_O [B,H_q,S_q,D_v] = P*|V|;
+/// M_stats [B,H_q,S_q,1] = 1 + sqrt(S_kv) + sum_j P_ij (|s_ij| + |m_ij|) with s the scaled
+/// scores before the mask and m the additive mask value (0 for a fully masked row).
+struct RefForward {
+    Tensor O, stats, M_O, M_stats;
+};
+
+/// Backward result, all f32 and unrounded. dQ [B,H_q,S_q,D_qk], dK [B,H_kv,S_kv,D_qk],
+/// dV [B,H_kv,S_kv,D_v] (GQA: summed over the H_q/H_kv query heads of each group); and the
+/// magnitudes of the tolerance model (DESIGN.md): W = P o (|dP - D| + r_i) with
+/// r_i = ||dO_i o O_i||_2, M_dQ = |scale|*W*|K|, M_dK = |scale|*W^T*|Q|, M_dV = P^T*|dO|.
+struct RefBackward {
+    Tensor dQ, dK, dV, M_dQ, M_dK, M_dV;
+};
+
+/// Scores s_ij = op(sum_d Q_id K_jd, scale_tensor_value(p)) (+ bias_ij), dot products
+/// accumulated in f64, the scale op and the bias add in f32 as the vendor graph does; masked
+/// keys (causal) excluded. Uses in.Q, in.K, in.V and in.bias (when p.mask == bias).
+RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
+
+/// Backward from in.Q, in.K, in.V, in.bias, in.O, in.dO and in.stats, with
+/// P_ij = exp(s_ij - stats_i) (0 for masked keys and for stats = +inf), D_i = sum_d dO_id O_id,
+/// dS = P o (dP - D), dQ = scale*dS*K, dK = scale*dS^T*Q, dV = P^T*dO (scale: the derivative
+/// of the scale op, i.e. v for mul and 1/v for div).
+RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
+
+}  // namespace sdpa

@@ -1,0 +1,42 @@
+#include "reports/console_reporter.hpp"
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+std::string status_line(const CaseResult& r) {
+    std::string s = fmt::format("{}:{}", r.index, r.status);
+    if (!r.reason.empty()) s += fmt::format(" ({})", r.reason);
+    s += fmt::format(" ({:.1f} ms)", r.ms);
+    if (!r.repro.empty()) s += fmt::format(" __REPRO: {}", r.repro);
+    return s;
+}
+
+std::string summary_line(const Summary& s) {
+    return fmt::format("tests:{} passed:{} skipped:{} mistrusted:{} unimplemented:{} invalid_arguments:{} failed:{} listed:{}",
+            s.tests, s[Status::passed], s[Status::skipped], s[Status::mistrusted], s[Status::unimplemented],
+            s[Status::invalid_arguments], s[Status::failed], s[Status::listed]);
+}
+
+std::string margin_line(const OutputCheck& c) {
+    const auto& w = c.worst_index;
+    return fmt::format("    {}: worst |err|/bound {:.3g} at ({},{},{},{}) got {} expected {} err {:.3g} bound {:.3g}{}",
+            c.output, c.worst_ratio, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound,
+            c.pass ? "" : fmt::format(" FAILED: {}", c.reason));
+}
+
+void ConsoleReporter::on_case(const CaseResult& r) {
+    fmt::print(out_, "{}\n", status_line(r));
+    if (verbose_ >= 1) {
+        for (const auto& n : r.notes) fmt::print(out_, "    {}\n", n);
+        for (const auto& c : r.checks) fmt::print(out_, "{}\n", margin_line(c));
+    }
+    std::fflush(out_);
+}
+
+void ConsoleReporter::end(const Summary& s) {
+    fmt::print(out_, "{}\n", summary_line(s));
+    std::fflush(out_);
+}
+
+}  // namespace sdpa

@@ -1,0 +1,31 @@
+// Console lines (DESIGN.md): "<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>" per case
+// and the benchdnn-style summary line.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "reports/reporter.hpp"
+
+namespace sdpa {
+
+/// The status line of one case (no newline).
+std::string status_line(const CaseResult& r);
+/// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N".
+std::string summary_line(const Summary& s);
+/// One line per output: "  O: worst |err|/bound 0.031 at (0,1,5,3) got .. expected .. (bound ..)".
+std::string margin_line(const OutputCheck& c);
+
+/// Writes status lines to `out`; with verbose >= 1 also margins and backend notes.
+class ConsoleReporter final : public Reporter {
+public:
+    ConsoleReporter(std::FILE* out, int verbose) : out_(out), verbose_(verbose) {}
+    void on_case(const CaseResult& r) override;
+    void end(const Summary& s) override;
+
+private:
+    std::FILE* out_;
+    int verbose_;
+};
+
+}  // namespace sdpa

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything sdpabench needs, from Debian packages and PyPI only. Idempotent: a second
+# run checks and returns in seconds. Runs as root, or with sudo when it is available.
+#   SDPABENCH_DEPS   where the oneDNN venv goes (default /opt/sdpabench-deps)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+deps=${SDPABENCH_DEPS:-/opt/sdpabench-deps}
+onednn_venv="$deps/onednn-2026.1.0"
+
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; else
+  echo "setup.sh: needs root or sudo to install Debian packages" >&2; exit 1; fi
+
+apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# oneDNN >= 3.9 with the Graph API: Intel's oneAPI wheels (Debian 12 only has 2.6).
+stamp="$onednn_venv/.sdpabench-ok"
+if [ ! -f "$stamp" ] || ! cmp -s "$here/onednn-requirements.txt" "$stamp"; then
+  echo "setup.sh: installing oneDNN wheels into $onednn_venv"
+  $sudo mkdir -p "$deps"
+  $sudo rm -rf "$onednn_venv"
+  $sudo python3 -m venv "$onednn_venv"
+  $sudo "$onednn_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      -r "$here/onednn-requirements.txt"
+  test -f "$onednn_venv/include/oneapi/dnnl/dnnl_graph.hpp"
+  $sudo cp "$here/onednn-requirements.txt" "$stamp"
+fi
+echo "setup.sh: ok (oneDNN in $onednn_venv)"

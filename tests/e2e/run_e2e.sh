@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# End-to-end checks of the real executable: statuses, summary line and exit code.
+# Usage: run_e2e.sh SCENARIO SDPABENCH_EXE SOURCE_DIR
+set -uo pipefail
+scenario=$1 exe=$2 src=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src"
+
+fail() { echo "E2E FAIL ($scenario): $*"; echo "--- output tail:"; tail -n 30 "$tmp/out" 2>/dev/null; exit 1; }
+# summary_field NAME: the count after NAME: in the summary line.
+summary_field() { grep -E '^tests:' "$tmp/out" | tail -n 1 | grep -oE "(^| )$1:[0-9]+" | cut -d: -f2; }
+run() { "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err" >>"$tmp/out"; }
+
+case $scenario in
+smoke_ref)
+  run --backend=ref --batch=cases/ci/smoke.cases
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  tests=$(summary_field tests); passed=$(summary_field passed)
+  [ -n "$tests" ] && [ "$tests" -gt 100 ] || fail "expected > 100 tests, got '$tests'"
+  [ "$passed" = "$tests" ] || fail "ref against itself must PASS everything: $passed/$tests passed"
+  ;;
+smoke_onednn)
+  run --backend=onednn --batch=cases/ci/smoke.cases
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
+  [ -n "$tests" ] && [ "$tests" -gt 100 ] || fail "expected > 100 tests, got '$tests'"
+  [ $((passed + skipped)) -eq "$tests" ] || fail "every case must PASS or be SKIPPED: passed $passed skipped $skipped of $tests"
+  [ "$passed" -gt 0 ] || fail "nothing passed"
+  # A skip must say why (a platform reason in parentheses).
+  if grep -E '^[0-9]+:SKIPPED' "$tmp/out" | grep -vqE '^[0-9]+:SKIPPED \(.+\)'; then fail "SKIPPED without a reason"; fi
+  ;;
+models_llama)
+  run --backend=onednn --mode=C --batch=cases/models/llama3-8b.cases
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
+  [ "$tests" -gt 0 ] && [ $((passed + skipped)) -eq "$tests" ] || fail "passed $passed skipped $skipped of $tests"
+  ;;
+bad_line)
+  # A malformed line costs only its own cases; the error names file:line.
+  printf 'b1hq2sq16d16\n--dt=bf8 b1hq2sq16d16\nb1hq2sq16d16\n' >"$tmp/bad.cases"
+  run --backend=ref --batch="$tmp/bad.cases"
+  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1 (an INVALID_ARGUMENTS case)"
+  grep -qE "bad.cases:2:[0-9]+: error: .*bf8" "$tmp/out" || fail "no 'file:line:col: error:' naming bf8"
+  [ "$(summary_field passed)" = 2 ] || fail "the two good cases must still PASS"
+  [ "$(summary_field invalid_arguments)" = 1 ] || fail "expected one INVALID_ARGUMENTS"
+  # A valid-syntax case that breaks a rule is INVALID_ARGUMENTS with the rule and values.
+  run --backend=ref b1hq6hkv4sq16d16 b1hq2sq16d16
+  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+  grep -qE "^0:INVALID_ARGUMENTS \(.*H_q = 6.*H_kv = 4" "$tmp/out" || fail "GQA rule not named"
+  grep -qE "^1:PASSED" "$tmp/out" || fail "the case after the invalid one must run"
+  ;;
+usage)
+  run --dt=bf8 b1hq2sq16d16
+  [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
+  grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"
+  run
+  [ "$rc" -eq 2 ] || fail "no problem: exit $rc, expected 2"
+  run --help
+  [ "$rc" -eq 0 ] || fail "--help: exit $rc"
+  grep -q -- "--mask" "$tmp/out" || fail "--help must describe the knobs"
+  run --version
+  [ "$rc" -eq 0 ] || fail "--version: exit $rc"
+  grep -qE "oneDNN v[0-9]+\.[0-9]+" "$tmp/out" || fail "--version must print the oneDNN version"
+  ;;
+list_mode)
+  run --mode=L --dt=f32,bf16 --dir=fwd_t,bwd b1hq2sq16d16
+  [ "$rc" -eq 0 ] || fail "exit code $rc"
+  [ "$(summary_field listed)" = 4 ] || fail "expected 4 LISTED"
+  grep -q "__REPRO: --mode=L --dir=bwd --dt=bf16 b1hq2sq16d16" "$tmp/out" || fail "repro missing"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "E2E OK ($scenario)"

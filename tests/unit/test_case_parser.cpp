@@ -1,0 +1,420 @@
+// The case language: knobs, cross products, --batch includes, errors, repro round trips, and
+// every case file shipped under cases/.
+#include "driver/case_parser.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#ifndef SDPABENCH_SOURCE_DIR
+#error "SDPABENCH_SOURCE_DIR (the project root) must be defined for this test"
+#endif
+
+namespace sdpa {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> split(const std::string& s) {
+    std::istringstream in(s);
+    std::vector<std::string> out;
+    for (std::string t; in >> t;) out.push_back(t);
+    return out;
+}
+
+std::vector<Case> cases_of(const std::vector<CaseEntry>& es) {
+    std::vector<Case> out;
+    for (const auto& e : es)
+        if (e.c) out.push_back(*e.c);
+    return out;
+}
+
+std::vector<CaseEntry> errors_of(const std::vector<CaseEntry>& es) {
+    std::vector<CaseEntry> out;
+    for (const auto& e : es)
+        if (!e.c) out.push_back(e);
+    return out;
+}
+
+std::vector<CaseEntry> parse(const std::string& s) { return parse_cases(split(s)); }
+
+/// A fresh directory under the system temp dir, removed at the end of the test.
+class TempDir : public ::testing::Test {
+protected:
+    fs::path dir;
+
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir = fs::temp_directory_path() /
+              fmt::format("sdpabench_case_parser_{}_{}", info->name(), std::random_device{}());
+        fs::create_directories(dir);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    /// Writes `text` to dir/rel (creating folders) and returns the full path as a string.
+    std::string write(const std::string& rel, const std::string& text) {
+        const fs::path p = dir / rel;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p) << text;
+        return p.string();
+    }
+};
+
+TEST(CaseParser, CrossProductCountAndOrder) {
+    const auto es = parse("--dir=fwd_t,bwd --dt=f32,bf16,f16 b1hq1sq4d8 b2hq2sq8d8");
+    ASSERT_TRUE(errors_of(es).empty());
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 12u);
+    // Per descriptor, the first knob varies slowest.
+    const Dir dirs[] = {Dir::fwd_t, Dir::fwd_t, Dir::fwd_t, Dir::bwd, Dir::bwd, Dir::bwd};
+    const DType dts[] = {DType::f32, DType::bf16, DType::f16, DType::f32, DType::bf16, DType::f16};
+    for (int i = 0; i < 12; ++i) {
+        EXPECT_EQ(cs[i].prb.dir, dirs[i % 6]) << i;
+        EXPECT_EQ(cs[i].prb.dt, dts[i % 6]) << i;
+        EXPECT_EQ(cs[i].prb.dims.B, i < 6 ? 1 : 2) << i;
+        EXPECT_EQ(cs[i].where, "command line");
+    }
+}
+
+TEST(CaseParser, CrossProductOverManyKnobs) {
+    const auto cs = cases_of(parse(
+        "--mask=none,causal_tl,causal_br --seed=1,2 --backend=ref,onednn --mode=C,L b1hq1sq4d8"));
+    ASSERT_EQ(cs.size(), 3u * 2 * 2 * 2);
+    EXPECT_EQ(cs[0].prb.mask, Mask::none);
+    EXPECT_EQ(cs[0].backend, "ref");
+    EXPECT_EQ(cs[1].mode, Mode::L);  // the last knob varies fastest
+    EXPECT_EQ(cs[2].backend, "onednn");
+    EXPECT_EQ(cs[4].prb.seed, 2u);
+    EXPECT_EQ(cs[8].prb.mask, Mask::causal_tl);
+    EXPECT_EQ(cs[23].prb.mask, Mask::causal_br);
+    EXPECT_EQ(cs[23].prb.seed, 2u);
+    EXPECT_EQ(cs[23].backend, "onednn");
+    EXPECT_EQ(cs[23].mode, Mode::L);
+}
+
+TEST(CaseParser, KnobsApplyOnlyToLaterDescriptors) {
+    // Tokens may come one per argument or several per argument.
+    const auto cs = cases_of(parse_cases({"b1hq1sq4d8", "--dt=bf16 --dir=bwd", "b1hq1sq4d8"}));
+    ASSERT_EQ(cs.size(), 2u);
+    EXPECT_EQ(cs[0].prb.dt, DType::f32);
+    EXPECT_EQ(cs[0].prb.dir, Dir::fwd_t);
+    EXPECT_EQ(cs[1].prb.dt, DType::bf16);
+    EXPECT_EQ(cs[1].prb.dir, Dir::bwd);
+}
+
+TEST(CaseParser, EveryKnob) {
+    const auto cs = cases_of(parse(
+        "--dir=bwd --dt=f16 --mask=bias --mask-shape=BxHqxSqxSkv --mask-dt=f32 --scale=0.25 "
+        "--scale-op=div --fill=normal --seed=18446744073709551615 --backend=my_lib:gpu0 --mode=L "
+        "b2hq4hkv2sq8skv16dqk32dv16n=x"));
+    ASSERT_EQ(cs.size(), 1u);
+    const Problem& p = cs[0].prb;
+    EXPECT_EQ(p.dims, (Dims{2, 4, 2, 8, 16, 32, 16}));
+    EXPECT_EQ(p.name, "x");
+    EXPECT_EQ(p.dir, Dir::bwd);
+    EXPECT_EQ(p.dt, DType::f16);
+    EXPECT_EQ(p.mask, Mask::bias);
+    EXPECT_EQ(p.bias_shape, BiasShape::bh);
+    EXPECT_EQ(p.mask_dt, DType::f32);
+    EXPECT_EQ(p.scale, 0.25f);
+    EXPECT_EQ(p.scale_op, ScaleOp::div);
+    EXPECT_EQ(p.fill, Fill::normal);
+    EXPECT_EQ(p.seed, 18446744073709551615u);
+    EXPECT_EQ(cs[0].backend, "my_lib:gpu0");
+    EXPECT_EQ(cs[0].mode, Mode::L);
+}
+
+TEST(CaseParser, DefaultSpellingsAndReset) {
+    const auto cs = cases_of(parse(
+        "--mask=bias --mask-dt=bf16 --scale=2 b1hq1sq4d8 --mask-dt=default --scale=default b1hq1sq4d8 "
+        "--dir=bwd --dt=bf16 --mask=causal_tl --backend=ref --mode=L --seed=9 --fill=normal --reset "
+        "b1hq1sq4d8"));
+    ASSERT_EQ(cs.size(), 3u);
+    EXPECT_EQ(cs[0].prb.mask_dt, DType::bf16);
+    EXPECT_EQ(cs[0].prb.scale, 2.f);
+    EXPECT_EQ(cs[1].prb.mask_dt, std::nullopt);
+    EXPECT_EQ(cs[1].prb.scale, std::nullopt);
+    Case def;
+    def.prb.dims = cs[2].prb.dims;
+    EXPECT_EQ(cs[2].prb, def.prb);
+    EXPECT_EQ(cs[2].backend, def.backend);
+    EXPECT_EQ(cs[2].mode, def.mode);
+}
+
+TEST(CaseParser, BiasShapeIsCanonicalWithoutBias) {
+    const auto cs = cases_of(parse("--mask-shape=Bx1xSqxSkv --mask=none,bias b1hq1sq4d8"));
+    ASSERT_EQ(cs.size(), 2u);
+    EXPECT_EQ(cs[0].prb.bias_shape, BiasShape::one);
+    EXPECT_EQ(cs[1].prb.bias_shape, BiasShape::b);
+}
+
+TEST(CaseParser, ReproRoundTrip) {
+    const auto cs = cases_of(parse(
+        "--dir=fwd_i,bwd --dt=f32,bf16 --mask=none,causal_br,bias --mask-shape=1x1xSqxSkv,BxHqxSqxSkv "
+        "--scale=default,0.1,3.14159,1e-3 --scale-op=mul,div b2hq8hkv2sq128skv256d64 "
+        "--reset --backend=ref --mode=L --fill=normal --seed=0,42 b1hq32hkv8sq4096d128n=llama3-8b "
+        "--reset --mask=bias --mask-dt=f32,f16 b3hq2sq5dqk16dv8n=tiny"));
+    ASSERT_EQ(cs.size(), 2u * 2 * 3 * 2 * 4 * 2 + 2 + 2);
+    for (const Case& c : cs) {
+        const std::string r = repro(c);
+        const auto back = parse(r);
+        ASSERT_EQ(back.size(), 1u) << r;
+        ASSERT_TRUE(back[0].c.has_value()) << r << ": " << back[0].error;
+        EXPECT_EQ(back[0].c->prb, c.prb) << r;
+        EXPECT_EQ(back[0].c->backend, c.backend) << r;
+        EXPECT_EQ(back[0].c->mode, c.mode) << r;
+        EXPECT_EQ(repro(*back[0].c), r);
+    }
+}
+
+TEST(CaseParser, CommandLineErrors) {
+    auto es = parse("--dt=bf8");
+    ASSERT_EQ(es.size(), 1u);
+    EXPECT_FALSE(es[0].c.has_value());
+    EXPECT_TRUE(es[0].usage);
+    EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16)");
+
+    es = parse("--mask=causal --dir=fwd_t,back");
+    ASSERT_EQ(es.size(), 2u);
+    EXPECT_EQ(es[0].error,
+        "command line: error: unknown value 'causal' for --mask (accepted: none|causal_tl|causal_br|bias)");
+    EXPECT_EQ(es[1].error, "command line: error: unknown value 'back' for --dir (accepted: fwd_i|fwd_t|bwd)");
+
+    es = parse("--frobnicate=3");
+    ASSERT_EQ(es.size(), 1u);
+    EXPECT_TRUE(es[0].usage);
+    EXPECT_EQ(es[0].error,
+        "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
+        "--mask-dt, --scale, --scale-op, --fill, --seed, --backend, --mode, --batch, --reset)");
+    es = parse("--dt");  // a knob without its value names the accepted values
+    ASSERT_EQ(es.size(), 1u);
+    EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16)");
+
+    es = parse("b1hq1d8");
+    ASSERT_EQ(es.size(), 1u);
+    EXPECT_TRUE(es[0].usage);
+    EXPECT_NE(es[0].error.find("missing sq"), std::string::npos) << es[0].error;
+}
+
+TEST(CaseParser, BadValuesLeaveTheKnobUnchanged) {
+    const char* bad[] = {"--scale=abc", "--scale=inf", "--scale=nan", "--scale=1e50", "--scale=0.5x",
+        "--scale=", "--seed=-1", "--seed=1.5", "--seed=99999999999999999999", "--backend=Ref",
+        "--backend=a-b", "--backend=", "--mode=P", "--dir", "--reset=1", "--batch=", "--dt=f32,,bf16",
+        "--dt=f32,", "--mask-dt=f64", "--mask-shape=1x1", "--fill=zeros", "--scale-op=add"};
+    for (const char* b : bad) {
+        const auto es = parse(std::string("--dt=bf16 ") + b + " b1hq1sq4d8");
+        ASSERT_EQ(es.size(), 2u) << b;
+        EXPECT_FALSE(es[0].c.has_value()) << b;
+        EXPECT_TRUE(es[0].usage) << b;
+        EXPECT_EQ(es[0].error.rfind("command line: error: ", 0), 0u) << b;
+        ASSERT_TRUE(es[1].c.has_value()) << b;
+        EXPECT_EQ(es[1].c->prb.dt, DType::bf16) << b;
+        EXPECT_EQ(es[1].c->prb.scale, std::nullopt) << b;
+        EXPECT_EQ(es[1].c->backend, kDefaultBackend) << b;
+    }
+}
+
+TEST(CaseParser, HelpListsEveryKnob) {
+    const std::string h = case_language_help();
+    EXPECT_GT(std::count(h.begin(), h.end(), '\n'), 15);
+    for (const char* s : {"--dir=fwd_i|fwd_t|bwd", "--dt=f32|bf16|f16", "--mask=none|causal_tl|causal_br|bias",
+             "--mask-shape=1x1xSqxSkv|Bx1xSqxSkv|BxHqxSqxSkv", "--mask-dt=f32|bf16|f16|default", "--scale=",
+             "--scale-op=mul|div", "--fill=exact|normal", "--seed=", "--backend=", "--mode=C|L", "--batch=FILE",
+             "--reset", "(default: fwd_t)", "(default: onednn)", "(default: 1)", "b1hq32hkv8sq4096d128"})
+        EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
+TEST_F(TempDir, FileCommentsBlankLinesAndWhere) {
+    const std::string f = write("a.cases",
+        "# header comment\n"
+        "\n"
+        "--dt=bf16   # trailing comment b9hq9sq9d9\n"
+        "\tb1hq1sq4d8 b1hq1sq8d8n=two   \r\n"
+        "   # indented comment\n"
+        "--dir=bwd b1hq1sq16d8#glued comment\n");
+    const auto es = parse_cases({"--batch=" + f});
+    ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 3u);
+    EXPECT_EQ(cs[0].where, f + ":4");
+    EXPECT_EQ(cs[1].prb.name, "two");
+    EXPECT_EQ(cs[1].where, f + ":4");
+    EXPECT_EQ(cs[2].where, f + ":6");
+    EXPECT_EQ(cs[2].prb.dims.S_q, 16);
+    EXPECT_EQ(cs[2].prb.dir, Dir::bwd);
+    for (const Case& c : cs) EXPECT_EQ(c.prb.dt, DType::bf16);
+}
+
+TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
+    const std::string f = write("bad.cases", "b1hq1sq4d8\n  --dt=bf8 b1hq1sq5d8\nb1hq1sq6d8\n");
+    const auto es = parse_cases({"--batch=" + f});
+    ASSERT_EQ(es.size(), 4u);
+    ASSERT_TRUE(es[0].c && es[2].c && es[3].c);
+    EXPECT_EQ(es[0].c->where, f + ":1");
+    EXPECT_FALSE(es[1].c.has_value());
+    EXPECT_FALSE(es[1].usage);
+    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16)");
+    EXPECT_EQ(es[2].c->where, f + ":2");
+    EXPECT_EQ(es[3].c->where, f + ":3");
+
+    // Line 2 holds only a bad descriptor: 2 cases and 1 error, the error at its column.
+    const std::string g = write("bad2.cases", "b1hq1sq4d8\n--dt=bf16 b1hq1d8\nb1hq1sq6d8\n");
+    const auto gs = parse_cases({"--batch=" + g});
+    ASSERT_EQ(gs.size(), 3u);
+    EXPECT_EQ(cases_of(gs).size(), 2u);
+    EXPECT_EQ(gs[1].error.rfind(g + ":2:11: error: bad problem descriptor 'b1hq1d8': missing sq", 0), 0u)
+        << gs[1].error;
+    EXPECT_FALSE(gs[1].usage);
+    EXPECT_EQ(gs[2].c->prb.dt, DType::bf16);
+}
+
+TEST_F(TempDir, BatchRelativePathsAndKnobScoping) {
+    write("a.cases", "--dt=bf16\n--batch=sub/b.cases\nb1hq1sq2d2n=after\n");
+    const std::string b = write("sub/b.cases", "--dir=bwd\nb1hq1sq1d1n=inner\n--batch=c.cases\n");
+    const std::string c = write("sub/c.cases", "--reset --fill=normal\nb1hq1sq3d3n=c\n");
+    const auto es = parse_cases({"--mask=causal_tl", "--batch=" + (dir / "a.cases").string(), "b1hq1sq4d4n=cmd"});
+    ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 4u);
+    EXPECT_EQ(cs[0].prb.name, "inner");  // inherits the includers' knobs
+    EXPECT_EQ(cs[0].prb.dt, DType::bf16);
+    EXPECT_EQ(cs[0].prb.dir, Dir::bwd);
+    EXPECT_EQ(cs[0].prb.mask, Mask::causal_tl);
+    EXPECT_EQ(cs[0].where, b + ":2");
+    EXPECT_EQ(cs[1].prb.name, "c");      // --reset inside c.cases
+    EXPECT_EQ(cs[1].prb.dt, DType::f32);
+    EXPECT_EQ(cs[1].prb.mask, Mask::none);
+    EXPECT_EQ(cs[1].prb.fill, Fill::normal);
+    EXPECT_EQ(cs[1].where, c + ":2");
+    EXPECT_EQ(cs[2].prb.name, "after");  // b's --dir and c's --reset ended with their files
+    EXPECT_EQ(cs[2].prb.dir, Dir::fwd_t);
+    EXPECT_EQ(cs[2].prb.dt, DType::bf16);
+    EXPECT_EQ(cs[2].prb.mask, Mask::causal_tl);
+    EXPECT_EQ(cs[2].prb.fill, Fill::exact);
+    EXPECT_EQ(cs[3].prb.name, "cmd");    // a's --dt ended with a
+    EXPECT_EQ(cs[3].prb.dt, DType::f32);
+    EXPECT_EQ(cs[3].prb.mask, Mask::causal_tl);
+}
+
+TEST_F(TempDir, CommandLineBatchIsRelativeToTheCurrentDirectory) {
+    write("x/y.cases", "--batch=z.cases\n");
+    write("x/z.cases", "b1hq1sq4d8n=z\n");
+    const fs::path old = fs::current_path();
+    fs::current_path(dir);
+    const auto es = parse_cases({"--batch=x/y.cases"});
+    fs::current_path(old);
+    ASSERT_EQ(es.size(), 1u);
+    ASSERT_TRUE(es[0].c.has_value()) << es[0].error;
+    EXPECT_EQ(es[0].c->prb.name, "z");
+    EXPECT_EQ(es[0].c->where, "x/z.cases:1");
+}
+
+TEST_F(TempDir, MissingFile) {
+    const std::string missing = (dir / "nope.cases").string();
+    auto es = parse_cases({"--batch=" + missing, "b1hq1sq4d8"});
+    ASSERT_EQ(es.size(), 2u);
+    EXPECT_TRUE(es[0].usage);
+    EXPECT_EQ(es[0].error, "command line: error: cannot open --batch file '" + missing + "'");
+    EXPECT_TRUE(es[1].c.has_value());
+
+    const std::string a = write("a.cases", "b1hq1sq1d1\n  --batch=nope.cases b1hq1sq2d2\n");
+    es = parse_cases({"--batch=" + a});
+    ASSERT_EQ(es.size(), 3u);
+    EXPECT_FALSE(es[1].usage);  // an error inside a file is a file error
+    EXPECT_EQ(es[1].error, a + ":2:3: error: cannot open --batch file '" + missing + "' (include chain: " + a +
+                               " -> " + missing + ")");
+    EXPECT_TRUE(es[2].c.has_value());
+
+    // A directory is not a case file.
+    es = parse_cases({"--batch=" + dir.string()});
+    ASSERT_EQ(es.size(), 1u);
+    EXPECT_FALSE(es[0].c.has_value());
+}
+
+TEST_F(TempDir, CycleIsOneErrorNamingTheChain) {
+    const std::string a = write("a.cases", "b1hq1sq1d1\n--batch=b.cases\nb1hq1sq2d2\n");
+    const std::string b = write("b.cases", "--batch=./a.cases\nb1hq1sq3d3\n");
+    const auto es = parse_cases({"--batch=" + a});
+    ASSERT_EQ(es.size(), 4u);
+    EXPECT_EQ(es[0].c->prb.dims.S_q, 1);
+    EXPECT_FALSE(es[1].c.has_value());
+    EXPECT_FALSE(es[1].usage);
+    EXPECT_EQ(es[1].error, b + ":1:1: error: --batch cycle: " + a + " -> " + b + " -> " + a);
+    EXPECT_EQ(es[2].c->prb.dims.S_q, 3);
+    EXPECT_EQ(es[3].c->prb.dims.S_q, 2);
+
+    const std::string self = write("self.cases", "--batch=self.cases\n");
+    const auto ss = parse_cases({"--batch=" + self});
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].error, self + ":1:1: error: --batch cycle: " + self + " -> " + self);
+
+    // Including the same file twice (not nested) is not a cycle.
+    const std::string twice = write("twice.cases", "--batch=b2.cases --batch=b2.cases\n");
+    write("b2.cases", "b1hq1sq4d8\n");
+    const auto ts = parse_cases({"--batch=" + twice});
+    EXPECT_EQ(cases_of(ts).size(), 2u);
+    EXPECT_TRUE(errors_of(ts).empty());
+}
+
+/// Every shipped case file parses without errors and every problem passes validate().
+TEST(CaseFiles, AllParseAndValidate) {
+    const fs::path root = fs::path(SDPABENCH_SOURCE_DIR) / "cases";
+    ASSERT_TRUE(fs::is_directory(root)) << root;
+    int files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+        if (!entry.is_regular_file() || entry.path().extension() != ".cases") continue;
+        ++files;
+        const auto es = parse_cases({"--batch=" + entry.path().string()});
+        for (const auto& e : errors_of(es)) ADD_FAILURE() << e.error;
+        const auto cs = cases_of(es);
+        EXPECT_FALSE(cs.empty()) << entry.path();
+        for (const Case& c : cs)
+            if (const auto err = validate(c.prb)) ADD_FAILURE() << c.where << ": " << repro(c) << ": " << *err;
+    }
+    EXPECT_GE(files, 21);  // smoke + 10 short model files + 10 full model files
+}
+
+/// The CI smoke set covers the matrix it promises and stays small enough for 2 CPU cores.
+TEST(CaseFiles, SmokeCoverageAndSize) {
+    const fs::path f = fs::path(SDPABENCH_SOURCE_DIR) / "cases/ci/smoke.cases";
+    const auto cs = cases_of(parse_cases({"--batch=" + f.string()}));
+    EXPECT_GE(cs.size(), 150u);
+    EXPECT_LE(cs.size(), 250u);
+    std::set<std::tuple<DType, Dir, Mask>> combos;
+    std::set<BiasShape> shapes;
+    bool gqa = false, mha = false, sq_lt = false, sq_gt = false, dqk_ne_dv = false, mask_dt = false, fwd_i = false;
+    std::set<std::int64_t> lengths;
+    for (const Case& c : cs) {
+        const Dims& d = c.prb.dims;
+        EXPECT_LE(std::max(d.S_q, d.S_kv), 128) << repro(c);
+        EXPECT_LE(std::max(d.D_qk, d.D_v), 64) << repro(c);
+        EXPECT_LE(d.B * d.H_q, 8) << repro(c);
+        if (c.prb.dir != Dir::fwd_i) combos.insert({c.prb.dt, c.prb.dir, c.prb.mask});
+        if (c.prb.mask == Mask::bias) shapes.insert(c.prb.bias_shape);
+        gqa |= d.H_kv > 1 && d.H_kv < d.H_q;
+        mha |= d.H_kv == d.H_q && d.H_q > 1;
+        sq_lt |= d.S_q < d.S_kv;
+        sq_gt |= d.S_q > d.S_kv;
+        dqk_ne_dv |= d.D_qk != d.D_v;
+        mask_dt |= c.prb.mask_dt == DType::f32;
+        fwd_i |= c.prb.dir == Dir::fwd_i;
+        lengths.insert(d.S_q);
+        lengths.insert(d.S_kv);
+    }
+    EXPECT_EQ(combos.size(), 3u * 2 * 4);  // {f32,bf16,f16} x {fwd_t,bwd} x every mask
+    EXPECT_EQ(shapes.size(), 3u);
+    EXPECT_TRUE(gqa && mha && sq_lt && sq_gt && dqk_ne_dv && mask_dt && fwd_i);
+    for (std::int64_t s : {1, 17, 113}) EXPECT_TRUE(lengths.count(s)) << s;
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compare/compare.hpp"
+
+using namespace sdpa;
+
+namespace {
+
+Problem small(Mask mask = Mask::none, DType dt = DType::bf16) {
+    Problem p;
+    p.dims = {1, 2, 2, 6, 4, 8, 8};
+    p.mask = mask;
+    p.dt = dt;
+    return p;
+}
+
+Tensor filled(std::array<std::int64_t, 4> dims, float v) { return Tensor(dims, DType::f32, v); }
+
+}  // namespace
+
+TEST(Compare, IdenticalOutputPassesWithZeroRatio) {
+    const Problem p = small();
+    const Tensor ref = filled({1, 2, 6, 8}, 1.5f), mag = filled({1, 2, 6, 8}, 2.f);
+    const OutputCheck c = check_output(p, Output::O, ref, ref, mag, 4);
+    EXPECT_TRUE(c.pass);
+    EXPECT_FALSE(c.mistrusted);
+    EXPECT_EQ(c.worst_ratio, 0.0);
+}
+
+TEST(Compare, PerturbedElementFailsWithItsIndexAndBound) {
+    const Problem p = small();
+    const Tensor ref = filled({1, 2, 6, 8}, 1.5f), mag = filled({1, 2, 6, 8}, 2.f);
+    Tensor got = ref;
+    // bound = 4 * (2^-8 + 2^-24*sqrt(4)) * (2 + 2/1024) ~= 0.0313; an error of 0.05 must fail...
+    got.at(0, 1, 4, 3) += 0.05f;
+    OutputCheck c = check_output(p, Output::O, got, ref, mag, 4);
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 1, 4, 3}));
+    EXPECT_FLOAT_EQ(c.got, 1.55f);
+    EXPECT_FLOAT_EQ(c.expected, 1.5f);
+    EXPECT_NEAR(c.bound, 4 * (0x1p-8 + 0x1p-24 * 2) * (2 + 2.0 / 1024), 1e-9);
+    EXPECT_GT(c.worst_ratio, 1.0);
+    // ...and an error of 0.02 must pass, with its margin reported.
+    got.at(0, 1, 4, 3) = 1.52f;
+    c = check_output(p, Output::O, got, ref, mag, 4);
+    EXPECT_TRUE(c.pass);
+    EXPECT_GT(c.worst_ratio, 0.5);
+    EXPECT_LT(c.worst_ratio, 1.0);
+}
+
+TEST(Compare, NanWhereReferenceIsFiniteFails) {
+    const Problem p = small(Mask::none, DType::f32);
+    const Tensor ref = filled({1, 2, 4, 8}, 1.f), mag = filled({1, 2, 4, 8}, 1.f);
+    Tensor got = ref;
+    got.at(0, 0, 2, 5) = NAN;
+    const OutputCheck c = check_output(p, Output::dK, got, ref, mag, 12);
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.nonfinite, 1);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 0, 2, 5}));
+}
+
+TEST(Compare, FullyMaskedRowsMustBeExactlyZero) {
+    // causal_br with S_q = 6 > S_kv = 4: query rows 0 and 1 see no key.
+    const Problem p = small(Mask::causal_br);
+    Tensor ref = filled({1, 2, 6, 8}, 1.f);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 2; ++i)
+            for (int d = 0; d < 8; ++d) ref.at(0, h, i, d) = 0.f;
+    const Tensor mag = filled({1, 2, 6, 8}, 1.f);
+    Tensor got = ref;
+    EXPECT_TRUE(check_output(p, Output::dQ, got, ref, mag, 4).pass);
+    got.at(0, 1, 1, 7) = 1e-30f;  // tiny, far inside the bound, but the row is fully masked
+    const OutputCheck c = check_output(p, Output::dQ, got, ref, mag, 4);
+    EXPECT_FALSE(c.pass);
+    EXPECT_NE(c.reason.find("fully masked"), std::string::npos);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 1, 1, 7}));
+}
+
+TEST(Compare, StatsOfMaskedRowsFollowTheBackendConvention) {
+    const Problem p = small(Mask::causal_br, DType::f32);
+    Tensor ref = filled({1, 2, 6, 1}, 2.f);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 2; ++i) ref.at(0, h, i, 0) = INFINITY;
+    const Tensor mag = filled({1, 2, 6, 1}, 3.f);
+    Tensor got = ref;
+    EXPECT_TRUE(check_output(p, Output::stats, got, ref, mag, 0).pass);  // default: +inf
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 2; ++i) got.at(0, h, i, 0) = 0.f;  // oneDNN's convention
+    EXPECT_FALSE(check_output(p, Output::stats, got, ref, mag, 0).pass);
+    const Conventions zero{0.f};
+    EXPECT_TRUE(check_output(p, Output::stats, got, ref, mag, 0, zero).pass);
+    got.at(0, 0, 1, 0) = NAN;
+    const OutputCheck c = check_output(p, Output::stats, got, ref, mag, 0, zero);
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 0, 1, 0}));
+}
+
+TEST(Compare, MostlyZeroReferenceIsMistrusted) {
+    const Problem p = small();
+    Tensor ref = filled({1, 2, 6, 8}, 0.f);
+    ref.at(0, 0, 0, 0) = 1.f;
+    const Tensor mag = filled({1, 2, 6, 8}, 1.f);
+    const OutputCheck c = check_output(p, Output::O, ref, ref, mag, 4);
+    EXPECT_TRUE(c.pass);
+    EXPECT_TRUE(c.mistrusted);
+    EXPECT_GT(c.zero_fraction, 0.9);
+}
+
+TEST(Compare, ShapeMismatchFails) {
+    const Problem p = small();
+    const Tensor ref = filled({1, 2, 6, 8}, 1.f), got = filled({1, 2, 8, 6}, 1.f);
+    const OutputCheck c = check_output(p, Output::O, got, ref, ref, 4);
+    EXPECT_FALSE(c.pass);
+    EXPECT_NE(c.reason.find("shape"), std::string::npos);
+}

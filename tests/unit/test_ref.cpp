@@ -1,0 +1,591 @@
+// Unit tests of the f32 reference (ref/sdpa_ref.hpp): against a naive all-f64 implementation,
+// analytic cases, central finite differences, rounding emulation and magnitude bounds.
+#include "ref/sdpa_ref.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace sdpa {
+namespace {
+
+using i64 = std::int64_t;
+using Vec = std::vector<double>;
+constexpr double kInfD = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------------------------
+// Problem and input construction.
+
+Problem make_problem(i64 B, i64 Hq, i64 Hkv, i64 Sq, i64 Skv, i64 Dqk, i64 Dv, Mask mask = Mask::none,
+    BiasShape bs = BiasShape::one, ScaleOp op = ScaleOp::mul, std::optional<float> scale = std::nullopt,
+    DType dt = DType::f32) {
+    Problem p;
+    p.dims = Dims{B, Hq, Hkv, Sq, Skv, Dqk, Dv};
+    p.mask = mask;
+    p.bias_shape = bs;
+    p.scale_op = op;
+    p.scale = scale;
+    p.dt = dt;
+    p.dir = Dir::bwd;
+    return p;
+}
+
+std::array<i64, 4> bias_dims(const Problem& p) {
+    const Dims& d = p.dims;
+    switch (p.bias_shape) {
+        case BiasShape::one: return {1, 1, d.S_q, d.S_kv};
+        case BiasShape::b: return {d.B, 1, d.S_q, d.S_kv};
+        case BiasShape::bh: return {d.B, d.H_q, d.S_q, d.S_kv};
+    }
+    return {1, 1, d.S_q, d.S_kv};
+}
+
+Tensor random_tensor(std::array<i64, 4> dims, DType dt, std::mt19937& rng, float sigma = 1.f) {
+    Tensor t(dims, dt);
+    std::normal_distribution<float> dist(0.f, sigma);
+    for (auto& x : t.data) x = round_to(dt, dist(rng));
+    return t;
+}
+
+/// Q, K, V, dO (and bias for Mask::bias), values representable in p.dt; O and stats empty.
+SdpaInputs make_inputs(const Problem& p, unsigned seed) {
+    std::mt19937 rng(seed);
+    const Dims& d = p.dims;
+    SdpaInputs in;
+    in.Q = random_tensor({d.B, d.H_q, d.S_q, d.D_qk}, p.dt, rng);
+    in.K = random_tensor({d.B, d.H_kv, d.S_kv, d.D_qk}, p.dt, rng);
+    in.V = random_tensor({d.B, d.H_kv, d.S_kv, d.D_v}, p.dt, rng);
+    in.dO = random_tensor({d.B, d.H_q, d.S_q, d.D_v}, p.dt, rng);
+    if (p.mask == Mask::bias) in.bias = random_tensor(bias_dims(p), mask_dtype(p), rng, 1.5f);
+    return in;
+}
+
+/// Runs the reference forward and stores its O (rounded to the io dtype, as the displacement
+/// step does) and stats into `in`.
+RefForward displace(const Problem& p, SdpaInputs& in, const RefOptions& opt = {false}) {
+    RefForward f = ref_forward(p, in, opt);
+    in.O = f.O;
+    in.O.dt = p.dt;
+    for (auto& x : in.O.data) x = round_to(p.dt, x);
+    in.stats = f.stats;
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Naive reference: plain f64 loops, no emulation, written independently of ref/sdpa_ref.cpp.
+
+struct NaiveIn {
+    Problem p;
+    Vec Q, K, V, bias, dO, O;  // dense, same layouts as the Tensors
+    std::array<i64, 4> bdims{1, 1, 1, 1};
+};
+
+Vec to_vec(const Tensor& t) { return Vec(t.data.begin(), t.data.end()); }
+
+NaiveIn naive_in(const Problem& p, const SdpaInputs& in) {
+    NaiveIn n{p, to_vec(in.Q), to_vec(in.K), to_vec(in.V), to_vec(in.bias), to_vec(in.dO), to_vec(in.O), {}};
+    if (p.mask == Mask::bias) n.bdims = in.bias.dims;
+    return n;
+}
+
+struct NaiveOut {
+    Vec O, stats, M_O, M_stats;         // forward
+    Vec dQ, dK, dV, M_dQ, M_dK, M_dV;  // backward
+};
+
+i64 idx4(i64 a, i64 b, i64 c, i64 d, i64 n1, i64 n2, i64 n3) { return ((a * n1 + b) * n2 + c) * n3 + d; }
+
+/// Scaled score before the mask (pre) and the bias value (mv) of (b, h, i, j).
+void naive_score(const NaiveIn& n, i64 b, i64 h, i64 i, i64 j, double& pre, double& mv) {
+    const Dims& d = n.p.dims;
+    const i64 hk = h / (d.H_q / d.H_kv);
+    double dot = 0;
+    for (i64 k = 0; k < d.D_qk; ++k)
+        dot += n.Q[idx4(b, h, i, k, d.H_q, d.S_q, d.D_qk)] * n.K[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_qk)];
+    const double v = scale_tensor_value(n.p);
+    pre = n.p.scale_op == ScaleOp::mul ? dot * v : dot / v;
+    mv = 0;
+    if (n.p.mask == Mask::bias) {
+        const auto& bd = n.bdims;
+        mv = n.bias[idx4(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j, bd[1], bd[2], bd[3])];
+    }
+}
+
+/// P (softmax over the visible keys, 0 elsewhere) for all (b, h, i, j), and stats.
+void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst) {
+    const Dims& d = n.p.dims;
+    P.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv), 0.0);
+    stats.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q), 0.0);
+    Mst = stats;
+    Vec s(static_cast<std::size_t>(d.S_kv)), mag(s.size());
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            for (i64 i = 0; i < d.S_q; ++i) {
+                const i64 row = (b * d.H_q + h) * d.S_q + i;
+                double mx = -kInfD;
+                for (i64 j = 0; j < d.S_kv; ++j) {
+                    double pre = 0, mv = 0;
+                    naive_score(n, b, h, i, j, pre, mv);
+                    s[j] = visible(n.p, i, j) ? pre + mv : -kInfD;
+                    mag[j] = std::fabs(pre) + std::fabs(mv);
+                    mx = std::max(mx, s[j]);
+                }
+                if (mx == -kInfD) {
+                    stats[row] = kInfD;
+                    Mst[row] = 1 + std::sqrt(static_cast<double>(d.S_kv));
+                    continue;
+                }
+                double sum = 0;
+                for (i64 j = 0; j < d.S_kv; ++j) sum += std::exp(s[j] - mx);
+                stats[row] = mx + std::log(sum);
+                double ms = 1 + std::sqrt(static_cast<double>(d.S_kv));
+                for (i64 j = 0; j < d.S_kv; ++j) {
+                    const double pij = std::exp(s[j] - mx) / sum;
+                    P[row * d.S_kv + j] = pij;
+                    ms += pij * mag[j];
+                }
+                Mst[row] = ms;
+            }
+}
+
+NaiveOut naive_forward(const NaiveIn& n) {
+    const Dims& d = n.p.dims;
+    NaiveOut r;
+    Vec P;
+    naive_softmax(n, P, r.stats, r.M_stats);
+    r.O.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.D_v), 0.0);
+    r.M_O = r.O;
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            for (i64 i = 0; i < d.S_q; ++i)
+                for (i64 k = 0; k < d.D_v; ++k) {
+                    const i64 hk = h / (d.H_q / d.H_kv);
+                    double o = 0, m = 0;
+                    for (i64 j = 0; j < d.S_kv; ++j) {
+                        const double pij = P[((b * d.H_q + h) * d.S_q + i) * d.S_kv + j];
+                        const double vv = n.V[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)];
+                        o += pij * vv;
+                        m += pij * std::fabs(vv);
+                    }
+                    r.O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] = o;
+                    r.M_O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] = m;
+                }
+    return r;
+}
+
+/// Textbook backward from the exact f64 P, using n.O for D_i = rowsum(dO o O).
+NaiveOut naive_backward(const NaiveIn& n) {
+    const Dims& d = n.p.dims;
+    NaiveOut r;
+    Vec P;
+    naive_softmax(n, P, r.stats, r.M_stats);
+    const double v = scale_tensor_value(n.p);
+    const double g = n.p.scale_op == ScaleOp::mul ? v : 1.0 / v;
+    r.dQ.assign(n.Q.size(), 0.0);
+    r.M_dQ = r.dQ;
+    r.dK.assign(n.K.size(), 0.0);
+    r.M_dK = r.dK;
+    r.dV.assign(n.V.size(), 0.0);
+    r.M_dV = r.dV;
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_q; ++h) {
+            const i64 hk = h / (d.H_q / d.H_kv);
+            for (i64 i = 0; i < d.S_q; ++i) {
+                double Di = 0, r2 = 0;
+                for (i64 k = 0; k < d.D_v; ++k) {
+                    const double t = n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] * n.O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)];
+                    Di += t;
+                    r2 += t * t;
+                }
+                for (i64 j = 0; j < d.S_kv; ++j) {
+                    const double pij = P[((b * d.H_q + h) * d.S_q + i) * d.S_kv + j];
+                    double dP = 0;
+                    for (i64 k = 0; k < d.D_v; ++k)
+                        dP += n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] * n.V[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)];
+                    const double dS = pij * (dP - Di);
+                    const double W = pij * (std::fabs(dP - Di) + std::sqrt(r2));
+                    for (i64 k = 0; k < d.D_qk; ++k) {
+                        const auto qi = idx4(b, h, i, k, d.H_q, d.S_q, d.D_qk);
+                        const auto kj = idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_qk);
+                        r.dQ[qi] += g * dS * n.K[kj];
+                        r.M_dQ[qi] += std::fabs(g) * W * std::fabs(n.K[kj]);
+                        r.dK[kj] += g * dS * n.Q[qi];
+                        r.M_dK[kj] += std::fabs(g) * W * std::fabs(n.Q[qi]);
+                    }
+                    for (i64 k = 0; k < d.D_v; ++k) {
+                        const double dO = n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)];
+                        r.dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * dO;
+                        r.M_dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * std::fabs(dO);
+                    }
+                }
+            }
+        }
+    return r;
+}
+
+/// Expects |got - want| <= rel * (|mag_k| + max|mag| / 1024) + abs_floor for every element.
+void expect_close(const char* what, const Tensor& got, const Vec& want, const Vec& mag, double rel,
+    double abs_floor = 1e-12) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double mmax = 0;
+    for (double m : mag) mmax = std::max(mmax, std::fabs(m));
+    int bad = 0;
+    for (std::size_t k = 0; k < want.size(); ++k) {
+        const double bound = rel * (std::fabs(mag[k]) + mmax / 1024) + abs_floor;
+        const double err = std::fabs(static_cast<double>(got.data[k]) - want[k]);
+        if (!(err <= bound) && bad++ < 5)
+            ADD_FAILURE() << what << "[" << k << "]: got " << got.data[k] << " want " << want[k] << " err "
+                          << err << " bound " << bound;
+    }
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " elements out of bound";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference vs naive on many small shapes.
+
+struct Config {
+    std::string name;
+    Problem p;
+};
+
+std::vector<Config> configs() {
+    using M = Mask;
+    using BS = BiasShape;
+    using SO = ScaleOp;
+    return {
+        {"mha_none", make_problem(2, 2, 2, 5, 5, 4, 4)},
+        {"gqa_causal_tl", make_problem(1, 4, 2, 6, 7, 5, 3, M::causal_tl)},
+        {"mqa_causal_br_sq_gt_skv", make_problem(2, 3, 1, 7, 4, 4, 4, M::causal_br)},
+        {"mha_causal_br_sq_lt_skv", make_problem(1, 2, 2, 3, 8, 6, 6, M::causal_br)},
+        {"mha_causal_tl_sq_gt_skv", make_problem(1, 2, 2, 8, 3, 4, 5, M::causal_tl)},
+        {"gqa_causal_tl_sq_lt_skv", make_problem(2, 4, 2, 4, 9, 3, 7, M::causal_tl)},
+        {"gqa_bias_one", make_problem(2, 4, 2, 5, 6, 4, 3, M::bias, BS::one)},
+        {"gqa_bias_b", make_problem(2, 4, 2, 5, 6, 4, 3, M::bias, BS::b)},
+        {"gqa_bias_bh", make_problem(2, 4, 2, 5, 6, 4, 3, M::bias, BS::bh)},
+        {"mqa_bias_bh_div", make_problem(2, 2, 1, 6, 4, 5, 5, M::bias, BS::bh, SO::div)},
+        {"mha_div_default", make_problem(1, 2, 2, 6, 6, 8, 8, M::none, BS::one, SO::div)},
+        {"mha_div_explicit", make_problem(1, 1, 1, 5, 7, 4, 6, M::causal_tl, BS::one, SO::div, 2.5f)},
+        {"gqa_mul_explicit", make_problem(1, 4, 2, 7, 5, 6, 2, M::causal_br, BS::one, SO::mul, 0.3f)},
+        {"mha_larger_vectorized", make_problem(1, 2, 1, 33, 65, 20, 17, M::causal_br)},
+    };
+}
+
+void PrintTo(const Config& c, std::ostream* os) { *os << c.name << " " << descriptor(c.p.dims) << " " << knobs(c.p); }
+
+class RefVsNaive : public ::testing::TestWithParam<Config> {};
+
+TEST_P(RefVsNaive, ForwardMatches) {
+    const Problem& p = GetParam().p;
+    ASSERT_FALSE(validate(p).has_value()) << *validate(p);
+    SdpaInputs in = make_inputs(p, 7);
+    const RefForward f = ref_forward(p, in, default_ref_options(p));
+    const NaiveOut n = naive_forward(naive_in(p, in));
+    expect_close("O", f.O, n.O, n.M_O, 1e-5);
+    expect_close("M_O", f.M_O, n.M_O, n.M_O, 1e-5);
+    expect_close("M_stats", f.M_stats, n.M_stats, n.M_stats, 1e-5);
+    ASSERT_EQ(f.stats.size(), n.stats.size());
+    for (std::size_t k = 0; k < n.stats.size(); ++k) {
+        if (std::isinf(n.stats[k])) {
+            EXPECT_TRUE(std::isinf(f.stats.data[k]) && f.stats.data[k] > 0) << "stats[" << k << "]";
+        } else {
+            EXPECT_NEAR(f.stats.data[k], n.stats[k], 1e-5 * (1 + std::fabs(n.stats[k]))) << "stats[" << k << "]";
+        }
+    }
+    for (const Tensor* t : {&f.O, &f.stats, &f.M_O, &f.M_stats}) EXPECT_EQ(t->dt, DType::f32);
+    EXPECT_EQ(f.O.dims, (std::array<i64, 4>{p.dims.B, p.dims.H_q, p.dims.S_q, p.dims.D_v}));
+    EXPECT_EQ(f.stats.dims, (std::array<i64, 4>{p.dims.B, p.dims.H_q, p.dims.S_q, 1}));
+}
+
+TEST_P(RefVsNaive, BackwardMatches) {
+    const Problem& p = GetParam().p;
+    SdpaInputs in = make_inputs(p, 11);
+    displace(p, in);
+    const RefBackward g = ref_backward(p, in, default_ref_options(p));
+    const NaiveOut n = naive_backward(naive_in(p, in));
+    expect_close("dQ", g.dQ, n.dQ, n.M_dQ, 1e-5);
+    expect_close("dK", g.dK, n.dK, n.M_dK, 1e-5);
+    expect_close("dV", g.dV, n.dV, n.M_dV, 1e-5);
+    expect_close("M_dQ", g.M_dQ, n.M_dQ, n.M_dQ, 1e-5);
+    expect_close("M_dK", g.M_dK, n.M_dK, n.M_dK, 1e-5);
+    expect_close("M_dV", g.M_dV, n.M_dV, n.M_dV, 1e-5);
+    for (const Tensor* t : {&g.dQ, &g.dK, &g.dV, &g.M_dQ, &g.M_dK, &g.M_dV}) EXPECT_EQ(t->dt, DType::f32);
+    EXPECT_EQ(g.dK.dims, (std::array<i64, 4>{p.dims.B, p.dims.H_kv, p.dims.S_kv, p.dims.D_qk}));
+    EXPECT_EQ(g.dV.dims, (std::array<i64, 4>{p.dims.B, p.dims.H_kv, p.dims.S_kv, p.dims.D_v}));
+}
+
+/// The tolerance model relies on M_X >= |X| (emulation off, f32).
+TEST_P(RefVsNaive, MagnitudesBoundValues) {
+    const Problem& p = GetParam().p;
+    SdpaInputs in = make_inputs(p, 13);
+    const RefForward f = displace(p, in);
+    const RefBackward g = ref_backward(p, in, RefOptions{false});
+    auto check = [](const char* what, const Tensor& x, const Tensor& m) {
+        ASSERT_EQ(x.size(), m.size());
+        for (std::size_t k = 0; k < x.size(); ++k)
+            ASSERT_LE(std::fabs(x.data[k]), m.data[k] * (1 + 1e-6) + 1e-30) << what << "[" << k << "]";
+    };
+    check("O", f.O, f.M_O);
+    check("dQ", g.dQ, g.M_dQ);
+    check("dK", g.dK, g.M_dK);
+    check("dV", g.dV, g.M_dV);
+    // M_stats is at least its constant part 1 + sqrt(S_kv).
+    for (std::size_t k = 0; k < f.M_stats.size(); ++k)
+        EXPECT_GE(f.M_stats.data[k], 1 + std::sqrt(static_cast<float>(p.dims.S_kv)) * (1 - 1e-6f));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RefVsNaive, ::testing::ValuesIn(configs()),
+    [](const ::testing::TestParamInfo<Config>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Analytic cases.
+
+/// With Q = 0 all visible scores are 0: P is uniform over the visible keys, O_i is the mean of
+/// the visible V rows and stats_i = log(number of visible keys).
+TEST(RefForward, ZeroQueryGivesMeanOfVisibleValues) {
+    for (Mask mask : {Mask::none, Mask::causal_tl, Mask::causal_br}) {
+        SCOPED_TRACE(std::string(format_as(mask)));
+        const Problem p = make_problem(1, 2, 1, 5, 4, 3, 3, mask);
+        SdpaInputs in = make_inputs(p, 3);
+        std::fill(in.Q.data.begin(), in.Q.data.end(), 0.f);
+        const RefForward f = ref_forward(p, in, {});
+        for (i64 h = 0; h < 2; ++h)
+            for (i64 i = 0; i < 5; ++i) {
+                int nvis = 0;
+                for (i64 j = 0; j < 4; ++j) nvis += visible(p, i, j) ? 1 : 0;
+                if (nvis == 0) {
+                    EXPECT_TRUE(std::isinf(f.stats.at(0, h, i, 0)));
+                    for (i64 k = 0; k < 3; ++k) EXPECT_EQ(f.O.at(0, h, i, k), 0.f);
+                    continue;
+                }
+                EXPECT_NEAR(f.stats.at(0, h, i, 0), std::log(static_cast<double>(nvis)), 1e-6);
+                for (i64 k = 0; k < 3; ++k) {
+                    double mean = 0;
+                    for (i64 j = 0; j < 4; ++j)
+                        if (visible(p, i, j)) mean += in.V.at(0, 0, j, k);
+                    mean /= nvis;
+                    EXPECT_NEAR(f.O.at(0, h, i, k), mean, 1e-6) << "h " << h << " i " << i << " k " << k;
+                }
+            }
+    }
+}
+
+/// causal_br with S_q > S_kv: the first S_q - S_kv rows see nothing. O and dQ rows are exactly
+/// 0, stats +inf, and M_stats = 1 + sqrt(S_kv).
+TEST(RefBackward, FullyMaskedRowsAreExactlyZero) {
+    const Problem p = make_problem(1, 2, 1, 6, 3, 4, 4, Mask::causal_br);
+    SdpaInputs in = make_inputs(p, 5);
+    const RefForward f = displace(p, in);
+    const RefBackward g = ref_backward(p, in, {});
+    for (i64 h = 0; h < 2; ++h)
+        for (i64 i = 0; i < 6; ++i) {
+            const bool masked = i < 3;
+            ASSERT_EQ(row_fully_masked(p, i), masked);
+            if (!masked) {
+                EXPECT_TRUE(std::isfinite(f.stats.at(0, h, i, 0)));
+                continue;
+            }
+            EXPECT_EQ(f.stats.at(0, h, i, 0), std::numeric_limits<float>::infinity());
+            EXPECT_FLOAT_EQ(f.M_stats.at(0, h, i, 0), 1 + std::sqrt(3.f));
+            for (i64 k = 0; k < 4; ++k) {
+                EXPECT_EQ(f.O.at(0, h, i, k), 0.f);
+                EXPECT_EQ(f.M_O.at(0, h, i, k), 0.f);
+                EXPECT_EQ(g.dQ.at(0, h, i, k), 0.f);
+                EXPECT_EQ(g.M_dQ.at(0, h, i, k), 0.f);
+            }
+        }
+    // Every key is visible to some query here, so dK is not trivially zero.
+    double nrm = 0;
+    for (float x : g.dK.data) nrm += std::fabs(x);
+    EXPECT_GT(nrm, 0.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finite differences of L = sum(O o dO) through the naive f64 forward.
+
+double loss(const NaiveIn& n) {
+    const NaiveOut o = naive_forward(n);
+    double l = 0;
+    for (std::size_t k = 0; k < o.O.size(); ++k) l += o.O[k] * n.dO[k];
+    return l;
+}
+
+void check_fd(const char* what, const Tensor& grad, NaiveIn n, Vec NaiveIn::*field) {
+    constexpr double h = 1e-3;
+    ASSERT_EQ(grad.size(), (n.*field).size());
+    double gmax = 0;
+    for (float x : grad.data) gmax = std::max(gmax, static_cast<double>(std::fabs(x)));
+    ASSERT_GT(gmax, 1e-3) << what << " is trivially zero; the check would prove nothing";
+    for (std::size_t k = 0; k < grad.size(); ++k) {
+        const double x0 = (n.*field)[k];
+        (n.*field)[k] = x0 + h;
+        const double lp = loss(n);
+        (n.*field)[k] = x0 - h;
+        const double lm = loss(n);
+        (n.*field)[k] = x0;
+        const double fd = (lp - lm) / (2 * h);
+        EXPECT_NEAR(grad.data[k], fd, 1e-4 + 1e-3 * std::fabs(fd))
+            << what << "[" << k << "]";
+    }
+}
+
+struct FdCase {
+    const char* name;
+    Problem p;
+};
+
+TEST(RefBackward, MatchesFiniteDifferences) {
+    const std::vector<FdCase> cases = {
+        {"gqa_none", make_problem(1, 2, 1, 3, 4, 3, 2)},
+        {"gqa_bias_bh_div", make_problem(1, 2, 1, 3, 4, 3, 2, Mask::bias, BiasShape::bh, ScaleOp::div, 1.7f)},
+        {"gqa_causal_tl", make_problem(1, 4, 2, 4, 4, 3, 2, Mask::causal_tl)},
+        {"mqa_causal_br_sq_gt_skv", make_problem(1, 2, 1, 5, 3, 3, 2, Mask::causal_br)},
+        {"mha_causal_br_sq_lt_skv_explicit", make_problem(1, 1, 1, 3, 5, 2, 3, Mask::causal_br, BiasShape::one, ScaleOp::mul, 0.8f)},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        SdpaInputs in = make_inputs(c.p, 17);
+        const RefForward f = displace(c.p, in);
+        const RefBackward g = ref_backward(c.p, in, default_ref_options(c.p));
+        const NaiveIn n = naive_in(c.p, in);
+        check_fd("dQ", g.dQ, n, &NaiveIn::Q);
+        check_fd("dK", g.dK, n, &NaiveIn::K);
+        check_fd("dV", g.dV, n, &NaiveIn::V);
+        for (i64 h = 0; h < c.p.dims.H_q; ++h)
+            for (i64 i = 0; i < c.p.dims.S_q; ++i) {
+                if (!row_fully_masked(c.p, i)) continue;
+                EXPECT_EQ(f.stats.at(0, h, i, 0), std::numeric_limits<float>::infinity());
+                for (i64 k = 0; k < c.p.dims.D_v; ++k) EXPECT_EQ(f.O.at(0, h, i, k), 0.f);
+                for (i64 k = 0; k < c.p.dims.D_qk; ++k) EXPECT_EQ(g.dQ.at(0, h, i, k), 0.f);
+            }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounding emulation.
+
+TEST(RefEmulation, Bf16RoundsPBeforePV) {
+    const Problem p = make_problem(1, 1, 1, 4, 16, 8, 8, Mask::none, BiasShape::one, ScaleOp::mul,
+        std::nullopt, DType::bf16);
+    SdpaInputs in = make_inputs(p, 23);
+    const RefForward on = ref_forward(p, in, RefOptions{true});
+    const RefForward off = ref_forward(p, in, RefOptions{false});
+
+    double maxdiff = 0;
+    for (std::size_t k = 0; k < on.O.size(); ++k)
+        maxdiff = std::max(maxdiff, std::fabs(static_cast<double>(on.O.data[k]) - off.O.data[k]));
+    EXPECT_GT(maxdiff, 1e-5);
+    // Stats and magnitudes do not depend on the emulation.
+    EXPECT_EQ(on.stats.data, off.stats.data);
+    EXPECT_EQ(on.M_O.data, off.M_O.data);
+
+    // One element by hand: row i = 1, channel 2.
+    const i64 i = 1, c = 2;
+    const float v = scale_tensor_value(p);
+    std::vector<float> s(16);
+    float m = -std::numeric_limits<float>::infinity();
+    for (i64 j = 0; j < 16; ++j) {
+        double dot = 0;
+        for (i64 k = 0; k < 8; ++k)
+            dot += static_cast<double>(in.Q.at(0, 0, i, k)) * static_cast<double>(in.K.at(0, 0, j, k));
+        s[j] = static_cast<float>(dot) * v;
+        m = std::max(m, s[j]);
+    }
+    double sum = 0;
+    for (i64 j = 0; j < 16; ++j) sum += std::exp(static_cast<double>(s[j]) - m);
+    double o_round = 0, o_exact = 0;
+    int changed = 0;
+    for (i64 j = 0; j < 16; ++j) {
+        const double pj = std::exp(static_cast<double>(s[j]) - m) / sum;
+        const float pr = round_to(DType::bf16, static_cast<float>(pj));
+        changed += pr != static_cast<float>(pj) ? 1 : 0;
+        o_round += static_cast<double>(pr) * in.V.at(0, 0, j, c);
+        o_exact += pj * in.V.at(0, 0, j, c);
+    }
+    ASSERT_GT(changed, 0);
+    EXPECT_NEAR(on.O.at(0, 0, i, c), o_round, 1e-6 * (1 + std::fabs(o_round)));
+    EXPECT_NEAR(off.O.at(0, 0, i, c), o_exact, 1e-6 * (1 + std::fabs(o_exact)));
+    EXPECT_GT(std::fabs(o_round - o_exact), 1e-5);
+}
+
+TEST(RefEmulation, Bf16BackwardDiffersAndF32IsNoOp) {
+    for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+        SCOPED_TRACE(std::string(format_as(dt)));
+        const Problem p = make_problem(1, 2, 1, 6, 9, 8, 8, Mask::causal_br, BiasShape::one, ScaleOp::div,
+            std::nullopt, dt);
+        SdpaInputs in = make_inputs(p, 29);
+        displace(p, in);
+        const RefBackward on = ref_backward(p, in, RefOptions{true});
+        const RefBackward off = ref_backward(p, in, RefOptions{false});
+        for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV}) {
+            if (dt == DType::f32) {
+                EXPECT_EQ((on.*t).data, (off.*t).data);
+            } else {
+                EXPECT_NE((on.*t).data, (off.*t).data);
+            }
+        }
+        // The magnitudes never depend on the emulation.
+        EXPECT_EQ(on.M_dQ.data, off.M_dQ.data);
+        EXPECT_EQ(on.M_dK.data, off.M_dK.data);
+        EXPECT_EQ(on.M_dV.data, off.M_dV.data);
+        const RefForward fon = ref_forward(p, in, RefOptions{true});
+        const RefForward foff = ref_forward(p, in, RefOptions{false});
+        if (dt == DType::f32) {
+            EXPECT_EQ(fon.O.data, foff.O.data);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism and argument checks.
+
+#ifdef _OPENMP
+TEST(RefDeterminism, IndependentOfThreadCount) {
+    // Large enough (B*H_q*S_q*S_kv*(D_qk+D_v) ~ 9e6) for the reference to go parallel.
+    const Problem p = make_problem(2, 4, 2, 150, 130, 32, 24, Mask::causal_tl);
+    SdpaInputs in = make_inputs(p, 31);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const RefForward f1 = displace(p, in);
+    const RefBackward g1 = ref_backward(p, in, {});
+    omp_set_num_threads(3);
+    const RefForward f3 = ref_forward(p, in, {false});
+    const RefBackward g3 = ref_backward(p, in, {});
+    omp_set_num_threads(saved);
+    EXPECT_EQ(f1.O.data, f3.O.data);
+    EXPECT_EQ(f1.stats.data, f3.stats.data);
+    EXPECT_EQ(g1.dQ.data, g3.dQ.data);
+    EXPECT_EQ(g1.dK.data, g3.dK.data);
+    EXPECT_EQ(g1.dV.data, g3.dV.data);
+    EXPECT_EQ(g1.M_dK.data, g3.M_dK.data);
+}
+#endif
+
+TEST(RefArguments, WrongShapesThrow) {
+    const Problem p = make_problem(1, 2, 1, 4, 4, 3, 3, Mask::bias, BiasShape::b);
+    SdpaInputs in = make_inputs(p, 37);
+    EXPECT_NO_THROW(ref_forward(p, in, {}));
+    SdpaInputs bad = in;
+    bad.K = Tensor({1, 2, 4, 3}, DType::f32);  // H_kv should be 1
+    EXPECT_THROW(ref_forward(p, bad, {}), std::invalid_argument);
+    bad = in;
+    bad.bias = Tensor({1, 1, 4, 5}, DType::f32);  // S_kv mismatch
+    EXPECT_THROW(ref_forward(p, bad, {}), std::invalid_argument);
+    // Backward needs O, dO and stats.
+    EXPECT_THROW(ref_backward(p, in, {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sdpa
