@@ -25,6 +25,7 @@ struct Knob {
     std::string def;        ///< default spelling
     std::string_view what;  ///< one-line description for --help
     bool (*apply)(std::string_view value, Case& c);  ///< false: value not accepted
+    bool run_knob = false;  ///< says how to run (backend, mode), not what: --reset keeps it
 };
 
 /// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
@@ -72,7 +73,8 @@ const std::vector<Knob>& knob_table() {
     static const std::vector<Knob> table = [] {
         const Case d;
         return std::vector<Knob>{
-            {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir), "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
+            {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
+                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
                 [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
             {"dt", enum_choices(kDTypeNames), fmt::format("{}", d.prb.dt), "io data type",
                 [](std::string_view v, Case& c) { return set_enum(kDTypeNames, v, c.prb.dt); }},
@@ -90,17 +92,18 @@ const std::vector<Knob>& knob_table() {
                     else return false;
                     return true;
                 }},
-            {"scale", "default|<finite float>", "default", "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)",
-                set_scale},
+            {"scale", "default|<finite float>", "default",
+                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)", set_scale},
             {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
                 "apply the scale by multiplying or dividing QK^T",
                 [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
-            {"backend", "<name of [a-z0-9_:]>", d.backend, "vendor backend that runs the case", set_backend},
-            {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode), "C: check correctness; L: list the repro lines, run nothing",
-                [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }},
+            {"backend", "<name of [a-z0-9_:]>", d.backend, "vendor backend that runs the case", set_backend, true},
+            {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
+                "C: check correctness; L: list the repro lines, run nothing",
+                [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }, true},
         };
     }();
     return table;
@@ -134,7 +137,9 @@ struct Loc {
 /// Splits `line` at whitespace into (token, 1-based column) pairs.
 std::vector<std::pair<std::string_view, std::size_t>> split_tokens(std::string_view line) {
     std::vector<std::pair<std::string_view, std::size_t>> out;
-    auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f'; };
+    auto space = [](char ch) {
+        return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f';
+    };
     std::size_t i = 0;
     while (i < line.size()) {
         while (i < line.size() && space(line[i])) ++i;
@@ -159,7 +164,11 @@ public:
         const std::string_view value = has_value ? tok.substr(eq + 1) : std::string_view{};
         if (name == "reset") {
             if (has_value) return error(loc, fmt::format("--reset takes no value (got '{}')", tok));
-            st = default_state();
+            KnobState fresh = default_state();
+            const auto& table = knob_table();
+            for (std::size_t k = 0; k < table.size(); ++k)
+                if (table[k].run_knob) fresh[k] = st[k];
+            st = std::move(fresh);
             return;
         }
         if (name == "batch") {
@@ -178,7 +187,8 @@ public:
                 const std::size_t comma = value.find(',', pos);
                 const std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
                 if (!table[k].apply(v, scratch))
-                    return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name, table[k].choices));
+                    return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
+                                          table[k].choices));
                 values.emplace_back(v);
                 if (comma == value.npos) break;
                 pos = comma + 1;
@@ -189,20 +199,27 @@ public:
         error(loc, fmt::format("unknown knob '{}' (accepted: {})", tok.substr(0, eq), all_knob_names()));
     }
 
-    /// Reads one file with its own copy of the knob state (changes end with the file).
+    /// Reads one file with its own copy of the knob state (changes end with the file). After
+    /// an error in a line the rest of that line is dropped, so a bad knob never runs the
+    /// line's problems with knobs the author did not ask for.
     void file(const std::string& path, KnobState st) {
         std::ifstream in(path);
         std::string line;
         for (std::size_t n = 1; std::getline(in, line); ++n) {
             std::string_view text = line;
             if (const auto hash = text.find('#'); hash != text.npos) text = text.substr(0, hash);
-            for (const auto& [tok, col] : split_tokens(text)) token(tok, st, Loc{path, n, col});
+            for (const auto& [tok, col] : split_tokens(text)) {
+                const std::size_t before = errors_;
+                token(tok, st, Loc{path, n, col});
+                if (errors_ != before) break;
+            }
         }
     }
 
 private:
     std::vector<std::string> chain_;  ///< display paths of the files being read
     std::vector<fs::path> canon_;     ///< the same, canonical, for cycle detection
+    std::size_t errors_ = 0;          ///< errors of the line being read (not of its includes)
 
     void error(const Loc& loc, const std::string& msg) {
         CaseEntry e;
@@ -210,6 +227,7 @@ private:
         e.error = loc.command_line() ? fmt::format("command line: error: {}", msg)
                                      : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, msg);
         entries.push_back(std::move(e));
+        ++errors_;
     }
 
     /// "a -> b -> c": the include chain ending with `last`.
@@ -233,11 +251,14 @@ private:
         const bool readable = !fs::is_directory(p, ec) && std::ifstream(p).good();
         if (!readable) {
             if (chain_.empty()) return error(loc, fmt::format("cannot open --batch file '{}'", shown));
-            return error(loc, fmt::format("cannot open --batch file '{}' (include chain: {})", shown, chain_with(shown)));
+            return error(loc, fmt::format("cannot open --batch file '{}' (include chain: {})", shown,
+                                  chain_with(shown)));
         }
         chain_.push_back(shown);
         canon_.push_back(canon);
+        const std::size_t errors_before = errors_;
         file(shown, st);
+        errors_ = errors_before;  // the included file's own errors do not end the including line
         chain_.pop_back();
         canon_.pop_back();
     }
@@ -281,7 +302,8 @@ std::string case_language_help() {
          "      read FILE (relative to the including file, or to the current directory on the command\n"
          "      line); knob changes inside it end with it\n"
          "  --reset\n"
-         "      restore every knob to its default\n\n"
+         "      restore every problem knob to its default (--backend and --mode are kept, so a file\n"
+         "      that starts with --reset still runs on the backend chosen on the command line)\n\n"
          "Problem descriptor: b<B>hq<H_q>hkv<H_kv>sq<S_q>skv<S_kv>dqk<D_qk>dv<D_v>[n=<name>]\n"
          "  sq and d (or dqk) are required; defaults: b1 hq1, hkv = hq, skv = sq, dv = dqk; d sets both\n"
          "  head sizes. Example: --dir=fwd_t,bwd --dt=bf16 --mask=causal_br b1hq32hkv8sq4096d128n=llama3-8b\n";

@@ -143,7 +143,7 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     {
         std::vector<float> s(static_cast<std::size_t>(d.S_kv)), pre(s.size()), mv(s.size());
         std::vector<unsigned char> vis(s.size());
-        std::vector<double> prob(s.size()), acc(static_cast<std::size_t>(d.D_v)), macc(acc.size());
+        std::vector<double> acc(static_cast<std::size_t>(d.D_v)), macc(acc.size());
 
         // Rows are independent; causal rows differ in cost, hence the dynamic schedule.
 #pragma omp for collapse(3) schedule(dynamic, 4)
