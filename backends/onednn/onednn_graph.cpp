@@ -27,19 +27,19 @@ struct Shapes {
 
     Shapes(const Dims& d) : gqa(d.H_kv != d.H_q) {
         const std::int64_t G = d.H_q / d.H_kv;
-        auto mk = [&](std::int64_t heads_or_group, std::int64_t s, std::int64_t last, bool kv) {
+        // [B, heads, s, last] or [B, H_kv, G|1, s, last]; kv tensors have one head per group.
+        auto mk = [&](std::int64_t s, std::int64_t last, bool kv) {
             if (!gqa) return dims_t{d.B, kv ? d.H_kv : d.H_q, s, last};
             return dims_t{d.B, d.H_kv, kv ? 1 : G, s, last};
-            (void)heads_or_group;
         };
-        q = mk(0, d.S_q, d.D_qk, false);
-        k = mk(0, d.S_kv, d.D_qk, true);
-        v = mk(0, d.S_kv, d.D_v, true);
-        o = mk(0, d.S_q, d.D_v, false);
-        stats = mk(0, d.S_q, 1, false);
-        score = mk(0, d.S_q, d.S_kv, false);
-        dk_full = mk(0, d.S_kv, d.D_qk, false);  // per query head, before the group ReduceSum
-        dv_full = mk(0, d.S_kv, d.D_v, false);
+        q = mk(d.S_q, d.D_qk, false);
+        k = mk(d.S_kv, d.D_qk, true);
+        v = mk(d.S_kv, d.D_v, true);
+        o = mk(d.S_q, d.D_v, false);
+        stats = mk(d.S_q, 1, false);
+        score = mk(d.S_q, d.S_kv, false);
+        dk_full = mk(d.S_kv, d.D_qk, false);  // per query head, before the group ReduceSum
+        dv_full = mk(d.S_kv, d.D_v, false);
     }
 };
 
