@@ -59,13 +59,18 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         }
         ++counted;
         if (e == 0.f) ++zeros;
+        if (!std::isfinite(e)) {
+            ++r.ref_nonfinite;
+            continue;
+        }
         if (!std::isfinite(g) && std::isfinite(e)) {
             if (r.nonfinite++ == 0) first_nonfinite = i;
             continue;
         }
         const double err = std::fabs(static_cast<double>(g) - e);
         const double bound = tol.c * u * (static_cast<double>(mag.data[i]) + floor);
-        const double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
+        double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
+        if (std::isnan(ratio)) ratio = INFINITY;  // a NaN anywhere must never look like a pass
         if (ratio > worst) {
             worst = ratio;
             worst_i = i;
@@ -83,7 +88,10 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         set_worst(worst_i);
     }
     r.zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
-    if (r.nonfinite > 0) {
+    if (r.ref_nonfinite > 0) {
+        r.pass = false;
+        r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
+    } else if (r.nonfinite > 0) {
         r.pass = false;
         set_worst(first_nonfinite);
         r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);

@@ -1,6 +1,7 @@
 #include "core/problem.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -28,6 +29,11 @@ std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, s
         if (rest.starts_with("n=")) {
             found_name = std::string(rest.substr(2));
             if (found_name.empty()) return fail(fmt::format("'{}': empty name after 'n='", text));
+            // Names appear in repro lines and file names: keep them shell- and path-safe.
+            for (const char ch : found_name)
+                if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.')
+                    return fail(fmt::format("'{}': name '{}' may hold only letters, digits, '_', '-' and '.'",
+                            text, found_name));
             break;
         }
         std::size_t k = 0;

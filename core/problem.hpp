@@ -51,7 +51,7 @@ struct Dims {
 
 /// Parses a problem descriptor such as "b2hq8hkv2sq128skv256dqk64dv64" or
 /// "b1hq32hkv8sq4096d128n=llama3-8b". Keys: b, hq, hkv, sq, skv, dqk, dv, d (both head
-/// sizes), and a trailing n=NAME. Defaults: b 1, hq 1, hkv = hq, skv = sq, dv = dqk; sq and
+/// sizes), and a trailing n=NAME (letters, digits, '_', '-', '.'). Defaults: b 1, hq 1, hkv = hq, skv = sq, dv = dqk; sq and
 /// dqk (or d) are required. On failure returns nullopt and sets `error` to a sentence naming
 /// the offending part.
 std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, std::string* error);

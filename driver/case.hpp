@@ -29,12 +29,14 @@ struct Case {
     std::string where;
 };
 
-/// The complete, runnable repro of a case: non-default run knobs, problem knobs, descriptor.
+/// The complete, runnable repro of a case: non-default run knobs (--mode=L is left out, so a
+/// listed repro runs the case), problem knobs, descriptor.
 /// E.g. "--backend=ref --dir=bwd --dt=bf16 b2hq8hkv2sq128skv256d64".
 inline std::string repro(const Case& c) {
     std::string s;
     if (c.backend != kDefaultBackend) s += fmt::format("--backend={} ", c.backend);
-    if (c.mode != Mode::C) s += fmt::format("--mode={} ", c.mode);
+    // L only lists: its repro is the line that runs the case.
+    if (c.mode != Mode::C && c.mode != Mode::L) s += fmt::format("--mode={} ", c.mode);
     const std::string k = knobs(c.prb);
     if (!k.empty()) s += k + ' ';
     s += descriptor(c.prb.dims, c.prb.name);

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "backends/backend.hpp"
+
 namespace sdpa {
 
 namespace {
@@ -58,11 +60,9 @@ bool set_seed(std::string_view v, Case& c) {
     return true;
 }
 
-/// Accepts any non-empty name of [a-z0-9_:]; the driver checks that the backend exists.
+/// Accepts the name of a compiled-in backend (backends/registry.cpp).
 bool set_backend(std::string_view v, Case& c) {
-    if (v.empty()) return false;
-    for (const char ch : v)
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == ':')) return false;
+    if (!make_backend(v)) return false;
     c.backend = std::string(v);
     return true;
 }
@@ -100,7 +100,7 @@ const std::vector<Knob>& knob_table() {
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
-            {"backend", "<name of [a-z0-9_:]>", d.backend, "vendor backend that runs the case", set_backend, true},
+            {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing",
                 [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }, true},

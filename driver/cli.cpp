@@ -12,7 +12,7 @@ namespace {
 
 std::string footer() {
     return fmt::format(
-            "\nCASES (benchdnn-like; the same syntax works in --batch files):\n{}\n"
+            "\n{}\n"
             "BACKENDS: {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N'.\n"
@@ -29,13 +29,13 @@ CliOutcome parse_command_line(int argc, char** argv) {
     CliOutcome out;
     CLI::App app{"sdpabench: correctness harness for scaled dot-product attention training kernels\n"
                  "(oneDNN Graph API on the CPU) against an independent f32 reference.\n"
-                 "Usage: sdpabench [OPTIONS] [KNOBS...] [PROBLEMS...]\n"
-                 "  e.g. sdpabench --dir=bwd --dt=bf16 --mask=causal_br b2hq8hkv2sq128skv256d64\n"
-                 "       sdpabench --backend=onednn --batch=cases/ci/smoke.cases",
+                 "Examples:\n"
+                 "  sdpabench --dir=bwd --dt=bf16 --mask=causal_br b2hq8hkv2sq128skv256d64\n"
+                 "  sdpabench --backend=onednn --batch=cases/ci/smoke.cases",
             "sdpabench"};
     app.allow_extras();
     app.footer(footer());
-    app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (partitions) and the worst |err|/bound of every output; repeat for more");
+    app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (oneDNN partitions) and the worst |err|/bound of every output, even when it passes");
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
     try {
         app.parse(argc, argv);

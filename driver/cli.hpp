@@ -9,7 +9,7 @@ namespace sdpa {
 
 /// Options that apply to the whole run.
 struct GlobalOptions {
-    int verbose = 0;               ///< -v: margins and backend notes per case; -vv more
+    int verbose = 0;               ///< -v: margins and backend notes per case
     bool version = false;          ///< --version: print versions and exit
     std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()
 };

@@ -19,9 +19,16 @@ std::string failure_reason(const OutputCheck& c) {
 
 namespace {
 
-/// Status and reason from the output checks: FAILED if any failed, else MISTRUSTED if any
+/// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
+/// non-finite (the case overflows f32), FAILED if any check failed, else MISTRUSTED if any
 /// output was mistrusted, else PASSED.
 void judge(CaseResult& r) {
+    for (const auto& c : r.checks)
+        if (c.ref_nonfinite > 0) {
+            r.status = Status::invalid_arguments;
+            r.reason = fmt::format("{}: {}", c.output, c.reason);
+            return;
+        }
     std::string failed, mistrusted;
     for (const auto& c : r.checks) {
         if (!c.pass) failed += (failed.empty() ? "" : "; ") + failure_reason(c);

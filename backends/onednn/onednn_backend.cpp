@@ -113,8 +113,11 @@ public:
         try {
             return run_graph(p, in);
         } catch (const dnnl::error& e) {
-            const Status s = e.status == dnnl_unimplemented ? Status::unimplemented : Status::failed;
-            throw BackendError(s, fmt::format("oneDNN: {} (status {})", e.what(), static_cast<int>(e.status)));
+            // Building, partitioning and compiling reject a graph (UNIMPLEMENTED); a failure
+            // while executing a compiled partition is the kernel's (FAILED).
+            const Status s = executing_ ? Status::failed : Status::unimplemented;
+            throw BackendError(s, fmt::format("oneDNN {}: {} (status {})", executing_ ? "execute" : "rejected the graph",
+                    e.what(), static_cast<int>(e.status)));
         }
     }
 
@@ -128,7 +131,7 @@ private:
             setenv("OCL_ICD_FILENAMES", SDPABENCH_ONEDNN_OCL_ICD, 0);
 #endif
         if (dnnl::engine::get_count(dnnl::engine::kind::cpu) == 0)
-            throw BackendError(Status::skipped,
+            throw BackendError(Status::failed,
                     "oneDNN sees no CPU device (SYCL runtime: is the OpenCL CPU runtime registered? "
                     "set OCL_ICD_FILENAMES to the wheel's libintelocl.so)");
         engine_ = std::make_unique<dnnl::engine>(dnnl::engine::kind::cpu, 0);
@@ -137,6 +140,7 @@ private:
 
     BackendRun run_graph(const Problem& p, const SdpaInputs& in) {
         ensure_engine();
+        executing_ = false;
         using dnnl::graph::logical_tensor;
         onednn::SdpaGraph sg = onednn::build_sdpa_graph(p, dnnl::engine::kind::cpu);
         sg.graph.finalize();
@@ -185,8 +189,10 @@ private:
                 b.bytes.assign(q.get_mem_size(), std::byte{0});
                 tout.emplace_back(q, *engine_, b.data());
             }
+            executing_ = true;
             cp.execute(*stream_, tin, tout);
             stream_->wait();
+            executing_ = false;
             run.notes.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i,
                     part.get_ops_num(), ins.size(), outs.size()));
         }
@@ -213,6 +219,7 @@ private:
         return run;
     }
 
+    bool executing_ = false;  ///< inside compiled_partition::execute (error attribution)
     std::unique_ptr<dnnl::engine> engine_;
     std::unique_ptr<dnnl::stream> stream_;
 };

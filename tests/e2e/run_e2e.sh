@@ -53,6 +53,10 @@ bad_line)
 usage)
   run --dt=bf8 b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
+  run --backend=nonexistent b1hq2sq16d16
+  [ "$rc" -eq 2 ] || fail "unknown backend on the command line: exit $rc, expected 2"
+  grep -q "unknown value 'nonexistent' for --backend (accepted: onednn|ref)" "$tmp/out" || fail "backend list missing"
+  run --dt=bf8 b1hq2sq16d16
   grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"
   run
   [ "$rc" -eq 2 ] || fail "no problem: exit $rc, expected 2"
@@ -67,7 +71,22 @@ list_mode)
   run --mode=L --dt=f32,bf16 --dir=fwd_t,bwd b1hq2sq16d16
   [ "$rc" -eq 0 ] || fail "exit code $rc"
   [ "$(summary_field listed)" = 4 ] || fail "expected 4 LISTED"
-  grep -q "__REPRO: --mode=L --dir=bwd --dt=bf16 b1hq2sq16d16" "$tmp/out" || fail "repro missing"
+  grep -q "__REPRO: --dir=bwd --dt=bf16 b1hq2sq16d16" "$tmp/out" || fail "repro missing"
+  ;;
+all_models)
+  # Every short model file, on the oneDNN backend.
+  for f in cases/models/*.cases; do
+    run --backend=onednn --batch="$f"
+    [ "$rc" -eq 0 ] || fail "$f: exit code $rc"
+    tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
+    [ "$tests" -gt 0 ] && [ $((passed + skipped)) -eq "$tests" ] || fail "$f: passed $passed skipped $skipped of $tests"
+  done
+  ;;
+overflow)
+  # A reference that overflows f32 proves nothing: INVALID_ARGUMENTS, never PASSED.
+  run --backend=ref --dt=bf16 --scale=1e38 b1hq1sq4d4
+  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+  grep -qE "^0:INVALID_ARGUMENTS \(O: the reference has [0-9]+ non-finite" "$tmp/out" || fail "overflow not reported"
   ;;
 *) fail "unknown scenario" ;;
 esac

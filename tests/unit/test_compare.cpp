@@ -108,6 +108,30 @@ TEST(Compare, MostlyZeroReferenceIsMistrusted) {
     EXPECT_GT(c.zero_fraction, 0.9);
 }
 
+TEST(Compare, NonFiniteReferenceNeverPasses) {
+    // A case whose reference overflows (e.g. --scale=1e38) proves nothing: it must not PASS,
+    // whatever the backend wrote (NaN compares false with everything).
+    const Problem p = small(Mask::none, DType::f32);
+    Tensor ref = filled({1, 2, 4, 8}, 1.f);
+    ref.at(0, 1, 3, 2) = NAN;
+    const Tensor mag = filled({1, 2, 4, 8}, 1.f);
+    for (float g : {NAN, 1.f, INFINITY}) {
+        Tensor got = ref;
+        got.at(0, 1, 3, 2) = g;
+        const OutputCheck c = check_output(p, Output::O, got, ref, mag, 4);
+        EXPECT_FALSE(c.pass) << g;
+        EXPECT_EQ(c.ref_nonfinite, 1) << g;
+    }
+    // A NaN magnitude (bound) with a finite error must fail too, not yield ratio NaN.
+    Tensor bad_mag = mag;
+    bad_mag.at(0, 0, 0, 0) = NAN;
+    Tensor got = ref;
+    got.at(0, 1, 3, 2) = 0.f;
+    ref.at(0, 1, 3, 2) = 0.f;
+    got.at(0, 0, 0, 0) = 1.5f;
+    EXPECT_FALSE(check_output(p, Output::O, got, ref, bad_mag, 4).pass);
+}
+
 TEST(Compare, ShapeMismatchFails) {
     const Problem p = small();
     const Tensor ref = filled({1, 2, 6, 8}, 1.f), got = filled({1, 2, 8, 6}, 1.f);
