@@ -22,7 +22,7 @@ struct Unsupported {
     std::string reason;
 };
 
-/// Raised by Backend::run when the library refuses or fails: `status` says which
+/// Raised by Backend::prepare and Plan's functions when the library refuses or fails: `status` says which
 /// (UNIMPLEMENTED for a graph the library rejects, FAILED for an execution error, SKIPPED
 /// when the platform turns out to lack something); what() carries the library's message.
 struct BackendError : std::runtime_error {
@@ -30,11 +30,24 @@ struct BackendError : std::runtime_error {
     BackendError(Status s, const std::string& msg) : std::runtime_error(msg), status(s) {}
 };
 
-/// Result of one vendor run: the outputs plus notes worth printing with -v
-/// (e.g. "partitions: 1").
-struct BackendRun {
-    SdpaOutputs out;
-    std::vector<std::string> notes;
+/// A prepared case: the vendor's compiled objects and buffers with the inputs bound (RAII).
+/// Made by Backend::prepare; run as often as needed (checks, timing, determinism).
+class Plan {
+public:
+    virtual ~Plan() = default;
+    /// Runs the compiled kernels once on the bound inputs and waits for them. Throws BackendError.
+    virtual void execute() = 0;
+    /// Runs once and returns the elapsed time in milliseconds on the backend's own clock (host
+    /// steady clock around execute() on the CPU; a GPU backend times with device events).
+    virtual double execute_timed_ms();
+    /// Refills every output buffer with the NaN prefill (so the next run's writes are checked).
+    virtual void poison_outputs() = 0;
+    /// The outputs of the last run decoded to floats, with what the guard bands saw.
+    virtual SdpaOutputs read_outputs() = 0;
+    /// Lines worth printing with -v (e.g. "oneDNN graph: 18 ops, 1 partition(s)").
+    virtual std::vector<std::string> notes() const { return {}; }
+    /// Wall time of building and compiling the plan, in milliseconds.
+    virtual double compile_ms() const { return 0.0; }
 };
 
 /// Conventions a backend documents for values the math leaves open.
@@ -58,9 +71,10 @@ public:
     virtual Conventions conventions() const { return {}; }
     /// Cheap check before any allocation; nullopt when the backend will try to run `p`.
     virtual std::optional<Unsupported> support(const Problem& p) const = 0;
-    /// Runs `p` on `in` (see SdpaInputs/SdpaOutputs for shapes) and returns the outputs of
-    /// p.dir, decoded to floats. Throws BackendError.
-    virtual BackendRun run(const Problem& p, const SdpaInputs& in) = 0;
+    /// Builds and compiles the vendor objects for `p`, allocates the guarded output buffers
+    /// (prefilled with NaN) and copies `in` (shapes in SdpaInputs) into the vendor's buffers.
+    /// Throws BackendError (UNIMPLEMENTED when the library rejects the case).
+    virtual std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) = 0;
 };
 
 /// Names of the compiled-in backends, in --help order.

@@ -27,9 +27,16 @@ bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t
 }  // namespace
 
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
-        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv) {
+        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv,
+        const OutputIntegrity& integrity) {
     OutputCheck r;
     r.output = out;
+    if (integrity.touched_before > 0 || integrity.touched_after > 0) {
+        r.pass = false;
+        r.reason = fmt::format("wrote outside {}: {} guard byte(s) before and {} after the buffer changed", out,
+                integrity.touched_before, integrity.touched_after);
+        return r;
+    }
     if (got.dims != ref.dims || got.size() != ref.size()) {
         r.pass = false;
         r.reason = fmt::format("{} has shape [{}] but the reference has [{}]", out,
@@ -88,7 +95,10 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         set_worst(worst_i);
     }
     r.zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
-    if (r.ref_nonfinite > 0) {
+    if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
+        r.pass = false;
+        r.reason = fmt::format("{} element(s) of {} not written (still the NaN prefill)", integrity.unwritten, out);
+    } else if (r.ref_nonfinite > 0) {
         r.pass = false;
         r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
     } else if (r.nonfinite > 0) {
@@ -117,13 +127,13 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
     const std::int64_t group = d.H_q / d.H_kv;
     std::vector<OutputCheck> checks;
     if (p.dir == Dir::bwd) {
-        checks.push_back(check_output(p, Output::dQ, got.dQ, bwd->dQ, bwd->M_dQ, d.S_kv));
-        checks.push_back(check_output(p, Output::dK, got.dK, bwd->dK, bwd->M_dK, d.S_q * group));
-        checks.push_back(check_output(p, Output::dV, got.dV, bwd->dV, bwd->M_dV, d.S_q * group));
+        checks.push_back(check_output(p, Output::dQ, got.dQ, bwd->dQ, bwd->M_dQ, d.S_kv, conv, got.integrity_of(Output::dQ)));
+        checks.push_back(check_output(p, Output::dK, got.dK, bwd->dK, bwd->M_dK, d.S_q * group, conv, got.integrity_of(Output::dK)));
+        checks.push_back(check_output(p, Output::dV, got.dV, bwd->dV, bwd->M_dV, d.S_q * group, conv, got.integrity_of(Output::dV)));
     } else {
-        checks.push_back(check_output(p, Output::O, got.O, fwd->O, fwd->M_O, d.S_kv));
+        checks.push_back(check_output(p, Output::O, got.O, fwd->O, fwd->M_O, d.S_kv, conv, got.integrity_of(Output::O)));
         if (p.dir == Dir::fwd_t)
-            checks.push_back(check_output(p, Output::stats, got.stats, fwd->stats, fwd->M_stats, 0, conv));
+            checks.push_back(check_output(p, Output::stats, got.stats, fwd->stats, fwd->M_stats, 0, conv, got.integrity_of(Output::stats)));
     }
     return checks;
 }

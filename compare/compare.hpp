@@ -37,8 +37,11 @@ struct OutputCheck {
 /// dK/dV rows of keys no query sees) must be exactly 0. `reduction_length` feeds effective_u().
 /// For stats, fully masked rows are exempt from the bound: they must hold exactly the
 /// backend's documented value `conv.masked_row_stats` (ref: +inf, oneDNN: 0).
+/// `integrity` is what the guard bands saw: any touched guard byte fails ("wrote outside"),
+/// any element still holding the NaN prefill fails ("not written").
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
-        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv = {});
+        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv = {},
+        const OutputIntegrity& integrity = {});
 
 /// All checks for the outputs of p.dir: O (and stats for fwd_t) against `fwd`, or dQ, dK, dV
 /// against `bwd`. Exactly one of fwd/bwd is used, by direction.

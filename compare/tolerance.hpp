@@ -7,14 +7,10 @@
 #include <string_view>
 
 #include "core/dtype.hpp"
+#include "core/sdpa_tensors.hpp"
 
 namespace sdpa {
 
-/// Outputs that are compared.
-enum class Output { O, stats, dQ, dK, dV };
-inline constexpr std::array<EnumName<Output>, 5> kOutputNames{{{Output::O, "O"},
-    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}}};
-inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
 
 /// Constants of the bound for one (dtype, output).
 struct Tolerance {

@@ -65,15 +65,17 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
     }
     SdpaInputs in = fill_inputs(p);
     displace(p, in);
-    BackendRun run = backend.run(p, in);
-    r.notes = std::move(run.notes);
+    std::unique_ptr<Plan> plan = backend.prepare(p, in);
+    r.notes = plan->notes();
+    plan->execute();
+    const SdpaOutputs out = plan->read_outputs();
     const RefOptions opt = default_ref_options(p);
     if (p.dir == Dir::bwd) {
         const RefBackward ref = ref_backward(p, in, opt);
-        r.checks = check_outputs(p, run.out, nullptr, &ref, backend.conventions());
+        r.checks = check_outputs(p, out, nullptr, &ref, backend.conventions());
     } else {
         const RefForward ref = ref_forward(p, in, opt);
-        r.checks = check_outputs(p, run.out, &ref, nullptr, backend.conventions());
+        r.checks = check_outputs(p, out, &ref, nullptr, backend.conventions());
     }
     judge(r);
 }

@@ -1,5 +1,7 @@
 #include "backends/onednn/onednn_backend.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -9,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_graph.hpp>
 
+#include "backends/guarded_buffer.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 
 namespace sdpa {
@@ -53,12 +56,6 @@ std::string_view runtime_name(unsigned rt) {
     }
 }
 
-/// Host buffer with the bytes of one graph tensor.
-struct Buffer {
-    std::vector<std::byte> bytes;
-    void* data() { return bytes.data(); }
-};
-
 std::size_t count(const std::vector<std::int64_t>& dims) {
     std::size_t n = 1;
     for (auto d : dims) n *= static_cast<std::size_t>(d);
@@ -82,6 +79,146 @@ std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
             m[static_cast<std::size_t>(i * d.S_kv + j)] = visible(p, i, j) ? 0.f : -INFINITY;
     return m;
 }
+
+/// The engine and stream, created once per backend on first use.
+struct Runtime {
+    dnnl::engine engine;
+    dnnl::stream stream;
+};
+
+/// Compiled partitions of one case with every buffer bound: inputs and intermediates in plain
+/// host buffers, graph outputs in guarded buffers.
+class OnednnPlan final : public Plan {
+public:
+    OnednnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt) : p_(p), rt_(rt) {
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            build(in);
+        } catch (const dnnl::error& e) {
+            throw BackendError(Status::unimplemented, fmt::format("oneDNN rejected the graph: {} (status {})",
+                    e.what(), static_cast<int>(e.status)));
+        }
+        compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    void execute() override {
+        try {
+            for (auto& step : steps_) step.cp.execute(rt_.stream, step.ins, step.outs);
+            rt_.stream.wait();
+        } catch (const dnnl::error& e) {
+            throw BackendError(Status::failed,
+                    fmt::format("oneDNN execute: {} (status {})", e.what(), static_cast<int>(e.status)));
+        }
+    }
+
+    void poison_outputs() override {
+        for (auto& [port, o] : outputs_) o.buffer.poison();
+    }
+
+    SdpaOutputs read_outputs() override {
+        SdpaOutputs out;
+        const Dims& d = p_.dims;
+        auto read = [&](Port port, Output which, Tensor& dst, std::array<std::int64_t, 4> dims4) {
+            const auto it = outputs_.find(port);
+            if (it == outputs_.end()) return;
+            const GraphOutput& o = it->second;
+            dst = Tensor(dims4, o.dt);
+            decode(o.dt, o.buffer.data(), dst.data.data(), std::min(dst.size(), o.buffer.size() / size_of(o.dt)));
+            out.integrity_of(which) = o.buffer.check();
+        };
+        read(Port::O, Output::O, out.O, {d.B, d.H_q, d.S_q, d.D_v});
+        read(Port::stats, Output::stats, out.stats, {d.B, d.H_q, d.S_q, 1});
+        read(Port::dQ, Output::dQ, out.dQ, {d.B, d.H_q, d.S_q, d.D_qk});
+        read(Port::dK, Output::dK, out.dK, {d.B, d.H_kv, d.S_kv, d.D_qk});
+        read(Port::dV, Output::dV, out.dV, {d.B, d.H_kv, d.S_kv, d.D_v});
+        return out;
+    }
+
+    std::vector<std::string> notes() const override { return notes_; }
+    double compile_ms() const override { return compile_ms_; }
+
+private:
+    struct Step {
+        dnnl::graph::compiled_partition cp;
+        std::vector<dnnl::graph::tensor> ins, outs;
+    };
+    struct GraphOutput {
+        GuardedBuffer buffer;
+        DType dt;
+    };
+
+    void build(const SdpaInputs& in) {
+        using dnnl::graph::logical_tensor;
+        onednn::SdpaGraph sg = onednn::build_sdpa_graph(p_, dnnl::engine::kind::cpu);
+        sg.graph.finalize();
+        const std::vector<dnnl::graph::partition> parts = sg.graph.get_partitions();
+
+        auto bind_input = [&](Port port, const std::vector<float>& values) {
+            const auto& pt = sg.inputs.at(port);
+            const DType dt = from_ldt(pt.lt.get_data_type());
+            auto& b = buffers_[pt.lt.get_id()];
+            b.resize(count(pt.dims) * size_of(dt));
+            encode(dt, values.data(), b.data(), count(pt.dims));
+        };
+        bind_input(Port::Q, in.Q.data);
+        bind_input(Port::K, in.K.data);
+        bind_input(Port::V, in.V.data);
+        bind_input(Port::scale, {scale_tensor_value(p_)});
+        if (p_.mask != Mask::none) bind_input(Port::mask, mask_values(p_, in));
+        if (p_.dir == Dir::bwd) {
+            bind_input(Port::O, in.O.data);
+            bind_input(Port::dO, in.dO.data);
+            bind_input(Port::stats, in.stats.data);
+        }
+        std::map<std::size_t, Port> output_ids;
+        for (const auto& [port, pt] : sg.outputs) output_ids[pt.lt.get_id()] = port;
+
+        notes_.push_back(fmt::format("oneDNN graph: {} ops, {} partition(s)", sg.op_count, parts.size()));
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const auto& part = parts[i];
+            if (!part.is_supported())
+                throw BackendError(Status::unimplemented,
+                        fmt::format("oneDNN: partition {} of {} ({} ops) is not supported by any backend", i,
+                                parts.size(), part.get_ops_num()));
+            std::vector<logical_tensor> ins = part.get_input_ports(), outs = part.get_output_ports();
+            Step step{part.compile(ins, outs, rt_.engine), {}, {}};
+            for (const auto& lt : ins) {
+                auto it = buffers_.find(lt.get_id());
+                if (it == buffers_.end())
+                    throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer", i, lt.get_id()));
+                step.ins.emplace_back(lt, rt_.engine, it->second.data());
+            }
+            for (const auto& lt : outs) {
+                const logical_tensor q = step.cp.query_logical_tensor(lt.get_id());
+                void* handle = nullptr;
+                if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end()) {
+                    const DType dt = from_ldt(q.get_data_type());
+                    auto [it, _] = outputs_.try_emplace(port->second, GraphOutput{GuardedBuffer(q.get_mem_size(), size_of(dt)), dt});
+                    handle = it->second.buffer.data();
+                } else {
+                    auto& b = buffers_[lt.get_id()];
+                    b.assign(q.get_mem_size(), std::byte{0});
+                    handle = b.data();
+                }
+                step.outs.emplace_back(q, rt_.engine, handle);
+            }
+            notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),
+                    ins.size(), outs.size()));
+            steps_.push_back(std::move(step));
+        }
+        for (const auto& [port, pt] : sg.outputs)
+            if (!outputs_.count(port))
+                throw BackendError(Status::failed, fmt::format("oneDNN: no partition produces output {}", pt.lt.get_id()));
+    }
+
+    Problem p_;
+    Runtime& rt_;
+    std::map<std::size_t, std::vector<std::byte>> buffers_;  ///< inputs and intermediates by id
+    std::map<Port, GraphOutput> outputs_;
+    std::vector<Step> steps_;
+    std::vector<std::string> notes_;
+    double compile_ms_ = 0;
+};
 
 class OnednnBackend final : public Backend {
 public:
@@ -109,119 +246,33 @@ public:
         return std::nullopt;
     }
 
-    BackendRun run(const Problem& p, const SdpaInputs& in) override {
-        try {
-            return run_graph(p, in);
-        } catch (const dnnl::error& e) {
-            // Building, partitioning and compiling reject a graph (UNIMPLEMENTED); a failure
-            // while executing a compiled partition is the kernel's (FAILED).
-            const Status s = executing_ ? Status::failed : Status::unimplemented;
-            throw BackendError(s, fmt::format("oneDNN {}: {} (status {})", executing_ ? "execute" : "rejected the graph",
-                    e.what(), static_cast<int>(e.status)));
-        }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        ensure_runtime();
+        return std::make_unique<OnednnPlan>(p, in, *rt_);
     }
 
 private:
-    void ensure_engine() {
-        if (engine_) return;
+    void ensure_runtime() {
+        if (rt_) return;
 #ifdef SDPABENCH_ONEDNN_OCL_ICD
         // Intel's wheel runs CPU kernels through SYCL on its OpenCL CPU device; the wheel's
         // .icd file names an unresolved prefix, so point the ICD loader at the library.
         if (std::strlen(SDPABENCH_ONEDNN_OCL_ICD) > 0 && std::getenv("OCL_ICD_FILENAMES") == nullptr)
             setenv("OCL_ICD_FILENAMES", SDPABENCH_ONEDNN_OCL_ICD, 0);
 #endif
-        if (dnnl::engine::get_count(dnnl::engine::kind::cpu) == 0)
-            throw BackendError(Status::failed,
-                    "oneDNN sees no CPU device (SYCL runtime: is the OpenCL CPU runtime registered? "
-                    "set OCL_ICD_FILENAMES to the wheel's libintelocl.so)");
-        engine_ = std::make_unique<dnnl::engine>(dnnl::engine::kind::cpu, 0);
-        stream_ = std::make_unique<dnnl::stream>(*engine_);
+        try {
+            if (dnnl::engine::get_count(dnnl::engine::kind::cpu) == 0)
+                throw BackendError(Status::failed,
+                        "oneDNN sees no CPU device (SYCL runtime: is the OpenCL CPU runtime registered? "
+                        "set OCL_ICD_FILENAMES to the wheel's libintelocl.so)");
+            dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+            rt_ = std::make_unique<Runtime>(Runtime{eng, dnnl::stream(eng)});
+        } catch (const dnnl::error& e) {
+            throw BackendError(Status::failed, fmt::format("oneDNN: cannot create the CPU engine: {}", e.what()));
+        }
     }
 
-    BackendRun run_graph(const Problem& p, const SdpaInputs& in) {
-        ensure_engine();
-        executing_ = false;
-        using dnnl::graph::logical_tensor;
-        onednn::SdpaGraph sg = onednn::build_sdpa_graph(p, dnnl::engine::kind::cpu);
-        sg.graph.finalize();
-        std::vector<dnnl::graph::partition> parts = sg.graph.get_partitions();
-
-        // Host data for every external port.
-        std::map<std::size_t, Buffer> buffers;  // logical tensor id -> bytes
-        auto bind_input = [&](Port port, const std::vector<float>& values) {
-            const auto& pt = sg.inputs.at(port);
-            const DType dt = from_ldt(pt.lt.get_data_type());
-            Buffer& b = buffers[pt.lt.get_id()];
-            b.bytes.resize(count(pt.dims) * size_of(dt));
-            encode(dt, values.data(), b.data(), count(pt.dims));
-        };
-        bind_input(Port::Q, in.Q.data);
-        bind_input(Port::K, in.K.data);
-        bind_input(Port::V, in.V.data);
-        bind_input(Port::scale, {scale_tensor_value(p)});
-        if (p.mask != Mask::none) bind_input(Port::mask, mask_values(p, in));
-        if (p.dir == Dir::bwd) {
-            bind_input(Port::O, in.O.data);
-            bind_input(Port::dO, in.dO.data);
-            bind_input(Port::stats, in.stats.data);
-        }
-
-        BackendRun run;
-        run.notes.push_back(fmt::format("oneDNN graph: {} ops, {} partition(s)", sg.op_count, parts.size()));
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            const auto& part = parts[i];
-            if (!part.is_supported())
-                throw BackendError(Status::unimplemented,
-                        fmt::format("oneDNN: partition {} of {} ({} ops) is not supported by any backend",
-                                i, parts.size(), part.get_ops_num()));
-            std::vector<logical_tensor> ins = part.get_input_ports(), outs = part.get_output_ports();
-            dnnl::graph::compiled_partition cp = part.compile(ins, outs, *engine_);
-            std::vector<dnnl::graph::tensor> tin, tout;
-            for (const auto& lt : ins) {
-                auto it = buffers.find(lt.get_id());
-                if (it == buffers.end())
-                    throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer", i, lt.get_id()));
-                tin.emplace_back(lt, *engine_, it->second.data());
-            }
-            for (const auto& lt : outs) {
-                const logical_tensor q = cp.query_logical_tensor(lt.get_id());
-                Buffer& b = buffers[lt.get_id()];
-                b.bytes.assign(q.get_mem_size(), std::byte{0});
-                tout.emplace_back(q, *engine_, b.data());
-            }
-            executing_ = true;
-            cp.execute(*stream_, tin, tout);
-            stream_->wait();
-            executing_ = false;
-            run.notes.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i,
-                    part.get_ops_num(), ins.size(), outs.size()));
-        }
-
-        auto read = [&](Port port, std::array<std::int64_t, 4> dims4) {
-            const auto& pt = sg.outputs.at(port);
-            auto it = buffers.find(pt.lt.get_id());
-            if (it == buffers.end())
-                throw BackendError(Status::failed, fmt::format("oneDNN: no partition wrote output {}", pt.lt.get_id()));
-            const DType dt = from_ldt(pt.lt.get_data_type());
-            Tensor t(dims4, dt);
-            decode(dt, it->second.data(), t.data.data(), t.size());
-            return t;
-        };
-        const Dims& d = p.dims;
-        if (p.dir == Dir::bwd) {
-            run.out.dQ = read(Port::dQ, {d.B, d.H_q, d.S_q, d.D_qk});
-            run.out.dK = read(Port::dK, {d.B, d.H_kv, d.S_kv, d.D_qk});
-            run.out.dV = read(Port::dV, {d.B, d.H_kv, d.S_kv, d.D_v});
-        } else {
-            run.out.O = read(Port::O, {d.B, d.H_q, d.S_q, d.D_v});
-            if (p.dir == Dir::fwd_t) run.out.stats = read(Port::stats, {d.B, d.H_q, d.S_q, 1});
-        }
-        return run;
-    }
-
-    bool executing_ = false;  ///< inside compiled_partition::execute (error attribution)
-    std::unique_ptr<dnnl::engine> engine_;
-    std::unique_ptr<dnnl::stream> stream_;
+    std::unique_ptr<Runtime> rt_;
 };
 
 }  // namespace

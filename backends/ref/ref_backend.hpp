@@ -7,13 +7,13 @@
 namespace sdpa {
 
 /// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
-/// dtype, as a vendor kernel would store them (stats stay f32).
+/// dtype, as a vendor kernel would store them (stats stay f32). Its plan copies the inputs.
 class RefBackend final : public Backend {
 public:
     std::string_view name() const override { return "ref"; }
     std::string version() const override;
     std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
-    BackendRun run(const Problem& p, const SdpaInputs& in) override;
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override;
 };
 
 }  // namespace sdpa
