@@ -16,9 +16,9 @@ constexpr double kZeroTrust = 0.5;
 bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
     switch (out) {
         case Output::O:
-        case Output::dQ: return row_fully_masked(p, idx[2]);
+        case Output::dQ: return row_fully_masked(p, idx[0], idx[2]);
         case Output::dK:
-        case Output::dV: return key_never_visible(p, idx[2]);
+        case Output::dV: return key_never_visible(p, idx[0], idx[2]);
         case Output::stats: return false;
     }
     return false;
@@ -57,7 +57,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     for (std::size_t i = 0; i < got.size(); ++i) {
         const float g = got.data[i], e = ref.data[i];
         const auto idx = ref.index(i);
-        const bool masked_row = out == Output::stats ? row_fully_masked(p, idx[2]) : structural_zero(p, out, idx);
+        const bool masked_row = out == Output::stats ? row_fully_masked(p, idx[0], idx[2]) : structural_zero(p, out, idx);
         if (masked_row) {
             // Hidden rows: exact zeros for O/dQ/dK/dV; the backend's convention for stats.
             const bool ok = out == Output::stats ? g == conv.masked_row_stats : g == 0.f;

@@ -109,23 +109,28 @@ float scale_tensor_value(const Problem& p) {
     return round_to(p.dt, v);
 }
 
-bool row_fully_masked(const Problem& p, std::int64_t i) {
+bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
     // The first key is the last to become visible under both causal rules.
-    return !visible(p, i, 0);
+    return !visible(p, b, i, 0);
 }
 
-bool key_never_visible(const Problem& p, std::int64_t j) {
-    // The last query sees the most keys under both causal rules.
-    return !visible(p, p.dims.S_q - 1, j);
+bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
+    // The last valid query sees the most keys under both causal rules.
+    const std::int64_t last = valid_q(p, b) - 1;
+    return last < 0 || !visible(p, b, last, j);
 }
 
 std::int64_t visible_scores(const Problem& p) {
-    const auto& d = p.dims;
-    if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br) return d.S_q * d.S_kv;
-    const std::int64_t shift = p.mask == Mask::causal_tl ? 0 : d.S_kv - d.S_q;
     std::int64_t n = 0;
-    for (std::int64_t i = 0; i < d.S_q; ++i)
-        n += std::clamp<std::int64_t>(i + shift + 1, 0, d.S_kv);
+    for (std::int64_t b = 0; b < p.dims.B; ++b) {
+        const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
+        if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br) {
+            n += sq * skv;
+            continue;
+        }
+        const std::int64_t shift = p.mask == Mask::causal_tl ? 0 : skv - sq;
+        for (std::int64_t i = 0; i < sq; ++i) n += std::clamp<std::int64_t>(i + shift + 1, 0, skv);
+    }
     return n;
 }
 
@@ -141,6 +146,17 @@ std::optional<std::string> validate(const Problem& p) {
     const double biggest = static_cast<double>(d.B) * d.H_q * d.S_q * std::max(d.S_kv, std::max(d.D_qk, d.D_v));
     if (biggest * 4.0 > 9.0e18)
         return fmt::format("size rule: B*H_q*S_q*max(S_kv,D) = {:.3g} elements overflows 64-bit byte counts", biggest);
+    for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {
+        const bool is_q = lens == &p.seq_len_q;
+        const std::int64_t full = is_q ? d.S_q : d.S_kv;
+        if (!lens->empty() && static_cast<std::int64_t>(lens->size()) != d.B)
+            return fmt::format("padding rule: {} has {} entries but B = {}", is_q ? "seq_len_q" : "seq_len_kv",
+                    lens->size(), d.B);
+        for (std::size_t b = 0; b < lens->size(); ++b)
+            if ((*lens)[b] < 0 || (*lens)[b] > full)
+                return fmt::format("padding rule: {}[{}] = {} must be in [0, {}]", is_q ? "seq_len_q" : "seq_len_kv",
+                        b, (*lens)[b], full);
+    }
     if (p.mask_dt && p.mask != Mask::bias)
         return fmt::format("mask rule: --mask-dt={} needs --mask=bias (got --mask={})", *p.mask_dt, p.mask);
     if (p.scale) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/enum_table.hpp"
@@ -74,6 +75,9 @@ struct Problem {
     ScaleOp scale_op = ScaleOp::mul;
     Fill fill = Fill::exact;
     std::uint64_t seed = 1;
+    /// Padding: valid query / key lengths per batch (B entries each; empty: S_q / S_kv for all).
+    /// Rows and keys past them are masked out like causal ones.
+    std::vector<std::int64_t> seq_len_q, seq_len_kv;
 
     friend bool operator==(const Problem&, const Problem&) = default;
 };
@@ -85,23 +89,36 @@ inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(p.dt); }
 /// scale in the io dtype, as oneDNN's SDPA examples do; the reference uses the same value).
 float scale_tensor_value(const Problem& p);
 
-/// True when key j (0 <= j < S_kv) is visible to query i (0 <= i < S_q) under p.mask.
-/// Bias masks hide nothing structurally (their values are finite).
-inline bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
+/// Valid query length of batch b (padding), S_q without padding.
+inline std::int64_t valid_q(const Problem& p, std::int64_t b) {
+    return p.seq_len_q.empty() ? p.dims.S_q : p.seq_len_q[static_cast<std::size_t>(b)];
+}
+/// Valid key length of batch b (padding), S_kv without padding.
+inline std::int64_t valid_kv(const Problem& p, std::int64_t b) {
+    return p.seq_len_kv.empty() ? p.dims.S_kv : p.seq_len_kv[static_cast<std::size_t>(b)];
+}
+
+/// True when key j (0 <= j < S_kv) is visible to query i (0 <= i < S_q) of batch b under
+/// p.mask and the padding lengths. Bottom-right alignment uses the valid lengths of b
+/// (cuDNN's convention with padding). Bias masks hide nothing structurally (finite values).
+inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
+    const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
+    if (i >= sq || j >= skv) return false;
     switch (p.mask) {
         case Mask::causal_tl: return j <= i;
-        case Mask::causal_br: return j <= i + p.dims.S_kv - p.dims.S_q;
+        case Mask::causal_br: return j <= i + skv - sq;
         default: return true;
     }
 }
 
-/// True when query row i sees no key at all (O and dQ rows must then be exactly 0).
-bool row_fully_masked(const Problem& p, std::int64_t i);
-/// True when key j is visible to no query (dK and dV rows must then be exactly 0).
-bool key_never_visible(const Problem& p, std::int64_t j);
+/// True when query row i of batch b sees no key (O and dQ rows must then be exactly 0).
+bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i);
+/// True when key j of batch b is visible to no query (dK and dV rows must then be exactly 0).
+bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j);
 
-/// Number of visible score elements per (b, h): sum over i of the visible keys (exact for
-/// both causal alignments and S_q != S_kv). Used by the FLOP convention.
+/// Number of visible score elements summed over the batch, per head: sum over b and i of the
+/// visible keys (exact for both causal alignments, S_q != S_kv and padding). Used by the FLOP
+/// convention (N in DESIGN.md is this over B).
 std::int64_t visible_scores(const Problem& p);
 
 /// First broken rule as a sentence naming the rule and the values, or nullopt when valid.

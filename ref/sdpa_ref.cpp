@@ -110,7 +110,7 @@ struct Scorer {
             brow = &bias->data[bias->offset(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, 0)];
         }
         for (i64 j = 0; j < d.S_kv; ++j) {
-            vis[j] = visible(p, i, j) ? 1 : 0;
+            vis[j] = visible(p, b, i, j) ? 1 : 0;
             if (!vis[j]) continue;
             const float* k = &K.data[K.offset(b, hk, j, 0)];
             float x = static_cast<float>(dot_f64(q, k, d.D_qk));
@@ -301,7 +301,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
                             const float* dO = &in.dO.data[in.dO.offset(b, h, i, 0)];
                             const double ri = rr[static_cast<std::size_t>(i)];
                             for (i64 j = j0; j < j1; ++j) {
-                                if (!visible(p, i, j)) continue;
+                                if (!visible(p, b, i, j)) continue;
                                 const auto ij = static_cast<std::size_t>(i * Skv + j);
                                 const double pij = Pm[ij];
                                 const double ds = dSm[ij];

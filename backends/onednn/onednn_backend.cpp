@@ -76,7 +76,7 @@ std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
     std::vector<float> m(static_cast<std::size_t>(d.S_q * d.S_kv));
     for (std::int64_t i = 0; i < d.S_q; ++i)
         for (std::int64_t j = 0; j < d.S_kv; ++j)
-            m[static_cast<std::size_t>(i * d.S_kv + j)] = visible(p, i, j) ? 0.f : -INFINITY;
+            m[static_cast<std::size_t>(i * d.S_kv + j)] = visible(p, 0, i, j) ? 0.f : -INFINITY;
     return m;
 }
 
@@ -234,6 +234,8 @@ public:
     Conventions conventions() const override { return Conventions{0.0f}; }
 
     std::optional<Unsupported> support(const Problem& p) const override {
+        if (!p.seq_len_q.empty() || !p.seq_len_kv.empty())
+            return Unsupported{Status::unimplemented, "padding masks are not mapped to the oneDNN graph yet"};
         const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
         // oneDNN's CPU kernels need AVX-512 (bf16: avx512_core, emulated below avx512_core_bf16)
         // or AVX2-VNNI-2 for the 16-bit types; f16 needs AVX512-FP16 (avx10_1_512) or AVX2-VNNI-2.

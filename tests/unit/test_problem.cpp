@@ -130,6 +130,22 @@ TEST(Mask, VisibleScoresByHand) {
     EXPECT_EQ(visible_scores(with_dims(5, 5, Mask::causal_tl)), 15);
     EXPECT_EQ(visible_scores(with_dims(5, 5, Mask::causal_br)), 15);
     EXPECT_EQ(visible_scores(with_dims(1, 1, Mask::causal_br)), 1);
+    // Padding: per-batch valid lengths; bottom-right alignment follows the valid lengths.
+    Problem pad = with_dims(4, 6, Mask::causal_br);
+    pad.dims.B = 2;
+    pad.seq_len_q = {4, 2};
+    pad.seq_len_kv = {6, 3};
+    EXPECT_EQ(visible_scores(pad), (3 + 4 + 5 + 6) + (2 + 3));
+    EXPECT_TRUE(visible(pad, 1, 1, 2));
+    EXPECT_FALSE(visible(pad, 1, 2, 0));  // row 2 is padding in batch 1
+    EXPECT_FALSE(visible(pad, 1, 0, 3));  // key 3 is padding in batch 1
+    EXPECT_TRUE(key_never_visible(pad, 1, 4));
+    EXPECT_TRUE(row_fully_masked(pad, 1, 3));
+    EXPECT_EQ(validate(pad), std::nullopt);
+    pad.seq_len_kv = {6, 7};
+    EXPECT_NE(validate(pad)->find("padding rule: seq_len_kv[1] = 7 must be in [0, 6]"), std::string::npos);
+    pad.seq_len_kv = {6};
+    EXPECT_NE(validate(pad)->find("seq_len_kv has 1 entries but B = 2"), std::string::npos);
 }
 
 TEST(Mask, VisibleScoresMatchesVisible) {
@@ -139,30 +155,30 @@ TEST(Mask, VisibleScoresMatchesVisible) {
                 const Problem p = with_dims(sq, skv, m);
                 std::int64_t n = 0;
                 for (int i = 0; i < sq; ++i)
-                    for (int j = 0; j < skv; ++j) n += visible(p, i, j);
+                    for (int j = 0; j < skv; ++j) n += visible(p, 0, i, j);
                 EXPECT_EQ(visible_scores(p), n) << sq << "x" << skv << " " << static_cast<int>(m);
             }
 }
 
 TEST(Mask, FullyMaskedRowsAndUnseenKeys) {
     const Problem br = with_dims(6, 4, Mask::causal_br);  // row i sees j <= i - 2
-    EXPECT_TRUE(row_fully_masked(br, 0));
-    EXPECT_TRUE(row_fully_masked(br, 1));
-    EXPECT_FALSE(row_fully_masked(br, 2));
-    EXPECT_FALSE(row_fully_masked(br, 5));
-    for (int j = 0; j < 4; ++j) EXPECT_FALSE(key_never_visible(br, j));
+    EXPECT_TRUE(row_fully_masked(br, 0, 0));
+    EXPECT_TRUE(row_fully_masked(br, 0, 1));
+    EXPECT_FALSE(row_fully_masked(br, 0, 2));
+    EXPECT_FALSE(row_fully_masked(br, 0, 5));
+    for (int j = 0; j < 4; ++j) EXPECT_FALSE(key_never_visible(br, 0, j));
 
     const Problem tl = with_dims(4, 6, Mask::causal_tl);  // keys 4 and 5 come after every query
-    for (int i = 0; i < 4; ++i) EXPECT_FALSE(row_fully_masked(tl, i));
-    EXPECT_FALSE(key_never_visible(tl, 3));
-    EXPECT_TRUE(key_never_visible(tl, 4));
-    EXPECT_TRUE(key_never_visible(tl, 5));
+    for (int i = 0; i < 4; ++i) EXPECT_FALSE(row_fully_masked(tl, 0, i));
+    EXPECT_FALSE(key_never_visible(tl, 0, 3));
+    EXPECT_TRUE(key_never_visible(tl, 0, 4));
+    EXPECT_TRUE(key_never_visible(tl, 0, 5));
 
     const Problem br_wide = with_dims(4, 6, Mask::causal_br);
-    for (int j = 0; j < 6; ++j) EXPECT_FALSE(key_never_visible(br_wide, j));
+    for (int j = 0; j < 6; ++j) EXPECT_FALSE(key_never_visible(br_wide, 0, j));
     const Problem none = with_dims(6, 4, Mask::none);
-    EXPECT_FALSE(row_fully_masked(none, 0));
-    EXPECT_FALSE(key_never_visible(none, 3));
+    EXPECT_FALSE(row_fully_masked(none, 0, 0));
+    EXPECT_FALSE(key_never_visible(none, 0, 3));
 }
 
 TEST(Scale, TensorValue) {

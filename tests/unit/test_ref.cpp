@@ -139,7 +139,7 @@ void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst) {
                 for (i64 j = 0; j < d.S_kv; ++j) {
                     double pre = 0, mv = 0;
                     naive_score(n, b, h, i, j, pre, mv);
-                    s[j] = visible(n.p, i, j) ? pre + mv : -kInfD;
+                    s[j] = visible(n.p, b, i, j) ? pre + mv : -kInfD;
                     mag[j] = std::fabs(pre) + std::fabs(mv);
                     mx = std::max(mx, s[j]);
                 }
@@ -364,7 +364,7 @@ TEST(RefForward, ZeroQueryGivesMeanOfVisibleValues) {
         for (i64 h = 0; h < 2; ++h)
             for (i64 i = 0; i < 5; ++i) {
                 int nvis = 0;
-                for (i64 j = 0; j < 4; ++j) nvis += visible(p, i, j) ? 1 : 0;
+                for (i64 j = 0; j < 4; ++j) nvis += visible(p, 0, i, j) ? 1 : 0;
                 if (nvis == 0) {
                     EXPECT_TRUE(std::isinf(f.stats.at(0, h, i, 0)));
                     for (i64 k = 0; k < 3; ++k) EXPECT_EQ(f.O.at(0, h, i, k), 0.f);
@@ -374,7 +374,7 @@ TEST(RefForward, ZeroQueryGivesMeanOfVisibleValues) {
                 for (i64 k = 0; k < 3; ++k) {
                     double mean = 0;
                     for (i64 j = 0; j < 4; ++j)
-                        if (visible(p, i, j)) mean += in.V.at(0, 0, j, k);
+                        if (visible(p, 0, i, j)) mean += in.V.at(0, 0, j, k);
                     mean /= nvis;
                     EXPECT_NEAR(f.O.at(0, h, i, k), mean, 1e-6) << "h " << h << " i " << i << " k " << k;
                 }
@@ -392,7 +392,7 @@ TEST(RefBackward, FullyMaskedRowsAreExactlyZero) {
     for (i64 h = 0; h < 2; ++h)
         for (i64 i = 0; i < 6; ++i) {
             const bool masked = i < 3;
-            ASSERT_EQ(row_fully_masked(p, i), masked);
+            ASSERT_EQ(row_fully_masked(p, 0, i), masked);
             if (!masked) {
                 EXPECT_TRUE(std::isfinite(f.stats.at(0, h, i, 0)));
                 continue;
@@ -465,7 +465,7 @@ TEST(RefBackward, MatchesFiniteDifferences) {
         check_fd("dV", g.dV, n, &NaiveIn::V);
         for (i64 h = 0; h < c.p.dims.H_q; ++h)
             for (i64 i = 0; i < c.p.dims.S_q; ++i) {
-                if (!row_fully_masked(c.p, i)) continue;
+                if (!row_fully_masked(c.p, 0, i)) continue;
                 EXPECT_EQ(f.stats.at(0, h, i, 0), std::numeric_limits<float>::infinity());
                 for (i64 k = 0; k < c.p.dims.D_v; ++k) EXPECT_EQ(f.O.at(0, h, i, k), 0.f);
                 for (i64 k = 0; k < c.p.dims.D_qk; ++k) EXPECT_EQ(g.dQ.at(0, h, i, k), 0.f);
