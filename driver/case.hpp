@@ -12,9 +12,11 @@
 
 namespace sdpa {
 
-/// What to do with a case. C: check correctness; L: list (print the repro, run nothing).
-enum class Mode { C, L };
-inline constexpr std::array<EnumName<Mode>, 2> kModeNames{{{Mode::C, "C"}, {Mode::L, "L"}}};
+/// What to do with a case. C: check correctness; L: list (print the repro, run nothing);
+/// P: performance only (time the vendor run, no check); CP: check, then time.
+enum class Mode { C, L, P, CP };
+inline constexpr std::array<EnumName<Mode>, 4> kModeNames{
+    {{Mode::C, "C"}, {Mode::L, "L"}, {Mode::P, "P"}, {Mode::CP, "CP"}}};
 inline std::string_view format_as(Mode v) { return enum_name(kModeNames, v); }
 
 /// Default backend of the case language.

@@ -23,6 +23,43 @@ std::string footer() {
             case_language_help(), fmt::join(backend_names(), ", "));
 }
 
+/// Performance and report options (issue 4): timing knobs, template, reports, progress.
+void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_template, std::vector<std::string>& reports) {
+    const char* g = "Performance and reports";
+    app.add_option("--max-ms-per-case", o.timing.max_ms_per_case,
+               "P/CP: wall-clock budget of one case's timed loop in ms (flushes included)")
+            ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
+    app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past the budget")
+            ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
+    app.add_option("--fix-times", o.timing.fix_times, "P/CP: exactly N timed runs (overrides the budget)")
+            ->check(CLI::PositiveNumber)->group(g);
+    app.add_flag("--cold-cache", o.timing.cold_cache,
+               "P/CP: write a buffer of 2x the last-level cache before every timed run (not timed)")->group(g);
+    app.add_option("--perf-template", perf_template,
+               "P/CP: perf line per timed case; fields %backend% %engine% %mode% %dir% %dt% %mask% %prb% %name% "
+               "%idx% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %GBps% %mtime% %ctime%; "
+               "modifiers on time/Gflops: - min, 0 median (also no modifier), + max; 'csv' = the default")
+            ->capture_default_str()->group(g);
+    app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")->group(g);
+    app.add_flag("--no-progress", o.no_progress, "No progress line on stderr (shown only when stderr is a terminal)")
+            ->group(g);
+}
+
+/// Parses the template and report specs into `o`; returns an error sentence or "".
+std::string finish_perf_options(GlobalOptions& o, const std::string& perf_template,
+        const std::vector<std::string>& reports) {
+    std::string err;
+    auto t = parse_perf_template(perf_template == "csv" ? kDefaultPerfTemplate : perf_template, &err);
+    if (!t) return err;
+    o.perf_template = std::move(*t);
+    for (const auto& r : reports) {
+        auto spec = parse_report_spec(r, &err);
+        if (!spec) return err;
+        o.reports.push_back(std::move(*spec));
+    }
+    return "";
+}
+
 }  // namespace
 
 CliOutcome parse_command_line(int argc, char** argv) {
@@ -37,6 +74,9 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.footer(footer());
     app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (oneDNN partitions) and the worst |err|/bound of every output, even when it passes");
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
+    std::string perf_template{kDefaultPerfTemplate};
+    std::vector<std::string> reports;
+    add_perf_options(app, out.opts, perf_template, reports);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -48,6 +88,10 @@ CliOutcome parse_command_line(int argc, char** argv) {
         return out;
     }
     out.opts.case_tokens = app.remaining();
+    if (const std::string err = finish_perf_options(out.opts, perf_template, reports); !err.empty()) {
+        fmt::print(stderr, "command line: error: {}\n", err);
+        out.exit_code = 2;
+    }
     return out;
 }
 

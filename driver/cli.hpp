@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "driver/timing.hpp"
+#include "reports/perf_template.hpp"
+#include "reports/report_files.hpp"
+
 namespace sdpa {
 
 /// Options that apply to the whole run.
@@ -12,6 +16,10 @@ struct GlobalOptions {
     int verbose = 0;               ///< -v: margins and backend notes per case
     bool version = false;          ///< --version: print versions and exit
     std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()
+    TimingOptions timing;          ///< --max-ms-per-case, --min-runs, --fix-times, --cold-cache (P, CP)
+    PerfTemplate perf_template;    ///< --perf-template (default kDefaultPerfTemplate)
+    std::vector<ReportSpec> reports;  ///< --report=FORMAT:PATH, repeatable
+    bool no_progress = false;      ///< --no-progress: no progress line even on a terminal
 };
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after

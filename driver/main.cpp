@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
@@ -12,6 +14,8 @@
 #include "driver/cli.hpp"
 #include "driver/run_case.hpp"
 #include "reports/console_reporter.hpp"
+#include "reports/perf_reporter.hpp"
+#include "reports/progress_reporter.hpp"
 
 namespace {
 
@@ -43,10 +47,36 @@ int run(int argc, char** argv) {
 
     ConsoleReporter console(stdout, opts.verbose);
     std::vector<Reporter*> reporters{&console};
+    // Progress first (it erases its line before the others print), files after the console.
+    std::unique_ptr<ProgressReporter> progress;
+    if (!opts.no_progress && isatty(fileno(stderr))) {
+        progress = std::make_unique<ProgressReporter>(stderr, entries.size());
+        reporters.insert(reporters.begin(), progress.get());
+    }
+    PerfLineReporter perf_lines(stdout, opts.perf_template);
+    reporters.push_back(&perf_lines);
+    std::vector<std::unique_ptr<Reporter>> files;
+    for (const auto& spec : opts.reports) {
+        try {
+            files.push_back(make_file_reporter(spec));
+        } catch (const std::exception& ex) {
+            fmt::print(stderr, "command line: error: {}\n", ex.what());
+            return 2;
+        }
+        reporters.push_back(files.back().get());
+    }
+    TimingOptions timing = opts.timing;
+    std::unique_ptr<CacheFlusher> flusher;
+    if (timing.cold_cache) {
+        flusher = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());
+        timing.flusher = flusher.get();
+    }
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const CaseEntry& e = entries[i];
+        const std::string label = e.c ? repro(*e.c) : std::string();
+        for (Reporter* rep : reporters) rep->on_start(i, label);
         CaseResult r;
         if (!e.c) {
             fmt::print(stderr, "{}\n", e.error);
@@ -56,7 +86,7 @@ int run(int argc, char** argv) {
         } else {
             auto& be = backends[e.c->backend];  // the parser accepted only registered names
             if (!be) be = make_backend(e.c->backend);
-            r = run_case(*e.c, *be, i);
+            r = run_case(*e.c, *be, i, timing);
         }
         summary.add(r.status);
         for (Reporter* rep : reporters) rep->on_case(r);

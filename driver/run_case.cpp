@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compare/compare.hpp"
+#include "core/flops.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -47,7 +48,13 @@ void judge(CaseResult& r) {
     }
 }
 
-void run_checked(const Case& c, Backend& backend, CaseResult& r) {
+/// P/CP: times the plan and stores the stats and rates in r.perf.
+void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
+    const TimingStats t = summarize(time_plan(plan, timing));
+    r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
+}
+
+void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing) {
     const Problem& p = c.prb;
     if (auto err = validate(p)) {
         r.status = Status::invalid_arguments;
@@ -67,6 +74,12 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
     displace(p, in);
     std::unique_ptr<Plan> plan = backend.prepare(p, in);
     r.notes = plan->notes();
+    r.flops = flops(p);
+    r.bytes = bytes_moved(p);
+    if (c.mode == Mode::P) {
+        measure(*plan, timing, r);
+        return;
+    }
     plan->execute();
     const SdpaOutputs out = plan->read_outputs();
     const RefOptions opt = default_ref_options(p);
@@ -77,18 +90,21 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
         const RefForward ref = ref_forward(p, in, opt);
         r.checks = check_outputs(p, out, &ref, nullptr, backend.conventions());
     }
+    r.checked = true;
     judge(r);
+    if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, r);
 }
 
 }  // namespace
 
-CaseResult run_case(const Case& c, Backend& backend, std::size_t index) {
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
+    r.info = case_info(c);
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        run_checked(c, backend, r);
+        run_checked(c, backend, r, timing);
     } catch (const BackendError& e) {
         r.status = e.status;
         r.reason = e.what();

@@ -4,14 +4,17 @@
 
 #include "backends/backend.hpp"
 #include "driver/case.hpp"
+#include "driver/case_info.hpp"
+#include "driver/timing.hpp"
 #include "reports/case_result.hpp"
 
 namespace sdpa {
 
 /// Runs case `c` on `backend` (which must be the backend c.backend names) and returns its
 /// result; `index` is its 0-based position in the batch. Never throws for a vendor or
-/// reference failure: BackendError and std::exception become statuses.
-CaseResult run_case(const Case& c, Backend& backend, std::size_t index);
+/// reference failure: BackendError and std::exception become statuses. Modes P and CP time the
+/// prepared plan with `timing` (driver/timing.hpp) and fill r.perf; P skips the reference.
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing = {});
 
 /// The FAILED reason for one output check: "dQ: <reason> at (b,h,i,j): got G expected E
 /// (|err| X > bound B)".

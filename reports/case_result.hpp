@@ -3,13 +3,25 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compare/compare.hpp"
 #include "core/status.hpp"
+#include "core/timing_stats.hpp"
 
 namespace sdpa {
+
+/// What a case was, as text for reports and perf templates (empty for a parse error).
+struct CaseInfo {
+    std::string backend, engine;  ///< e.g. "onednn", "cpu"
+    std::string mode;             ///< C, P, CP, L
+    std::string dir, dt, mask;    ///< knob spellings, e.g. "bwd", "bf16", "causal_tl"
+    std::string prb;              ///< descriptor without the name, e.g. "b1hq32hkv8sq4096d128"
+    std::string name;             ///< n=NAME or ""
+};
 
 /// The one result of one case, on every path (parse error, validation, skip, run, compare).
 struct CaseResult {
@@ -20,6 +32,11 @@ struct CaseResult {
     std::string repro;          ///< complete runnable repro ("" for a parse error)
     std::vector<OutputCheck> checks;   ///< per-output verdicts (C mode)
     std::vector<std::string> notes;    ///< backend notes shown with -v
+    CaseInfo info;                     ///< backend, dir, dt, ... as text
+    bool checked = false;              ///< outputs were compared (C and CP modes)
+    std::int64_t flops = 0;            ///< core/flops.hpp flops() (0 for an invalid case)
+    std::int64_t bytes = 0;            ///< core/flops.hpp bytes_moved()
+    std::optional<PerfResult> perf;    ///< timings and rates (P and CP modes, when it ran)
 };
 
 /// Counts per status over a run.

@@ -2,6 +2,9 @@
 // format and write; they never compute verdicts.
 #pragma once
 
+#include <cstddef>
+#include <string_view>
+
 #include "reports/case_result.hpp"
 
 namespace sdpa {
@@ -9,6 +12,12 @@ namespace sdpa {
 class Reporter {
 public:
     virtual ~Reporter() = default;
+    /// Called before case `index` (0-based) starts; `label` is its repro ("" when it did not
+    /// parse). Default: nothing (only the progress line uses it).
+    virtual void on_start(std::size_t index, std::string_view label) {
+        (void)index;
+        (void)label;
+    }
     /// Called once per finished case, in batch order; must write (and flush) before returning.
     virtual void on_case(const CaseResult& r) = 0;
     /// Called once after the last case.

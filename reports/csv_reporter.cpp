@@ -1,0 +1,63 @@
+#include "reports/csv_reporter.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "reports/escape.hpp"
+
+namespace sdpa {
+
+std::string csv_header() {
+    return "idx,status,reason,repro,backend,engine,mode,dir,dt,mask,prb,name,case_ms,flops,bytes,runs,min_ms,"
+           "median_ms,mean_ms,max_ms,compile_ms,gflops,gflops_best,gbytes_per_s,worst_output,worst_ratio";
+}
+
+std::string csv_row(const CaseResult& r) {
+    const CaseInfo& i = r.info;
+    std::vector<std::string> f{fmt::format("{}", r.index), fmt::format("{}", r.status), r.reason, r.repro, i.backend,
+        i.engine, i.mode, i.dir, i.dt, i.mask, i.prb, i.name, fmt::format("{}", r.ms), fmt::format("{}", r.flops),
+        fmt::format("{}", r.bytes)};
+    if (r.perf) {
+        const PerfResult& p = *r.perf;
+        f.push_back(fmt::format("{}", p.time.runs));
+        for (double v : {p.time.min_ms, p.time.median_ms, p.time.mean_ms, p.time.max_ms, p.compile_ms, p.gflops_at_median,
+                     p.gflops_at_min, p.gbytes_per_s_at_median})
+            f.push_back(fmt::format("{}", v));
+    } else {
+        f.insert(f.end(), 9, "");
+    }
+    const OutputCheck* worst = nullptr;
+    for (const auto& c : r.checks)
+        if (!worst || !(c.worst_ratio <= worst->worst_ratio)) worst = &c;  // NaN ratios win
+    f.push_back(worst ? fmt::format("{}", worst->output) : "");
+    f.push_back(worst ? fmt::format("{}", worst->worst_ratio) : "");
+    std::string line;
+    for (std::size_t k = 0; k < f.size(); ++k) {
+        if (k) line += ',';
+        line += csv_field(f[k]);
+    }
+    return line;
+}
+
+CsvReporter::CsvReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+    if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
+    fmt::print(f_, "{}\n", csv_header());
+    std::fflush(f_);
+}
+
+CsvReporter::~CsvReporter() {
+    if (f_) std::fclose(f_);
+}
+
+void CsvReporter::on_case(const CaseResult& r) {
+    fmt::print(f_, "{}\n", csv_row(r));
+    std::fflush(f_);
+}
+
+void CsvReporter::end(const Summary&) { std::fflush(f_); }
+
+}  // namespace sdpa

@@ -1,0 +1,103 @@
+#include "reports/jsonl_reporter.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+namespace {
+
+/// obj[key] = v, or null plus obj[key + "_nonfinite"] = "nan" | "inf" | "-inf".
+void put_number(nlohmann::json& obj, const std::string& key, double v) {
+    if (std::isfinite(v)) {
+        obj[key] = v;
+        return;
+    }
+    obj[key] = nullptr;
+    obj[key + "_nonfinite"] = std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+}  // namespace
+
+nlohmann::json json_record(const CaseResult& r) {
+    using nlohmann::json;
+    json j;
+    j["idx"] = r.index;
+    j["status"] = fmt::format("{}", r.status);
+    j["reason"] = r.reason;
+    j["repro"] = r.repro;
+    j["backend"] = r.info.backend;
+    j["engine"] = r.info.engine;
+    j["mode"] = r.info.mode;
+    j["dir"] = r.info.dir;
+    j["dt"] = r.info.dt;
+    j["mask"] = r.info.mask;
+    j["prb"] = r.info.prb;
+    j["name"] = r.info.name;
+    put_number(j, "case_ms", r.ms);
+    j["checked"] = r.checked;
+    j["outputs"] = json::array();
+    for (const auto& c : r.checks) {
+        json o;
+        o["output"] = fmt::format("{}", c.output);
+        o["pass"] = c.pass;
+        o["mistrusted"] = c.mistrusted;
+        o["reason"] = c.reason;
+        put_number(o, "worst_ratio", c.worst_ratio);
+        o["worst_index"] = c.worst_index;
+        put_number(o, "got", c.got);
+        put_number(o, "expected", c.expected);
+        put_number(o, "err", c.err);
+        put_number(o, "bound", c.bound);
+        o["nonfinite"] = c.nonfinite;
+        put_number(o, "zero_fraction", c.zero_fraction);
+        j["outputs"].push_back(std::move(o));
+    }
+    j["flops"] = r.flops;
+    j["bytes"] = r.bytes;
+    if (r.perf) {
+        const PerfResult& p = *r.perf;
+        json t;
+        t["runs"] = p.time.runs;
+        put_number(t, "min_ms", p.time.min_ms);
+        put_number(t, "median_ms", p.time.median_ms);
+        put_number(t, "mean_ms", p.time.mean_ms);
+        put_number(t, "max_ms", p.time.max_ms);
+        put_number(t, "compile_ms", p.compile_ms);
+        t["cold_cache"] = p.cold_cache;
+        put_number(t, "gflops", p.gflops_at_median);
+        put_number(t, "gflops_best", p.gflops_at_min);
+        put_number(t, "gflops_worst", p.gflops_at_max);
+        put_number(t, "gbytes_per_s", p.gbytes_per_s_at_median);
+        j["perf"] = std::move(t);
+    } else {
+        j["perf"] = nullptr;
+    }
+    j["notes"] = r.notes;
+    return j;
+}
+
+std::string json_line(const nlohmann::json& record) {
+    return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+JsonlReporter::JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+    if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
+}
+
+JsonlReporter::~JsonlReporter() {
+    if (f_) std::fclose(f_);
+}
+
+void JsonlReporter::on_case(const CaseResult& r) {
+    fmt::print(f_, "{}\n", json_line(json_record(r)));
+    std::fflush(f_);
+}
+
+void JsonlReporter::end(const Summary&) { std::fflush(f_); }
+
+}  // namespace sdpa

@@ -1,0 +1,87 @@
+#include "reports/junit_reporter.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "reports/escape.hpp"
+
+namespace sdpa {
+
+namespace {
+
+std::string perf_text(const CaseResult& r) {
+    if (!r.perf) return "";
+    const PerfResult& p = *r.perf;
+    return fmt::format("perf: runs {} min {} ms median {} ms mean {} ms max {} ms compile {} ms {} GFLOP/s (median)\n",
+            p.time.runs, p.time.min_ms, p.time.median_ms, p.time.mean_ms, p.time.max_ms, p.compile_ms,
+            p.gflops_at_median);
+}
+
+}  // namespace
+
+std::string junit_document(const std::vector<CaseResult>& results, const Summary& s) {
+    const std::size_t failures = s[Status::failed];
+    const std::size_t errors = s[Status::unimplemented] + s[Status::invalid_arguments];
+    const std::size_t skipped = s[Status::skipped] + s[Status::listed];
+    double total_s = 0;
+    for (const auto& r : results) total_s += r.ms * 1e-3;
+    std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    const std::string counts = fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.6f}\"",
+            results.size(), failures, errors, skipped, total_s);
+    x += fmt::format("<testsuites name=\"sdpabench\" {}>\n", counts);
+    x += fmt::format("  <testsuite name=\"sdpabench\" {}>\n", counts);
+    for (const auto& r : results) {
+        const std::string classname = r.info.backend.empty()
+                ? std::string("sdpabench")
+                : fmt::format("sdpabench.{}.{}", r.info.backend, r.info.dir);
+        x += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.6f}\">\n", xml_escape(classname),
+                xml_escape(fmt::format("{}:{}", r.index, r.repro)), r.ms * 1e-3);
+        const std::string message = fmt::format("{}{} __REPRO: {}", r.status,
+                r.reason.empty() ? std::string() : fmt::format(" ({})", r.reason), r.repro);
+        switch (r.status) {
+            case Status::failed:
+                x += fmt::format("      <failure type=\"FAILED\" message=\"{}\">{}</failure>\n", xml_escape(message),
+                        xml_escape(message));
+                break;
+            case Status::unimplemented:
+            case Status::invalid_arguments:
+                x += fmt::format("      <error type=\"{}\" message=\"{}\">{}</error>\n", r.status, xml_escape(message),
+                        xml_escape(message));
+                break;
+            case Status::skipped:
+            case Status::listed:
+                x += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(message));
+                break;
+            default: break;
+        }
+        std::string out = perf_text(r);
+        if (r.status == Status::mistrusted) out = message + "\n" + out;
+        if (!out.empty()) x += fmt::format("      <system-out>{}</system-out>\n", xml_escape(out));
+        x += "    </testcase>\n";
+    }
+    x += "  </testsuite>\n</testsuites>\n";
+    return x;
+}
+
+JunitReporter::JunitReporter(std::string path)
+    : path_(std::move(path)), partial_(std::make_unique<JsonlReporter>(path_ + ".partial")) {}
+
+void JunitReporter::on_case(const CaseResult& r) {
+    partial_->on_case(r);
+    results_.push_back(r);
+}
+
+void JunitReporter::end(const Summary& s) {
+    std::FILE* f = std::fopen(path_.c_str(), "w");
+    if (!f) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));
+    fmt::print(f, "{}", junit_document(results_, s));
+    std::fclose(f);
+    partial_.reset();
+    std::remove((path_ + ".partial").c_str());
+}
+
+}  // namespace sdpa

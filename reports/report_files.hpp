@@ -1,0 +1,27 @@
+// --report=FORMAT:PATH: which file reporters exist and how to make one.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "reports/reporter.hpp"
+
+namespace sdpa {
+
+/// One --report request: format ("csv", "jsonl" or "junit") and file path.
+struct ReportSpec {
+    std::string format;
+    std::string path;
+};
+
+/// Parses "FORMAT:PATH" (PATH may contain ':'). Returns nullopt and sets `error` for a missing
+/// ':', an unknown format (naming the accepted ones) or an empty path.
+std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* error);
+
+/// The reporter for `spec` (CsvReporter, JsonlReporter or JunitReporter); throws
+/// std::runtime_error when its file cannot be opened.
+std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec);
+
+}  // namespace sdpa
