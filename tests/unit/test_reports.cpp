@@ -1,0 +1,233 @@
+// Report writers (reports/): JSON Lines parsed back, JUnit golden text, CSV escaping, progress.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "reports/csv_reporter.hpp"
+#include "reports/escape.hpp"
+#include "reports/jsonl_reporter.hpp"
+#include "reports/junit_reporter.hpp"
+#include "reports/progress_reporter.hpp"
+#include "reports/report_files.hpp"
+
+namespace sdpa {
+namespace {
+
+const std::string kNastyReason = "dQ: got \"NaN\", expected <1 & 'x'>\nline2";
+
+CaseResult failed_case() {
+    CaseResult r;
+    r.index = 1;
+    r.status = Status::failed;
+    r.reason = kNastyReason;
+    r.ms = 12.5;
+    r.repro = "--dir=bwd b1hq2sq16d16n=a.b-c_d";
+    r.info = CaseInfo{"onednn", "cpu", "C", "bwd", "f32", "none", "b1hq2sq16d16", "a.b-c_d"};
+    r.checked = true;
+    OutputCheck c;
+    c.output = Output::dQ;
+    c.pass = false;
+    c.reason = "non-finite";
+    c.worst_ratio = INFINITY;
+    c.worst_index = {0, 1, 2, 3};
+    c.got = NAN;
+    c.expected = 0.5f;
+    c.err = NAN;
+    c.bound = 1e-3;
+    c.nonfinite = 4;
+    r.checks.push_back(c);
+    r.flops = 1000;
+    r.bytes = 64;
+    return r;
+}
+
+CaseResult timed_case() {
+    CaseResult r;
+    r.index = 2;
+    r.ms = 250;
+    r.repro = "--mode=P b1hq2sq64d64";
+    r.info = CaseInfo{"onednn", "cpu", "P", "fwd_t", "bf16", "causal_tl", "b1hq2sq64d64", ""};
+    r.flops = 4'000'000;
+    r.bytes = 2'000'000;
+    r.perf = make_perf_result(summarize({1, 2, 4}), 12.5, true, r.flops, r.bytes);
+    return r;
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+    return std::filesystem::temp_directory_path() / ("sdpabench_test_reports_" + std::to_string(::getpid()) + name);
+}
+
+std::vector<std::string> read_lines(const std::filesystem::path& p) {
+    std::ifstream f(p);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(f, l);) lines.push_back(l);
+    return lines;
+}
+
+TEST(Jsonl, RecordsParseBackWithNonFiniteAsNullAndFlag) {
+    const auto path = temp_path("a.jsonl");
+    {
+        JsonlReporter rep(path.string());
+        rep.on_case(failed_case());
+        // Flushed per case: the line is on disk before the next case.
+        ASSERT_EQ(read_lines(path).size(), 1u);
+        rep.on_case(timed_case());
+        rep.end(Summary{});
+    }
+    const auto lines = read_lines(path);
+    std::filesystem::remove(path);
+    ASSERT_EQ(lines.size(), 2u);
+    const auto a = nlohmann::json::parse(lines[0]);  // throws (fails the test) if invalid
+    EXPECT_EQ(a["idx"], 1);
+    EXPECT_EQ(a["status"], "FAILED");
+    EXPECT_EQ(a["reason"], kNastyReason);
+    EXPECT_EQ(a["repro"], "--dir=bwd b1hq2sq16d16n=a.b-c_d");
+    EXPECT_EQ(a["name"], "a.b-c_d");
+    EXPECT_EQ(a["checked"], true);
+    EXPECT_TRUE(a["perf"].is_null());
+    const auto& o = a["outputs"][0];
+    EXPECT_EQ(o["output"], "dQ");
+    EXPECT_TRUE(o["got"].is_null());
+    EXPECT_EQ(o["got_nonfinite"], "nan");
+    EXPECT_TRUE(o["worst_ratio"].is_null());
+    EXPECT_EQ(o["worst_ratio_nonfinite"], "inf");
+    EXPECT_EQ(o["expected"], 0.5);
+    EXPECT_FALSE(o.contains("expected_nonfinite"));
+    EXPECT_EQ(o["worst_index"], nlohmann::json::array({0, 1, 2, 3}));
+    EXPECT_EQ(o["nonfinite"], 4);
+
+    const auto b = nlohmann::json::parse(lines[1]);
+    EXPECT_EQ(b["status"], "PASSED");
+    EXPECT_EQ(b["mode"], "P");
+    EXPECT_EQ(b["flops"], 4000000);
+    EXPECT_EQ(b["perf"]["runs"], 3);
+    EXPECT_EQ(b["perf"]["min_ms"], 1.0);
+    EXPECT_EQ(b["perf"]["median_ms"], 2.0);
+    EXPECT_EQ(b["perf"]["max_ms"], 4.0);
+    EXPECT_DOUBLE_EQ(b["perf"]["mean_ms"].get<double>(), 7.0 / 3.0);
+    EXPECT_EQ(b["perf"]["gflops"], 2.0);
+    EXPECT_EQ(b["perf"]["gflops_best"], 4.0);
+    EXPECT_EQ(b["perf"]["compile_ms"], 12.5);
+    EXPECT_EQ(b["perf"]["cold_cache"], true);
+}
+
+TEST(Jsonl, InvalidUtf8IsReplacedNotThrown) {
+    CaseResult r = failed_case();
+    r.reason = "bad \xff byte";
+    const auto j = nlohmann::json::parse(json_line(json_record(r)));
+    EXPECT_EQ(j["reason"], "bad \xEF\xBF\xBD byte");
+}
+
+TEST(Junit, GoldenDocumentWithEscapes) {
+    Summary s;
+    std::vector<CaseResult> rs{failed_case(), timed_case()};
+    for (const auto& r : rs) s.add(r.status);
+    const std::string expected =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<testsuites name=\"sdpabench\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.262500\">\n"
+            "  <testsuite name=\"sdpabench\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.262500\">\n"
+            "    <testcase classname=\"sdpabench.onednn.bwd\" name=\"1:--dir=bwd b1hq2sq16d16n=a.b-c_d\" time=\"0.012500\">\n"
+            "      <failure type=\"FAILED\" message=\"FAILED (dQ: got &quot;NaN&quot;, expected &lt;1 &amp; &apos;x&apos;&gt;&#10;line2) "
+            "__REPRO: --dir=bwd b1hq2sq16d16n=a.b-c_d\">FAILED (dQ: got &quot;NaN&quot;, expected &lt;1 &amp; &apos;x&apos;&gt;&#10;line2) "
+            "__REPRO: --dir=bwd b1hq2sq16d16n=a.b-c_d</failure>\n"
+            "    </testcase>\n"
+            "    <testcase classname=\"sdpabench.onednn.fwd_t\" name=\"2:--mode=P b1hq2sq64d64\" time=\"0.250000\">\n"
+            "      <system-out>perf: runs 3 min 1 ms median 2 ms mean 2.3333333333333335 ms max 4 ms compile 12.5 ms 2 GFLOP/s (median)&#10;</system-out>\n"
+            "    </testcase>\n"
+            "  </testsuite>\n"
+            "</testsuites>\n";
+    EXPECT_EQ(junit_document(rs, s), expected);
+}
+
+TEST(Junit, StatusesMapToFailureErrorSkipped) {
+    Summary s;
+    std::vector<CaseResult> rs(4);
+    const Status st[] = {Status::unimplemented, Status::invalid_arguments, Status::skipped, Status::listed};
+    for (int i = 0; i < 4; ++i) {
+        rs[i].status = st[i];
+        rs[i].reason = "why";
+        s.add(st[i]);
+    }
+    const std::string x = junit_document(rs, s);
+    EXPECT_NE(x.find("errors=\"2\" skipped=\"2\""), std::string::npos);
+    EXPECT_NE(x.find("<error type=\"UNIMPLEMENTED\" message=\"UNIMPLEMENTED (why) __REPRO: \">"), std::string::npos);
+    EXPECT_NE(x.find("<error type=\"INVALID_ARGUMENTS\""), std::string::npos);
+    EXPECT_NE(x.find("<skipped message=\"SKIPPED (why) __REPRO: \"/>"), std::string::npos);
+    EXPECT_NE(x.find("<skipped message=\"LISTED (why) __REPRO: \"/>"), std::string::npos);
+}
+
+TEST(Junit, PartialJsonlAlongTheWayFinalXmlAtTheEnd) {
+    const auto path = temp_path("j.xml");
+    const std::string partial = path.string() + ".partial";
+    {
+        JunitReporter rep(path.string());
+        rep.on_case(failed_case());
+        EXPECT_EQ(read_lines(partial).size(), 1u);
+        EXPECT_FALSE(std::filesystem::exists(path));
+        Summary s;
+        s.add(Status::failed);
+        rep.end(s);
+    }
+    EXPECT_FALSE(std::filesystem::exists(partial));
+    const auto lines = read_lines(path);
+    std::filesystem::remove(path);
+    ASSERT_GE(lines.size(), 3u);
+    EXPECT_EQ(lines[0], "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+}
+
+TEST(Escape, CsvQuotesOnlyWhenNeeded) {
+    EXPECT_EQ(csv_field("plain text"), "plain text");
+    EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+    EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
+}
+
+TEST(Escape, XmlEntitiesAndInvalidCharacters) {
+    EXPECT_EQ(xml_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&apos;");
+    EXPECT_EQ(xml_escape("x\ty\x01z"), "x&#9;y\xEF\xBF\xBDz");
+    EXPECT_EQ(xml_escape("caf\xC3\xA9"), "caf\xC3\xA9");  // valid UTF-8 kept
+    EXPECT_EQ(xml_escape("\xC3("), "\xEF\xBF\xBD(");      // truncated sequence replaced
+}
+
+TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
+    const std::string row = csv_row(failed_case());
+    EXPECT_EQ(row,
+            "1,FAILED,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
+            "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf");
+    EXPECT_EQ(csv_row(timed_case()),
+            "2,PASSED,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
+            "2.3333333333333335,4,12.5,2,4,1,,");
+    // Same column count as the header.
+    const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
+    EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
+}
+
+TEST(ReportSpec, ParsesFormatAndPath) {
+    std::string err;
+    const auto s = parse_report_spec("jsonl:out/a:b.jsonl", &err);
+    ASSERT_TRUE(s.has_value()) << err;
+    EXPECT_EQ(s->format, "jsonl");
+    EXPECT_EQ(s->path, "out/a:b.jsonl");
+    EXPECT_FALSE(parse_report_spec("xml:a", &err));
+    EXPECT_NE(err.find("unknown format 'xml' (accepted: csv|jsonl|junit)"), std::string::npos);
+    EXPECT_FALSE(parse_report_spec("jsonl", &err));
+    EXPECT_FALSE(parse_report_spec("csv:", &err));
+}
+
+TEST(Progress, LineAndEta) {
+    EXPECT_EQ(format_eta(42.9), "0:42");
+    EXPECT_EQ(format_eta(3725), "1:02:05");
+    EXPECT_EQ(format_eta(-1), "-:--");
+    // 2 of 10 done in 10 s: 5 s per case, 8 left -> 40 s.
+    EXPECT_EQ(progress_text(2, 10, 1, 1, 10.0, "b1hq2sq64d64", 0), "[2/10] passed 1 failed 1  eta 0:40  b1hq2sq64d64");
+    EXPECT_EQ(progress_text(0, 10, 0, 0, 0.0, "abc", 0), "[0/10] passed 0 failed 0  eta -:--  abc");
+    EXPECT_EQ(progress_text(2, 10, 1, 1, 10.0, "b1hq2sq64d64", 12), "[2/10] passe");
+}
+
+}  // namespace
+}  // namespace sdpa

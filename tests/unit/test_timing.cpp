@@ -1,0 +1,95 @@
+// Timing loop (driver/timing.hpp) with a fake plan, and the statistics (core/timing_stats.hpp).
+#include "driver/timing.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sdpa {
+namespace {
+
+/// A plan that only counts: execute() does nothing, execute_timed_ms() returns `ms`.
+class CountingPlan final : public Plan {
+public:
+    explicit CountingPlan(double ms) : ms_(ms) {}
+    void execute() override { ++untimed; }
+    double execute_timed_ms() override {
+        ++timed;
+        return ms_;
+    }
+    void poison_outputs() override {}
+    SdpaOutputs read_outputs() override { return {}; }
+    int untimed = 0, timed = 0;
+
+private:
+    double ms_;
+};
+
+TEST(TimingStats, MinMedianMeanMax) {
+    const TimingStats t = summarize({3, 1, 2, 10});
+    EXPECT_EQ(t.runs, 4);
+    EXPECT_DOUBLE_EQ(t.min_ms, 1);
+    EXPECT_DOUBLE_EQ(t.median_ms, 2.5);
+    EXPECT_DOUBLE_EQ(t.mean_ms, 4);
+    EXPECT_DOUBLE_EQ(t.max_ms, 10);
+    EXPECT_DOUBLE_EQ(summarize({5, 1, 4}).median_ms, 4);
+    EXPECT_EQ(summarize({}).runs, 0);
+}
+
+TEST(TimingStats, RatesFromFlopsAndTimes) {
+    // 2e9 FLOPs in 1 ms = 2000 GFLOP/s; 4 ms -> 500; 1e6 bytes in 2 ms -> 0.5 GB/s.
+    const PerfResult r = make_perf_result(summarize({1, 2, 4}), 7.5, false, 2'000'000'000, 1'000'000);
+    EXPECT_DOUBLE_EQ(r.gflops_at_min, 2000);
+    EXPECT_DOUBLE_EQ(r.gflops_at_median, 1000);
+    EXPECT_DOUBLE_EQ(r.gflops_at_max, 500);
+    EXPECT_DOUBLE_EQ(r.gbytes_per_s_at_median, 0.5);
+    EXPECT_DOUBLE_EQ(r.compile_ms, 7.5);
+    EXPECT_DOUBLE_EQ(giga_per_second(1, 0), 0);
+}
+
+TEST(TimePlan, FixTimesRunsExactlyN) {
+    CountingPlan plan(1.0);
+    TimingOptions o;
+    o.fix_times = 7;
+    o.max_ms_per_case = 0;
+    EXPECT_EQ(time_plan(plan, o).size(), 7u);
+    EXPECT_EQ(plan.timed, 7);
+    EXPECT_EQ(plan.untimed, 1);  // one warm-up
+}
+
+TEST(TimePlan, MinRunsWhenTheBudgetIsSpent) {
+    CountingPlan plan(1.0);
+    TimingOptions o;
+    o.max_ms_per_case = 0;
+    o.min_runs = 5;
+    EXPECT_EQ(time_plan(plan, o).size(), 5u);
+}
+
+TEST(TimePlan, BudgetBoundsTheLoop) {
+    CountingPlan plan(1.0);
+    TimingOptions o;
+    o.max_ms_per_case = 30;  // wall clock: the fake runs are instant, so many runs fit
+    o.min_runs = 2;
+    const auto ms = time_plan(plan, o);
+    EXPECT_GT(ms.size(), 2u);
+    EXPECT_DOUBLE_EQ(ms.front(), 1.0);
+}
+
+TEST(TimePlan, ColdCacheFlushesBetweenRuns) {
+    CountingPlan plan(1.0);
+    CacheFlusher flusher(1 << 20);
+    EXPECT_EQ(flusher.bytes(), 1u << 20);
+    TimingOptions o;
+    o.fix_times = 3;
+    o.cold_cache = true;
+    o.flusher = &flusher;
+    EXPECT_EQ(time_plan(plan, o).size(), 3u);
+}
+
+TEST(CacheSize, LastLevelCacheIsKnownHere) {
+    // Linux reports it through sysconf or sysfs; the flush buffer is at least twice as big.
+    const std::size_t llc = last_level_cache_bytes();
+    EXPECT_GT(llc, 0u);
+    EXPECT_GE(cold_cache_flush_bytes(), 2 * llc);
+}
+
+}  // namespace
+}  // namespace sdpa
