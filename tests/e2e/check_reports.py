@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Parses the jsonl, JUnit and CSV reports of perf_reports_e2e.sh back (standard library only)
+and checks their fields. Usage: check_reports.py R.jsonl R.xml R.csv"""
+import csv
+import json
+import sys
+import xml.etree.ElementTree as ET
+
+
+def check(cond, msg):
+    if not cond:
+        print(f"check_reports: {msg}")
+        sys.exit(1)
+
+
+def main():
+    jsonl, xml_path, csv_path = sys.argv[1:4]
+    recs = [json.loads(line) for line in open(jsonl, encoding="utf-8")]
+    check(len(recs) == 4, f"expected 4 jsonl records, got {len(recs)}")
+    cp, bad, p, c = recs
+    check(cp["status"] == "PASSED" and cp["mode"] == "CP" and cp["checked"], f"CP record: {cp}")
+    check(cp["perf"]["runs"] == 3, "CP: --fix-times=3 must give 3 runs")
+    check(cp["perf"]["min_ms"] <= cp["perf"]["median_ms"] <= cp["perf"]["max_ms"], "CP: min <= median <= max")
+    # b1hq2sq32d16, no mask: N = 32*32, fwd = 2*2*N*(16+16)
+    check(cp["flops"] == 2 * 2 * 32 * 32 * 32, f"CP flops {cp['flops']}")
+    check(cp["perf"]["gflops"] > 0, "CP gflops")
+    check({o["output"] for o in cp["outputs"]} == {"O", "stats"}, "CP outputs O and stats")
+    check(all(o["worst_ratio"] is not None and o["worst_ratio"] < 1 for o in cp["outputs"]), "CP margins < 1")
+    check(bad["status"] == "INVALID_ARGUMENTS" and 'a<b"c&e' in bad["reason"], f"bad record: {bad}")
+    check(p["status"] == "PASSED" and p["mode"] == "P" and not p["checked"] and p["outputs"] == [], "P record")
+    # causal_br, S_q 16, S_kv 24: rows see 9..24 keys = sum(9..24) = 264; bwd = 2*2*264*(3*16+2*16)
+    check(p["flops"] == 2 * 2 * 264 * 80, f"P flops {p['flops']}")
+    check(c["perf"] is None and c["checked"], "C record has no perf")
+
+    root = ET.parse(xml_path).getroot()  # raises on malformed XML
+    suite = root.find("testsuite")
+    check(suite.get("tests") == "4" and suite.get("errors") == "1" and suite.get("failures") == "0",
+          f"testsuite counts {suite.attrib}")
+    cases = suite.findall("testcase")
+    check(len(cases) == 4, "4 testcases")
+    err = cases[1].find("error")
+    check(err is not None and err.get("type") == "INVALID_ARGUMENTS", "error element for the bad line")
+    check('a<b"c&e' in err.get("message"), "unescaped reason round-trips through XML")
+    check(cases[0].get("classname") == "sdpabench.ref.fwd_t", cases[0].get("classname"))
+    check(cases[0].get("name") == "0:--backend=ref --mode=CP b1hq2sq32d16n=cp.case", cases[0].get("name"))
+    check("perf: runs 3" in cases[0].find("system-out").text, "perf figures in system-out")
+
+    rows = list(csv.DictReader(open(csv_path, newline="", encoding="utf-8")))
+    check(len(rows) == 4, f"4 csv rows, got {len(rows)}")
+    check('a<b"c&e' in rows[1]["reason"], "csv reason round-trips")
+    check(rows[0]["runs"] == "3" and float(rows[0]["median_ms"]) > 0, "csv timing columns")
+    check(rows[3]["runs"] == "", "csv: untimed case has empty timing columns")
+    print("check_reports: ok")
+
+
+main()

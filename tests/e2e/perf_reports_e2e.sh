@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# End-to-end checks of P/CP modes, the perf template and the csv/jsonl/junit reports: runs the
+# real executable, then parses every report back with Python's standard library.
+# Usage: perf_reports_e2e.sh SDPABENCH_EXE SOURCE_DIR
+set -uo pipefail
+exe=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "E2E FAIL (perf_reports): $*"; echo "--- output tail:"; tail -n 30 "$tmp/out" 2>/dev/null; exit 1; }
+
+# A case file whose second line is malformed: its reason carries quotes, '<' and '&'.
+cat >"$tmp/r.cases" <<'CASES'
+--mode=CP --dt=f32 b1hq2sq32d16n=cp.case
+--dt=a<b"c&e b1hq2sq16d16
+--mode=P --dir=bwd --mask=causal_br b1hq2sq16skv24d16n=p_case
+--mode=C b1hq2sq16d16
+CASES
+"$exe" --backend=ref --fix-times=3 --report=jsonl:"$tmp/r.jsonl" --report=junit:"$tmp/r.xml" \
+  --report=csv:"$tmp/r.csv" --batch="$tmp/r.cases" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/err" >>"$tmp/out"
+[ "$rc" -eq 1 ] || fail "exit code $rc, expected 1 (one INVALID_ARGUMENTS case)"
+grep -q '^perf,backend,engine,dir,dt,mask,name,prb,-time,0time,+time,Gflops,-Gflops,GBps,ctime$' "$tmp/out" \
+  || fail "no perf header line"
+[ "$(grep -c '^perf,ref,cpu,' "$tmp/out")" -eq 2 ] || fail "expected 2 perf lines (CP and P cases)"
+grep -q '^perf,ref,cpu,bwd,f32,causal_br,p_case,b1hq2sq16skv24d16,' "$tmp/out" || fail "P case perf line"
+[ -e "$tmp/r.xml.partial" ] && fail "junit .partial left behind after a complete run"
+# Non-TTY stderr: no progress line.
+grep -q '\[1/4\]' "$tmp/out" && fail "progress line printed although stderr is not a terminal"
+python3 "$src/tests/e2e/check_reports.py" "$tmp/r.jsonl" "$tmp/r.xml" "$tmp/r.csv" || fail "report check"
+
+# Template options: a custom template and a bad one (usage error, exit 2).
+"$exe" --backend=ref --mode=P --fix-times=2 '--perf-template=%dir%;%runs%;%-time%<=%+time%' b1hq1sq16d16 >"$tmp/out" 2>&1
+grep -qE '^fwd_t;2;[0-9.e-]+<=[0-9.e-]+$' "$tmp/out" || fail "custom template line"
+"$exe" --backend=ref --mode=P '--perf-template=%nope%' b1hq1sq16d16 >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "unknown template field must be a usage error"
+grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
+"$exe" --backend=ref --report=xml:"$tmp/x" b1hq1sq16d16 >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "unknown report format must be a usage error"
+echo "E2E OK (perf_reports)"
