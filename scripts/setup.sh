@@ -2,6 +2,7 @@
 # Installs everything sdpabench needs, from Debian packages and PyPI only. Idempotent: a second
 # run checks and returns in seconds. Runs as root, or with sudo when it is available.
 #   SDPABENCH_DEPS   where the oneDNN venv goes (default /opt/sdpabench-deps)
+#   SDPABENCH_NO_PY  set to 1 to skip the Python venv for scripts/plot.py
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,4 +35,18 @@ if [ ! -f "$stamp" ] || ! cmp -s "$here/onednn-requirements.txt" "$stamp"; then
   test -f "$onednn_venv/include/oneapi/dnnl/dnnl_graph.hpp"
   $sudo cp "$here/onednn-requirements.txt" "$stamp"
 fi
-echo "setup.sh: ok (oneDNN in $onednn_venv)"
+# Python packages for scripts/plot.py (matplotlib, pinned in py-requirements.txt) in their own venv.
+setup_python_venv() {
+  local venv="$deps/py" pstamp="$deps/py/.sdpabench-ok"
+  if [ -f "$pstamp" ] && cmp -s "$here/py-requirements.txt" "$pstamp"; then return 0; fi
+  echo "setup.sh: installing Python packages for scripts/plot.py into $venv"
+  $sudo mkdir -p "$deps"
+  $sudo rm -rf "$venv"
+  $sudo python3 -m venv "$venv"
+  $sudo "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/py-requirements.txt"
+  "$venv/bin/python" -c "import matplotlib"
+  $sudo cp "$here/py-requirements.txt" "$pstamp"
+}
+[ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv
+
+echo "setup.sh: ok (oneDNN in $onednn_venv, plot venv in $deps/py)"
