@@ -37,4 +37,11 @@ grep -qE '^fwd_t;2;[0-9.e-]+<=[0-9.e-]+$' "$tmp/out" || fail "custom template li
 grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
 "$exe" --backend=ref --report=xml:"$tmp/x" b1hq1sq16d16 >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "unknown report format must be a usage error"
+# On a terminal (util-linux `script` gives a pty): the progress line, and none with --no-progress.
+if command -v script >/dev/null; then
+  script -qc "'$exe' --backend=ref b1hq2sq16d16 b1hq2sq32d16 >/dev/null" "$tmp/tty" >/dev/null 2>&1
+  grep -q '\[1/2\] passed 1 failed 0  eta 0:0[0-9]  --backend=ref b1hq2sq32d16' "$tmp/tty" || fail "no progress line on a terminal"
+  script -qc "'$exe' --no-progress --backend=ref b1hq2sq16d16 >/dev/null" "$tmp/tty2" >/dev/null 2>&1
+  grep -q '\[0/1\]' "$tmp/tty2" && fail "progress line despite --no-progress"
+fi
 echo "E2E OK (perf_reports)"
