@@ -61,6 +61,8 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         r.reason = *err;
         return;
     }
+    r.flops = flops(p);
+    r.bytes = bytes_moved(p);
     if (c.mode == Mode::L) {
         r.status = Status::listed;
         return;
@@ -74,8 +76,6 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     displace(p, in);
     std::unique_ptr<Plan> plan = backend.prepare(p, in);
     r.notes = plan->notes();
-    r.flops = flops(p);
-    r.bytes = bytes_moved(p);
     if (c.mode == Mode::P) {
         measure(*plan, timing, r);
         return;

@@ -212,7 +212,7 @@ TEST(CaseParser, CommandLineErrors) {
 TEST(CaseParser, BadValuesLeaveTheKnobUnchanged) {
     const char* bad[] = {"--scale=abc", "--scale=inf", "--scale=nan", "--scale=1e50", "--scale=0.5x",
         "--scale=", "--seed=-1", "--seed=1.5", "--seed=99999999999999999999", "--backend=Ref",
-        "--backend=a-b", "--backend=nonexistent", "--backend=", "--mode=P", "--dir", "--reset=1", "--batch=", "--dt=f32,,bf16",
+        "--backend=a-b", "--backend=nonexistent", "--backend=", "--mode=Q", "--dir", "--reset=1", "--batch=", "--dt=f32,,bf16",
         "--dt=f32,", "--mask-dt=f64", "--mask-shape=1x1", "--fill=zeros", "--scale-op=add"};
     for (const char* b : bad) {
         const auto es = parse(std::string("--dt=bf16 ") + b + " b1hq1sq4d8");
