@@ -24,6 +24,14 @@
 
 namespace {
 
+/// A plan with no work: timing it measures the loop's own cost per run (clock reads, bookkeeping).
+class EmptyPlan final : public sdpa::Plan {
+public:
+    void execute() override {}
+    void poison_outputs() override {}
+    sdpa::SdpaOutputs read_outputs() override { return {}; }
+};
+
 double median_of(std::vector<double> v) { return sdpa::summarize(std::move(v)).median_ms; }
 
 int run(int argc, char** argv) {
@@ -65,6 +73,13 @@ int run(int argc, char** argv) {
         bare_mean.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / runs);
     }
     const double tm = median_of(tool_median), ta = median_of(tool_mean), bm = median_of(bare_mean);
+    // The loop's own cost, load-independent: time_plan() around a plan that does nothing.
+    EmptyPlan empty;
+    TimingOptions eopt;
+    eopt.fix_times = 1'000'000;
+    const auto e0 = std::chrono::steady_clock::now();
+    const TimingStats et = summarize(time_plan(empty, eopt));
+    const double loop_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count() / eopt.fix_times;
     fmt::print("case: {} {}\n", c.backend, fmt::join(tokens, " "));
     fmt::print("rounds {} x runs {} (median over rounds)\n", rounds, runs);
     fmt::print("sdpabench median per run  {:10.4f} ms\n", tm);
@@ -72,6 +87,9 @@ int run(int argc, char** argv) {
     fmt::print("bare loop mean per run    {:10.4f} ms\n", bm);
     fmt::print("ratio median/bare         {:10.4f}   (target <= 1.02)\n", tm / bm);
     fmt::print("ratio mean/bare           {:10.4f}\n", ta / bm);
+    fmt::print("timing loop cost per run  {:10.4f} us (empty plan, 1e6 runs; median measured time {:.4f} us)\n",
+            loop_us, et.median_ms * 1e3);
+    fmt::print("loop cost / median        {:10.2e}   (the overhead the timer adds to this case)\n", loop_us * 1e-3 / tm);
     return 0;
 }
 
