@@ -40,7 +40,8 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
                "%idx% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %GBps% %mtime% %ctime%; "
                "modifiers on time/Gflops: - min, 0 median (also no modifier), + max; 'csv' = the default")
             ->capture_default_str()->group(g);
-    app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")->group(g);
+    app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")
+            ->allow_extra_args(false)->group(g);
     app.add_flag("--no-progress", o.no_progress, "No progress line on stderr (shown only when stderr is a terminal)")
             ->group(g);
 }

@@ -37,6 +37,9 @@ grep -qE '^fwd_t;2;[0-9.e-]+<=[0-9.e-]+$' "$tmp/out" || fail "custom template li
 grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
 "$exe" --backend=ref --report=xml:"$tmp/x" b1hq1sq16d16 >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "unknown report format must be a usage error"
+# "--report FORMAT:PATH" with a space takes exactly one argument (the case after it still runs).
+"$exe" --backend=ref --report jsonl:"$tmp/s.jsonl" b1hq1sq16d16 >"$tmp/out" 2>&1 || fail "space-separated --report"
+[ "$(wc -l <"$tmp/s.jsonl")" -eq 1 ] || fail "space-separated --report: one record expected"
 # On a terminal (util-linux `script` gives a pty): the progress line, and none with --no-progress.
 if command -v script >/dev/null; then
   script -qc "'$exe' --backend=ref b1hq2sq16d16 b1hq2sq32d16 >/dev/null" "$tmp/tty" >/dev/null 2>&1
