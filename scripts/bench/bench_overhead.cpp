@@ -3,7 +3,7 @@
 //
 // Usage: sdpabench_bench_overhead [ROUNDS] [RUNS] CASE_TOKENS...
 //   e.g. sdpabench_bench_overhead 5 50 --dt=bf16 --mask=causal_tl b1hq16sq512d64
-// Per round (rounds interleave the two loops so drift hits both): time_plan() with
+// Per round (rounds interleave the two loops, alternating which goes first, so drift hits both): time_plan() with
 // --fix-times=RUNS (its median and mean per run), then RUNS back-to-back Plan::execute() calls
 // under one steady_clock pair (mean per run). Prints the median over rounds of each and the ratios
 // sdpabench/bare; the target is a ratio <= 1.02.
@@ -63,14 +63,28 @@ int run(int argc, char** argv) {
     TimingOptions opt;
     opt.fix_times = runs;
     std::vector<double> tool_median, tool_mean, bare_mean;
-    for (int r = 0; r < rounds; ++r) {
+    std::vector<double> tool_wall;  // wall time of time_plan() per timed run (warm-up included)
+    const auto tool_round = [&] {
+        const auto t0 = std::chrono::steady_clock::now();
         const TimingStats t = summarize(time_plan(*plan, opt));  // includes its own warm-up run
+        tool_wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / (runs + opt.warmup_runs));
         tool_median.push_back(t.median_ms);
         tool_mean.push_back(t.mean_ms);
+    };
+    const auto bare_round = [&] {
         plan->execute();  // same warm-up for the bare loop
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < runs; ++i) plan->execute();
         bare_mean.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / runs);
+    };
+    for (int r = 0; r < rounds; ++r) {  // alternate the order so neither loop always goes first
+        if (r % 2 == 0) {
+            tool_round();
+            bare_round();
+        } else {
+            bare_round();
+            tool_round();
+        }
     }
     const double tm = median_of(tool_median), ta = median_of(tool_mean), bm = median_of(bare_mean);
     // The loop's own cost, load-independent: time_plan() around a plan that does nothing.
@@ -84,6 +98,7 @@ int run(int argc, char** argv) {
     fmt::print("rounds {} x runs {} (median over rounds)\n", rounds, runs);
     fmt::print("sdpabench median per run  {:10.4f} ms\n", tm);
     fmt::print("sdpabench mean per run    {:10.4f} ms\n", ta);
+    fmt::print("sdpabench loop wall/run   {:10.4f} ms   (time_plan's wall time / (runs + warm-up))\n", median_of(tool_wall));
     fmt::print("bare loop mean per run    {:10.4f} ms\n", bm);
     fmt::print("ratio median/bare         {:10.4f}   (target <= 1.02)\n", tm / bm);
     fmt::print("ratio mean/bare           {:10.4f}\n", ta / bm);
