@@ -18,6 +18,7 @@ public:
     explicit CacheFlusher(std::size_t bytes);
     /// Writes every cache line of the buffer (OpenMP threads), evicting what earlier runs left.
     void flush();
+    /// Size of the flush buffer in bytes.
     std::size_t bytes() const { return buf_.size(); }
 
 private:

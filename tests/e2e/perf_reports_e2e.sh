@@ -40,6 +40,23 @@ grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
 # "--report FORMAT:PATH" with a space takes exactly one argument (the case after it still runs).
 "$exe" --backend=ref --report jsonl:"$tmp/s.jsonl" b1hq1sq16d16 >"$tmp/out" 2>&1 || fail "space-separated --report"
 [ "$(wc -l <"$tmp/s.jsonl")" -eq 1 ] || fail "space-separated --report: one record expected"
+# sweep.sh: gpt2's two descriptors collapse to one per length; 2 lengths x 2 directions x 1 dtype.
+SDPABENCH=$exe bash "$src/scripts/sweep.sh" "$src/cases/models/gpt2.cases" "$tmp/sweep.jsonl" --seq=16,32 --dt=f32 \
+  -- --backend=ref --fix-times=1 >"$tmp/out" 2>&1 || fail "sweep.sh failed"
+python3 - "$tmp/sweep.jsonl" <<'PY' || fail "sweep.sh report"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+got = sorted((r["dir"], r["dt"], r["prb"], r["mode"], r["perf"]["runs"]) for r in recs)
+want = sorted((d, "f32", f"b1hq12sq{s}d64", "P", 1) for d in ("fwd_t", "bwd") for s in (16, 32))
+assert got == want, got
+PY
+# plot.py, when scripts/setup.sh installed its venv.
+py=${SDPABENCH_DEPS:-/opt/sdpabench-deps}/py/bin/python
+if [ -x "$py" ]; then
+  "$py" "$src/scripts/plot.py" "$tmp/sweep.jsonl" "$tmp/sweep.png" >"$tmp/out" 2>&1 || fail "plot.py failed"
+  grep -q "4 point(s) in 2 series" "$tmp/out" || fail "plot.py series count"
+  [ "$(head -c 4 "$tmp/sweep.png" | tail -c 3)" = PNG ] || fail "plot.py did not write a PNG"
+fi
 # On a terminal (util-linux `script` gives a pty): the progress line, and none with --no-progress.
 if command -v script >/dev/null; then
   script -qc "'$exe' --backend=ref b1hq2sq16d16 b1hq2sq32d16 >/dev/null" "$tmp/tty" >/dev/null 2>&1
