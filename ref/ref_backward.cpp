@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "ref/ref_kernels.hpp"
@@ -29,24 +30,29 @@ struct BwdCtx {
     float v;
     double gabs;  ///< |d op(x, v) / dx|: |v| for mul, 1/|v| for div
     i64 group, Dqkp, Dvp;
+    i64 nkb;
     std::vector<double> Dr, rr;  ///< per (b, h_q, i): D_i = sum dO o O, r_i = ||dO_i o O_i||_2
+    std::vector<float> kt, vt;   ///< K, V as transposed key-block panels (transpose_panels)
+    const float* kt_panel(i64 b, i64 hk, i64 j0) const {
+        return &kt[static_cast<std::size_t>(((b * p.dims.H_kv + hk) * nkb + j0 / kB) * p.dims.D_qk * kB)];
+    }
+    const float* vt_panel(i64 b, i64 hk, i64 j0) const {
+        return &vt[static_cast<std::size_t>(((b * p.dims.H_kv + hk) * nkb + j0 / kB) * p.dims.D_v * kB)];
+    }
 };
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB).
 struct BwdScratch {
-    std::vector<float> q, qabs, dO, dOabs, kt, vt, kb, kabs, s, p, pr, ds, wm;
+    std::vector<float> q, qabs, dO, dOabs, kb, kabs, s, p, pr, ds, wm;
     std::vector<double> s64, dp64, acc1, macc1, acc2, macc2;
     explicit BwdScratch(const BwdCtx& c) {
         const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
-        const i64 Dqk = c.p.dims.D_qk, Dv = c.p.dims.D_v;
         q.resize(n(kB * c.Dqkp));
         qabs.resize(q.size());
         kb.resize(q.size());
         kabs.resize(q.size());
         dO.resize(n(kB * c.Dvp));
         dOabs.resize(dO.size());
-        kt.resize(n(Dqk * kB));
-        vt.resize(n(Dv * kB));
         for (auto* t : {&s, &p, &pr, &ds, &wm}) t->resize(n(kB * kB));
         s64.resize(n(kB * kB));
         dp64.resize(s64.size());
@@ -57,7 +63,7 @@ struct BwdScratch {
     }
 };
 
-/// One tile: from packed q [kB x Dqkp], dO [kB x Dvp], kt [D_qk x kB], vt [D_v x kB], fills
+/// One tile: from packed q [kB x Dqkp], dO [kB x Dvp] and the K, V panels of the key block, fills
 /// w.p (exact P), w.pr (P as it enters the dV matmul), w.ds (scaled dS as it enters the dQ/dK
 /// matmuls) and w.wm (W = |dS| + P r_i), all [kB x kB] row-major over (query, key), zero
 /// outside the visible part. Transposed (key-major) when `transpose`.
@@ -65,10 +71,11 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
     bool transpose) {
     const Dims& d = c.p.dims;
     std::fill(w.s64.begin(), w.s64.end(), 0.0);
-    gemm_acc(kB, kB, d.D_qk, w.q.data(), c.Dqkp, w.kt.data(), kB, w.s64.data(), kB);
+    const i64 hk = h / c.group;
+    gemm_acc(kB, kB, d.D_qk, w.q.data(), c.Dqkp, c.kt_panel(b, hk, j0), kB, w.s64.data(), kB);
     scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr);
     std::fill(w.dp64.begin(), w.dp64.end(), 0.0);
-    gemm_acc(kB, kB, d.D_v, w.dO.data(), c.Dvp, w.vt.data(), kB, w.dp64.data(), kB);
+    gemm_acc(kB, kB, d.D_v, w.dO.data(), c.Dvp, c.vt_panel(b, hk, j0), kB, w.dp64.data(), kB);
     const std::size_t row0 = c.r.dQ.offset(b, h, i0, 0) / static_cast<std::size_t>(d.D_qk);
     for (i64 ii = 0; ii < kB; ++ii) {
         float prow[kB];
@@ -84,22 +91,46 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         const double Di = ii < ni ? c.Dr[row0 + static_cast<std::size_t>(ii)] : 0.0;
         const double ri = ii < ni ? c.rr[row0 + static_cast<std::size_t>(ii)] : 0.0;
         const double* dprow = &w.dp64[static_cast<std::size_t>(ii * kB)];
-        for (i64 jj = 0; jj < kB; ++jj) {
-            const double pij = prow[jj];
-            const double ds = pij * (dprow[jj] - Di);
-            // The division stays a division, as in the vendor graph.
-            const double x = c.mul ? ds * c.v : ds / c.v;
-            float dsf = static_cast<float>(x), pf = prow[jj];
-            if (c.emul) {
-                dsf = round_to(c.p.dt, dsf);
-                pf = round_to(c.p.dt, pf);
+        float dsr[kB], wr[kB];
+        if (c.mul) {
+#pragma omp simd
+            for (i64 jj = 0; jj < kB; ++jj) {
+                const double pij = prow[jj], ds = pij * (dprow[jj] - Di);
+                dsr[jj] = static_cast<float>(ds * c.v);
+                // W_ij = P_ij (|dP_ij - D_i| + r_i) = |dS_ij| + P_ij r_i.
+                wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
             }
-            const std::size_t at = transpose ? static_cast<std::size_t>(jj * kB + ii) : static_cast<std::size_t>(ii * kB + jj);
-            w.p[at] = prow[jj];
-            w.pr[at] = pf;
-            w.ds[at] = dsf;
-            // W_ij = P_ij (|dP_ij - D_i| + r_i) = |dS_ij| + P_ij r_i.
-            w.wm[at] = static_cast<float>(std::fabs(ds) + pij * ri);
+        } else {
+#pragma omp simd
+            for (i64 jj = 0; jj < kB; ++jj) {
+                const double pij = prow[jj], ds = pij * (dprow[jj] - Di);
+                dsr[jj] = static_cast<float>(ds / c.v);  // the division stays a division, as in the vendor graph
+                wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
+            }
+        }
+        float* pr = prow;  // P as it enters the dV matmul
+        float prr[kB];
+        if (c.emul) {
+            for (i64 jj = 0; jj < kB; ++jj) {
+                dsr[jj] = round_to(c.p.dt, dsr[jj]);
+                prr[jj] = round_to(c.p.dt, prow[jj]);
+            }
+            pr = prr;
+        }
+        if (transpose) {
+            for (i64 jj = 0; jj < kB; ++jj) {
+                const auto at = static_cast<std::size_t>(jj * kB + ii);
+                w.p[at] = prow[jj];
+                w.pr[at] = pr[jj];
+                w.ds[at] = dsr[jj];
+                w.wm[at] = wr[jj];
+            }
+        } else {
+            const auto at = static_cast<std::size_t>(ii * kB);
+            std::memcpy(&w.p[at], prow, sizeof prow);
+            std::memcpy(&w.pr[at], pr, sizeof prow);
+            std::memcpy(&w.ds[at], dsr, sizeof dsr);
+            std::memcpy(&w.wm[at], wr, sizeof wr);
         }
     }
 }
@@ -116,8 +147,6 @@ SDPA_REF_CLONES void dq_rows(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64 i
         if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
         const i64 nj = std::min(kB, d.S_kv - j0);
         const float* ksrc = &c.in.K.data[c.in.K.offset(b, hk, j0, 0)];
-        pack_transposed(w.kt.data(), kB, ksrc, Dqk, nj, Dqk);
-        pack_transposed(w.vt.data(), kB, &c.in.V.data[c.in.V.offset(b, hk, j0, 0)], Dv, nj, Dv);
         pack_rows(w.kb.data(), c.Dqkp, kB, ksrc, Dqk, nj, Dqk);
         pack_rows(w.kabs.data(), c.Dqkp, kB, ksrc, Dqk, nj, Dqk, true);
         grad_tile(c, w, b, h, i0, ni, j0, nj, false);
@@ -139,8 +168,6 @@ SDPA_REF_CLONES void dq_rows(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64 i
 SDPA_REF_CLONES void dkv_cols(const BwdCtx& c, BwdScratch& w, i64 b, i64 hk, i64 j0) {
     const Dims& d = c.p.dims;
     const i64 nj = std::min(kB, d.S_kv - j0), Dqk = d.D_qk, Dv = d.D_v;
-    pack_transposed(w.kt.data(), kB, &c.in.K.data[c.in.K.offset(b, hk, j0, 0)], Dqk, nj, Dqk);
-    pack_transposed(w.vt.data(), kB, &c.in.V.data[c.in.V.offset(b, hk, j0, 0)], Dv, nj, Dv);
     for (auto* a : {&w.acc1, &w.macc1, &w.acc2, &w.macc2}) std::fill(a->begin(), a->end(), 0.0);
     for (i64 h = hk * c.group; h < (hk + 1) * c.group; ++h)
         for (i64 i0 = 0; i0 < d.S_q; i0 += kB) {
@@ -187,9 +214,12 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     r.M_dV = Tensor({d.B, d.H_kv, d.S_kv, d.D_v}, DType::f32);
     const bool mul = p.scale_op == ScaleOp::mul;
     const float v = scale_tensor_value(p);
+    const i64 nkb0 = (d.S_kv + kB - 1) / kB;
     BwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32, mul,
         v, std::fabs(mul ? static_cast<double>(v) : 1.0 / static_cast<double>(v)), d.H_q / d.H_kv,
-        round_up(d.D_qk, kNR), round_up(d.D_v, kNR), {}, {}};
+        round_up(d.D_qk, kNR), round_up(d.D_v, kNR), nkb0, {}, {}, {}, {}};
+    c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * nkb0 * d.D_qk * kB));
+    c.vt.resize(static_cast<std::size_t>(d.B * d.H_kv * nkb0 * d.D_v * kB));
     const i64 rows = d.B * d.H_q * d.S_q;
     c.Dr.resize(static_cast<std::size_t>(rows));
     c.rr.resize(c.Dr.size());
@@ -211,6 +241,8 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
             c.Dr[static_cast<std::size_t>(row)] = Di;
             c.rr[static_cast<std::size_t>(row)] = std::sqrt(r2);
         }
+        transpose_panels(in.K, c.kt.data());
+        transpose_panels(in.V, c.vt.data());  // implicit barrier after
         BwdScratch w(c);
         // Every task writes only its own rows (dQ) or keys (dK, dV): no races, no atomics,
         // and each output element is summed in one fixed order whatever the thread count.

@@ -26,16 +26,17 @@ struct FwdCtx {
     const Tensor* bias;
     bool emul, mul;
     float v;
-    i64 group, Dqkp, Dvp;
+    i64 group, Dqkp, Dvp, nkb;
     double sqrt_skv;
+    std::vector<float> kt;  ///< K as transposed key-block panels (transpose_panels)
 };
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
 struct FwdScratch {
-    std::vector<float> q, kt, vb, vabs, s, mag, pw, pm, m;
+    std::vector<float> q, vb, vabs, s, mag, pw, pm, m;
     std::vector<double> s64, acc, macc, l, mst;
     explicit FwdScratch(const FwdCtx& c)
-        : q(static_cast<std::size_t>(kB * c.Dqkp)), kt(static_cast<std::size_t>(c.p.dims.D_qk * kB)),
+        : q(static_cast<std::size_t>(kB * c.Dqkp)),
           vb(static_cast<std::size_t>(kB * c.Dvp)), vabs(vb.size()), s(static_cast<std::size_t>(kB * kB)),
           mag(s.size()), pw(s.size()), pm(s.size()), m(static_cast<std::size_t>(kB)), s64(s.size()),
           acc(vb.size()), macc(vb.size()), l(m.size()), mst(m.size()) {}
@@ -73,9 +74,9 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
         for (i64 j0 = 0; j0 < d.S_kv; j0 += kB) {
             if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
             const i64 nj = std::min(kB, d.S_kv - j0);
-            pack_transposed(w.kt.data(), kB, &c.in.K.data[c.in.K.offset(b, hk, j0, 0)], Dqk, nj, Dqk);
+            const float* kt = &c.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
             std::fill(w.s64.begin(), w.s64.end(), 0.0);
-            gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, w.kt.data(), kB, w.s64.data(), kB);
+            gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
             scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(),
                 last ? w.mag.data() : nullptr);
 
@@ -90,8 +91,7 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                     for (i64 jj = 0; jj < kB; ++jj)
                         qrow[jj] = round_to(c.p.dt, static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]));
                 }
-                float bm = -kInf;
-                for (i64 jj = 0; jj < kB; ++jj) bm = std::max(bm, srow[jj]);
+                const float bm = max_n(srow, kB);
                 const float mnew = std::max(w.m[ii], bm);
                 if (mnew == -kInf) {  // nothing visible in this row yet
                     std::fill(prow, prow + kB, 0.f);
@@ -173,13 +173,15 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     r.stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
     r.M_stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
-    const FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
+    FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
-        round_up(d.D_v, kNR), std::sqrt(static_cast<double>(d.S_kv))};
+        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}};
     const i64 nqb = (d.S_q + kB - 1) / kB;
+    c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
 
 #pragma omp parallel if (work(d) >= kParallelWork)
     {
+        transpose_panels(in.K, c.kt.data());  // implicit barrier after
         FwdScratch w(c);
         // Tasks are independent and each writes its own rows, so the result does not depend
         // on the thread count; causal tasks differ in cost, hence the dynamic schedule.

@@ -32,7 +32,7 @@
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 /// One clone per ISA level, chosen at load time (GCC function multi-versioning): the
 /// reference stays portable yet uses AVX-512 / AVX2+FMA where the CPU has them.
-#define SDPA_REF_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SDPA_REF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SDPA_REF_CLONES
 #endif
@@ -93,6 +93,18 @@ SDPA_REF_INLINE v16f vexp(v16f x) {
     return under ? v16f{} : q;
 }
 
+/// max over x[0 .. n), n a multiple of 16 (-inf when all are -inf); vectorised.
+SDPA_REF_INLINE float max_n(const float* x, i64 n) {
+    v16f m = load16(x);
+    for (i64 k = 16; k < n; k += 16) {
+        const v16f y = load16(x + k);
+        m = y > m ? y : m;
+    }
+    float r = m[0];
+    for (int k = 1; k < 16; ++k) r = std::max(r, static_cast<float>(m[k]));
+    return r;
+}
+
 /// C[m x n] (f64, row stride ldc) += A[m x k] (f32, row stride lda) * B[k x n] (f32, row
 /// stride ldb). Requires m % kMR == 0 and n % kNR == 0 (callers pad with zeros); any k >= 0.
 /// Products are summed in f32 FMA over chunks of kKC, each chunk added to C in f64.
@@ -147,6 +159,19 @@ SDPA_REF_INLINE void pack_transposed(float* dst, i64 ldd, const float* src, i64 
     for (i64 c = 0; c < cols; ++c) std::fill(dst + c * ldd + rows, dst + (c + 1) * ldd, 0.f);
     for (i64 r = 0; r < rows; ++r)
         for (i64 c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+/// Transposed key-block panels of a [B, H, S, D] tensor X: panel (b, h, kb) at offset
+/// ((b * H + h) * nb + kb) * D * kB holds X[b, h, kb*kB + jj, d] at d * kB + jj (zero for
+/// keys past S), nb = ceil(S / kB). Worksharing (omp for) when called inside a parallel
+/// region; `dst` must hold B * H * nb * D * kB floats.
+inline void transpose_panels(const Tensor& X, float* dst) {
+    const i64 BH = X.dims[0] * X.dims[1], S = X.dims[2], D = X.dims[3], nb = (S + kB - 1) / kB;
+#pragma omp for collapse(2) schedule(static)
+    for (i64 bh = 0; bh < BH; ++bh)
+        for (i64 kb = 0; kb < nb; ++kb)
+            pack_transposed(dst + (bh * nb + kb) * D * kB, kB, &X.data[static_cast<std::size_t>((bh * S + kb * kB) * D)],
+                D, std::min(kB, S - kb * kB), D);
 }
 
 /// Offset that aligns key j with query i for the causal masks of batch b: visible when
