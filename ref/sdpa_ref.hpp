@@ -1,5 +1,8 @@
 // The f32 reference for SDPA training: forward (O, stats) and backward (dQ, dK, dV), plus the
 // magnitudes the tolerance model needs. Independent of every vendor library; OpenMP parallel.
+// Tiled flash-style (Dao et al. 2022, 2023; ref/ref_kernels.hpp): memory beyond the inputs,
+// outputs and magnitudes is O((S_q + S_kv) * D) (per thread O(64 * D)); results are bitwise
+// independent of the thread count.
 #pragma once
 
 #include "core/problem.hpp"
@@ -36,15 +39,18 @@ struct RefBackward {
     Tensor dQ, dK, dV, M_dQ, M_dK, M_dV;
 };
 
-/// Scores s_ij = op(sum_d Q_id K_jd, scale_tensor_value(p)) (+ bias_ij), dot products
-/// accumulated in f64, the scale op and the bias add in f32 as the vendor graph does; masked
-/// keys (causal) excluded. Uses in.Q, in.K, in.V and in.bias (when p.mask == bias).
+/// Scores s_ij = op(float(sum_d Q_id K_jd), scale_tensor_value(p)) (+ bias_ij), the dot
+/// products summed in f32 over chunks of 32 terms and the chunks in f64 (as every product
+/// here: error analysis in ref/ref_kernels.hpp), the scale op and the bias add in f32 as the
+/// vendor graph does; masked keys (causal, padding) excluded. Uses in.Q, in.K, in.V and
+/// in.bias (when p.mask == bias). Throws std::invalid_argument on inconsistent shapes.
 RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
 
 /// Backward from in.Q, in.K, in.V, in.bias, in.O, in.dO and in.stats, with
 /// P_ij = exp(s_ij - stats_i) (0 for masked keys and for stats = +inf), D_i = sum_d dO_id O_id,
 /// dS = P o (dP - D), dQ = scale*dS*K, dK = scale*dS^T*Q, dV = P^T*dO (scale: the derivative
-/// of the scale op, i.e. v for mul and 1/v for div).
+/// of the scale op, i.e. v for mul and 1/v for div). Throws std::invalid_argument on
+/// inconsistent shapes.
 RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
 
 }  // namespace sdpa

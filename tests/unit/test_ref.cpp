@@ -261,6 +261,12 @@ struct Config {
     Problem p;
 };
 
+Problem with_padding(Problem p, std::vector<i64> lq, std::vector<i64> lkv) {
+    p.seq_len_q = std::move(lq);
+    p.seq_len_kv = std::move(lkv);
+    return p;
+}
+
 std::vector<Config> configs() {
     using M = Mask;
     using BS = BiasShape;
@@ -280,6 +286,15 @@ std::vector<Config> configs() {
         {"mha_div_explicit", make_problem(1, 1, 1, 5, 7, 4, 6, M::causal_tl, BS::one, SO::div, 2.5f)},
         {"gqa_mul_explicit", make_problem(1, 4, 2, 7, 5, 6, 2, M::causal_br, BS::one, SO::mul, 0.3f)},
         {"mha_larger_vectorized", make_problem(1, 2, 1, 33, 65, 20, 17, M::causal_br)},
+        // Tile boundaries of the tiled reference (64 x 64 tiles, head sizes padded to 32).
+        {"blk63_causal_tl", make_problem(1, 2, 1, 63, 63, 16, 16, M::causal_tl)},
+        {"blk64_none", make_problem(1, 1, 1, 64, 64, 32, 32)},
+        {"blk65_causal_br", make_problem(1, 2, 2, 65, 65, 8, 12, M::causal_br)},
+        {"blk127_129_causal_br", make_problem(1, 1, 1, 127, 129, 33, 31, M::causal_br)},
+        {"blk129_65_bias_bh_div", make_problem(1, 2, 1, 129, 65, 8, 8, M::bias, BS::bh, SO::div)},
+        {"blk129_127_causal_tl_gqa", make_problem(1, 4, 2, 129, 127, 40, 24, M::causal_tl)},
+        {"blk_padding_causal_br", with_padding(make_problem(2, 2, 1, 65, 129, 16, 16, M::causal_br), {60, 65}, {70, 129})},
+        {"blk_padding_none", with_padding(make_problem(2, 1, 1, 130, 66, 8, 8), {0, 129}, {66, 1})},
     };
 }
 
@@ -572,6 +587,52 @@ TEST(RefDeterminism, IndependentOfThreadCount) {
     EXPECT_EQ(g1.M_dK.data, g3.M_dK.data);
 }
 #endif
+
+#ifdef _OPENMP
+/// One thread and two threads give bitwise identical results on a shape with many tiles,
+/// GQA, a bias, bf16 rounding emulation and padding (every output and magnitude).
+TEST(RefDeterminism, OneAndTwoThreadsBitwiseEqual) {
+    Problem p = with_padding(make_problem(2, 4, 2, 200, 260, 48, 40, Mask::bias, BiasShape::b, ScaleOp::mul,
+                                 std::nullopt, DType::bf16), {200, 150}, {260, 190});
+    SdpaInputs in = make_inputs(p, 41);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const RefForward f1 = displace(p, in, default_ref_options(p));
+    const RefBackward g1 = ref_backward(p, in, default_ref_options(p));
+    omp_set_num_threads(2);
+    const RefForward f2 = ref_forward(p, in, default_ref_options(p));
+    const RefBackward g2 = ref_backward(p, in, default_ref_options(p));
+    omp_set_num_threads(saved);
+    for (auto t : {&RefForward::O, &RefForward::stats, &RefForward::M_O, &RefForward::M_stats})
+        EXPECT_EQ((f1.*t).data, (f2.*t).data);
+    for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV, &RefBackward::M_dQ, &RefBackward::M_dK,
+             &RefBackward::M_dV})
+        EXPECT_EQ((g1.*t).data, (g2.*t).data);
+}
+#endif
+
+/// A shape spanning many tiles in both directions, with D = 128 as in the models, against the
+/// naive f64 reference: every element of O, stats, dQ, dK, dV and the magnitudes.
+TEST(RefVsNaiveLarge, ManyTilesD128) {
+    const Problem p = make_problem(1, 2, 1, 300, 450, 128, 128, Mask::causal_br);
+    SdpaInputs in = make_inputs(p, 43);
+    const RefForward f = displace(p, in);
+    const RefBackward g = ref_backward(p, in, default_ref_options(p));
+    const NaiveIn ni = naive_in(p, in);
+    const NaiveOut nf = naive_forward(ni);
+    const NaiveOut nb = naive_backward(ni);
+    expect_close("O", f.O, nf.O, nf.M_O, 1e-5);
+    expect_close("M_O", f.M_O, nf.M_O, nf.M_O, 1e-5);
+    expect_close("M_stats", f.M_stats, nf.M_stats, nf.M_stats, 1e-5);
+    for (std::size_t k = 0; k < nf.stats.size(); ++k)
+        ASSERT_NEAR(f.stats.data[k], nf.stats[k], 1e-5 * (1 + std::fabs(nf.stats[k]))) << "stats[" << k << "]";
+    expect_close("dQ", g.dQ, nb.dQ, nb.M_dQ, 1e-5);
+    expect_close("dK", g.dK, nb.dK, nb.M_dK, 1e-5);
+    expect_close("dV", g.dV, nb.dV, nb.M_dV, 1e-5);
+    expect_close("M_dQ", g.M_dQ, nb.M_dQ, nb.M_dQ, 1e-5);
+    expect_close("M_dK", g.M_dK, nb.M_dK, nb.M_dK, 1e-5);
+    expect_close("M_dV", g.M_dV, nb.M_dV, nb.M_dV, 1e-5);
+}
 
 TEST(RefArguments, WrongShapesThrow) {
     const Problem p = make_problem(1, 2, 1, 4, 4, 3, 3, Mask::bias, BiasShape::b);

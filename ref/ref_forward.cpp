@@ -1,0 +1,196 @@
+// The tiled reference forward: O, stats and the magnitudes M_O, M_stats, one query block of
+// one head per task, key blocks streamed flash-style (Dao et al. 2022, 2023): a running row
+// max m and sum l, the O accumulators rescaled by exp(m_old - m_new) when the max grows.
+// With rounding emulation (bf16/f16) the vendor rounds the *normalised* P, which a single
+// pass cannot know, so a first pass over the key blocks finds m and l and a second forms
+// P = exp(s - m) / l exactly (one extra Q*K^T per tile, no rescaling).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "ref/ref_kernels.hpp"
+#include "ref/sdpa_ref.hpp"
+
+namespace sdpa {
+
+namespace {
+
+using namespace refk;
+
+/// Read-only state shared by all tasks of one forward call.
+struct FwdCtx {
+    const Problem& p;
+    const SdpaInputs& in;
+    RefForward& r;
+    const Tensor* bias;
+    bool emul, mul;
+    float v;
+    i64 group, Dqkp, Dvp, nkb;
+    double sqrt_skv;
+    std::vector<float> kt;  ///< K as transposed key-block panels (transpose_panels)
+};
+
+/// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
+struct FwdScratch {
+    std::vector<float> q, vb, vabs, s, mag, pw, pm, m;
+    std::vector<double> s64, acc, macc, l, mst;
+    explicit FwdScratch(const FwdCtx& c)
+        : q(static_cast<std::size_t>(kB * c.Dqkp)),
+          vb(static_cast<std::size_t>(kB * c.Dvp)), vabs(vb.size()), s(static_cast<std::size_t>(kB * kB)),
+          mag(s.size()), pw(s.size()), pm(s.size()), m(static_cast<std::size_t>(kB)), s64(s.size()),
+          acc(vb.size()), macc(vb.size()), l(m.size()), mst(m.size()) {}
+};
+
+/// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
+SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0) {
+    const Dims& d = c.p.dims;
+    const i64 ni = std::min(kB, d.S_q - i0), hk = h / c.group;
+    const i64 Dqk = d.D_qk, Dv = d.D_v, Dqkp = c.Dqkp, Dvp = c.Dvp;
+    pack_rows(w.q.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
+    std::fill(w.m.begin(), w.m.end(), -kInf);
+    std::fill(w.l.begin(), w.l.end(), 0.0);
+    std::fill(w.mst.begin(), w.mst.end(), 0.0);
+    std::fill(w.acc.begin(), w.acc.end(), 0.0);
+    std::fill(w.macc.begin(), w.macc.end(), 0.0);
+
+    // Emulation: a first pass finds the final row max and sum, so that the main pass can
+    // form the normalised P the vendor rounds. The main pass is the same online recurrence
+    // with or without emulation, so stats and magnitudes do not depend on it (bitwise).
+    std::vector<float> mf(static_cast<std::size_t>(c.emul ? kB : 0));
+    std::vector<double> inv_lf(mf.size());
+    const int passes = c.emul ? 2 : 1;
+    for (int pass = 0; pass < passes; ++pass) {
+        const bool last = pass == passes - 1;  // the main pass: forms O and the magnitudes
+        if (last && c.emul) {
+            for (i64 ii = 0; ii < kB; ++ii) {
+                mf[ii] = w.m[ii] == -kInf ? 0.f : w.m[ii];
+                inv_lf[ii] = w.l[ii] > 0 ? 1.0 / w.l[ii] : 0.0;
+            }
+            std::fill(w.m.begin(), w.m.end(), -kInf);
+            std::fill(w.l.begin(), w.l.end(), 0.0);
+        }
+
+        for (i64 j0 = 0; j0 < d.S_kv; j0 += kB) {
+            if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
+            const i64 nj = std::min(kB, d.S_kv - j0);
+            const float* kt = &c.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
+            std::fill(w.s64.begin(), w.s64.end(), 0.0);
+            gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
+            scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(),
+                last ? w.mag.data() : nullptr);
+
+            for (i64 ii = 0; ii < ni; ++ii) {
+                float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
+                float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
+                if (last && c.emul) {
+                    // P as the vendor's TypeCast sees it: exp(s - m) / l with the final m, l.
+                    float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
+                    const v16f mb = v16f{} + mf[ii];
+                    for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
+                    for (i64 jj = 0; jj < kB; ++jj)
+                        qrow[jj] = round_to(c.p.dt, static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]));
+                }
+                const float bm = max_n(srow, kB);
+                const float mnew = std::max(w.m[ii], bm);
+                if (mnew == -kInf) {  // nothing visible in this row yet
+                    std::fill(prow, prow + kB, 0.f);
+                    continue;
+                }
+                const double alpha = w.m[ii] == -kInf ? 0.0 : std::exp(static_cast<double>(w.m[ii]) - mnew);
+                const v16f mb = v16f{} + mnew;
+                for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - mb));
+                double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+                for (i64 jj = 0; jj < kB; ++jj) sum += static_cast<double>(prow[jj]);
+                w.l[ii] = w.l[ii] * alpha + sum;
+                w.m[ii] = mnew;
+                if (!last) continue;
+                if (alpha != 1.0) {
+                    w.mst[ii] *= alpha;
+                    double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+                    double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
+#pragma omp simd
+                    for (i64 k = 0; k < Dvp; ++k) ma[k] *= alpha;
+                    if (!c.emul) {
+#pragma omp simd
+                        for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
+                    }
+                }
+                const float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
+                double ms = 0.0;
+#pragma omp simd reduction(+ : ms)
+                for (i64 jj = 0; jj < kB; ++jj) ms += static_cast<double>(prow[jj]) * static_cast<double>(mrow[jj]);
+                w.mst[ii] += ms;
+            }
+            if (!last) continue;
+            for (i64 ii = ni; ii < kB; ++ii) {
+                std::fill_n(&w.pm[static_cast<std::size_t>(ii * kB)], kB, 0.f);
+                std::fill_n(&w.pw[static_cast<std::size_t>(ii * kB)], kB, 0.f);
+            }
+            // O uses P as the vendor's TypeCast rounds it; M_O the exact P.
+            const float* vsrc = &c.in.V.data[c.in.V.offset(b, hk, j0, 0)];
+            pack_rows(w.vb.data(), Dvp, kB, vsrc, Dv, nj, Dv);
+            pack_rows(w.vabs.data(), Dvp, kB, vsrc, Dv, nj, Dv, true);
+            gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : w.pm.data(), kB, w.vb.data(), Dvp, w.acc.data(), Dvp);
+            gemm_acc(kB, Dvp, nj, w.pm.data(), kB, w.vabs.data(), Dvp, w.macc.data(), Dvp);
+        }
+    }
+
+    for (i64 ii = 0; ii < ni; ++ii) {
+        const i64 i = i0 + ii;
+        float* o = &c.r.O.data[c.r.O.offset(b, h, i, 0)];
+        float* mo = &c.r.M_O.data[c.r.M_O.offset(b, h, i, 0)];
+        const std::size_t si = c.r.stats.offset(b, h, i, 0);
+        if (w.m[ii] == -kInf) {
+            // Fully masked row: O = 0, M_O = 0, stats = +inf, M_stats = 1 + sqrt(S_kv).
+            std::fill(o, o + Dv, 0.f);
+            std::fill(mo, mo + Dv, 0.f);
+            c.r.stats.data[si] = kInf;
+            c.r.M_stats.data[si] = static_cast<float>(1.0 + c.sqrt_skv);
+            continue;
+        }
+        const double f = 1.0 / w.l[ii], fo = c.emul ? 1.0 : f;
+        const double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+        const double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
+        for (i64 k = 0; k < Dv; ++k) {
+            o[k] = static_cast<float>(a[k] * fo);
+            mo[k] = static_cast<float>(ma[k] * f);
+        }
+        c.r.stats.data[si] = static_cast<float>(static_cast<double>(w.m[ii]) + std::log(w.l[ii]));
+        c.r.M_stats.data[si] = static_cast<float>(1.0 + c.sqrt_skv + w.mst[ii] * f);
+    }
+}
+
+}  // namespace
+
+RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions& opt) {
+    check_inputs(p, in, false);
+    const Dims& d = p.dims;
+    RefForward r;
+    r.O = Tensor({d.B, d.H_q, d.S_q, d.D_v}, DType::f32);
+    r.M_O = Tensor({d.B, d.H_q, d.S_q, d.D_v}, DType::f32);
+    r.stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
+    r.M_stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
+    // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
+    FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
+        p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
+        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}};
+    const i64 nqb = (d.S_q + kB - 1) / kB;
+    c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
+
+#pragma omp parallel if (work(d) >= kParallelWork)
+    {
+        transpose_panels(in.K, c.kt.data());  // implicit barrier after
+        FwdScratch w(c);
+        // Tasks are independent and each writes its own rows, so the result does not depend
+        // on the thread count; causal tasks differ in cost, hence the dynamic schedule.
+#pragma omp for collapse(3) schedule(dynamic, 1)
+        for (i64 b = 0; b < d.B; ++b)
+            for (i64 h = 0; h < d.H_q; ++h)
+                for (i64 qb = 0; qb < nqb; ++qb) forward_rows(c, w, b, h, qb * kB);
+    }
+    return r;
+}
+
+}  // namespace sdpa

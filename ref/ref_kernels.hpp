@@ -1,0 +1,253 @@
+// Internal building blocks of the tiled f32 reference (ref_forward.cpp, ref_backward.cpp):
+// block sizes, a small register-tiled f32 GEMM with f64 outer accumulation, a vectorised
+// exp, operand packing, block visibility tests and input checks. Not a public header.
+//
+// Algorithm: the reference processes (query block x key block) tiles flash-style, after
+// Dao et al., "FlashAttention" (NeurIPS 2022) and "FlashAttention-2" (2023): the forward keeps
+// a running row max and sum; the backward recomputes P per tile from the given stats. No
+// S_q x S_kv buffer is ever allocated; per-thread scratch is O((kB + kB) * D).
+//
+// Error analysis of the products (all inputs are f32 values):
+//   gemm_acc() sums at most kKC = 32 products per output element in f32 with FMA (worst case
+//   |err| <= 32 u sum|a_k b_k|, u = 2^-24, i.e. ~1.9e-6 relative to the magnitude; typically
+//   ~sqrt(32) u), then adds each chunk into an f64 accumulator (error ~2^-53 per add). Long
+//   reductions (over keys or queries, thousands of terms) therefore cost no more than one
+//   32-term f32 chunk plus the final rounding to f32. The old reference summed in f64
+//   throughout (one rounding, u |x|); the tests bound the difference at 1e-5 relative to the
+//   magnitudes M_X, two orders above this worst case. Scores: float(f64 sum of 32-chunks),
+//   then the scale op and the bias add in f32 as the vendor graph does.
+//   exp: range reduction by ln2 (Cody-Waite two-part constant) and a degree-7 Taylor
+//   polynomial on |r| <= ln2/2 (truncation < 6e-9 relative), ~2 ulp in f32.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "core/problem.hpp"
+#include "core/sdpa_tensors.hpp"
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+/// One clone per ISA level, chosen at load time (GCC function multi-versioning): the
+/// reference stays portable yet uses AVX-512 / AVX2+FMA where the CPU has them.
+#define SDPA_REF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SDPA_REF_CLONES
+#endif
+#define SDPA_REF_INLINE inline __attribute__((always_inline))
+
+// The vector helpers are always inlined, so no vector crosses a call boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace sdpa::refk {
+
+using i64 = std::int64_t;
+/// 16 floats: one AVX-512 register, two AVX2 registers (GCC/Clang vector extension).
+using v16f = float __attribute__((vector_size(64)));
+using v16i = std::int32_t __attribute__((vector_size(64)));
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+/// Query rows and keys per tile (both tile edges; buffers are padded to these).
+inline constexpr i64 kB = 64;
+/// GEMM register tile: kMR rows x kNR columns; kKC products per f32 partial sum.
+inline constexpr i64 kMR = 8, kNR = 32, kKC = 32;
+/// Below this many multiply-adds the reference runs on one thread.
+inline constexpr double kParallelWork = 1 << 20;
+
+/// Rounds n up to a multiple of m.
+constexpr i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
+
+SDPA_REF_INLINE v16f load16(const float* p) {
+    v16f v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+SDPA_REF_INLINE void store16(float* p, v16f v) { std::memcpy(p, &v, sizeof v); }
+
+/// exp(x) for 16 floats; 0 for x < -87.3 (including -inf: masked scores), exp(88.7) for
+/// larger x. See the error analysis above.
+SDPA_REF_INLINE v16f vexp(v16f x) {
+    const v16f lo = v16f{} - 87.3f, hi = v16f{} + 88.7f;
+    const v16i under = x < lo;
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+    v16f n = x * 1.44269504088896341f + shifter;
+    n = n - shifter;
+    v16f r = x - n * 0.693145751953125f;  // ln2 high part (exact product for |n| < 2^11)
+    r = r - n * 1.42860682030941723212e-6f;  // ln2 low part
+    v16f q = r * (1.f / 5040) + (1.f / 720);
+    q = q * r + (1.f / 120);
+    q = q * r + (1.f / 24);
+    q = q * r + (1.f / 6);
+    q = q * r + 0.5f;
+    q = q * r + 1.f;
+    q = q * r + 1.f;
+    const v16i ni = __builtin_convertvector(n, v16i);
+    v16i bits;
+    std::memcpy(&bits, &q, sizeof bits);
+    bits += ni << 23;
+    std::memcpy(&q, &bits, sizeof q);
+    return under ? v16f{} : q;
+}
+
+/// max over x[0 .. n), n a multiple of 16 (-inf when all are -inf); vectorised.
+SDPA_REF_INLINE float max_n(const float* x, i64 n) {
+    v16f m = load16(x);
+    for (i64 k = 16; k < n; k += 16) {
+        const v16f y = load16(x + k);
+        m = y > m ? y : m;
+    }
+    float r = m[0];
+    for (int k = 1; k < 16; ++k) r = std::max(r, static_cast<float>(m[k]));
+    return r;
+}
+
+/// C[m x n] (f64, row stride ldc) += A[m x k] (f32, row stride lda) * B[k x n] (f32, row
+/// stride ldb). Requires m % kMR == 0 and n % kNR == 0 (callers pad with zeros); any k >= 0.
+/// Products are summed in f32 FMA over chunks of kKC, each chunk added to C in f64.
+SDPA_REF_INLINE void gemm_acc(i64 m, i64 n, i64 k, const float* A, i64 lda, const float* B, i64 ldb,
+    double* C, i64 ldc) {
+    for (i64 i0 = 0; i0 < m; i0 += kMR)
+        for (i64 j0 = 0; j0 < n; j0 += kNR)
+            for (i64 k0 = 0; k0 < k; k0 += kKC) {
+                const i64 k1 = std::min(k, k0 + kKC);
+                v16f c[kMR][2] = {};
+                for (i64 kk = k0; kk < k1; ++kk) {
+                    const v16f b0 = load16(B + kk * ldb + j0), b1 = load16(B + kk * ldb + j0 + 16);
+                    for (i64 r = 0; r < kMR; ++r) {
+                        const float a = A[(i0 + r) * lda + kk];
+                        c[r][0] += a * b0;
+                        c[r][1] += a * b1;
+                    }
+                }
+                for (i64 r = 0; r < kMR; ++r) {
+                    float t[kNR];
+                    store16(t, c[r][0]);
+                    store16(t + 16, c[r][1]);
+                    double* crow = C + (i0 + r) * ldc + j0;
+#pragma omp simd
+                    for (i64 l = 0; l < kNR; ++l) crow[l] += static_cast<double>(t[l]);
+                }
+            }
+}
+
+/// dst[r * ldd + c] = src[r * lds + c] for r < rows, c < cols; zero for rows <= r < prow or
+/// cols <= c < ldd. With `absolute`, |src|.
+SDPA_REF_INLINE void pack_rows(float* dst, i64 ldd, i64 prow, const float* src, i64 lds, i64 rows, i64 cols,
+    bool absolute = false) {
+    for (i64 r = 0; r < prow; ++r) {
+        float* d = dst + r * ldd;
+        if (r < rows) {
+            const float* s = src + r * lds;
+            if (absolute)
+                for (i64 c = 0; c < cols; ++c) d[c] = std::fabs(s[c]);
+            else
+                std::memcpy(d, s, static_cast<std::size_t>(cols) * sizeof(float));
+            std::fill(d + cols, d + ldd, 0.f);
+        } else {
+            std::fill(d, d + ldd, 0.f);
+        }
+    }
+}
+
+/// Transposed pack: dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols; zero for
+/// rows <= r < ldd (cols x ldd written).
+SDPA_REF_INLINE void pack_transposed(float* dst, i64 ldd, const float* src, i64 lds, i64 rows, i64 cols) {
+    for (i64 c = 0; c < cols; ++c) std::fill(dst + c * ldd + rows, dst + (c + 1) * ldd, 0.f);
+    for (i64 r = 0; r < rows; ++r)
+        for (i64 c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+/// Transposed key-block panels of a [B, H, S, D] tensor X: panel (b, h, kb) at offset
+/// ((b * H + h) * nb + kb) * D * kB holds X[b, h, kb*kB + jj, d] at d * kB + jj (zero for
+/// keys past S), nb = ceil(S / kB). Worksharing (omp for) when called inside a parallel
+/// region; `dst` must hold B * H * nb * D * kB floats.
+inline void transpose_panels(const Tensor& X, float* dst) {
+    const i64 BH = X.dims[0] * X.dims[1], S = X.dims[2], D = X.dims[3], nb = (S + kB - 1) / kB;
+#pragma omp for collapse(2) schedule(static)
+    for (i64 bh = 0; bh < BH; ++bh)
+        for (i64 kb = 0; kb < nb; ++kb)
+            pack_transposed(dst + (bh * nb + kb) * D * kB, kB, &X.data[static_cast<std::size_t>((bh * S + kb * kB) * D)],
+                D, std::min(kB, S - kb * kB), D);
+}
+
+/// Offset that aligns key j with query i for the causal masks of batch b: visible when
+/// j <= i + causal_offset (valid lengths used for causal_br, as core's visible()).
+inline i64 causal_offset(const Problem& p, i64 b) {
+    return p.mask == Mask::causal_br ? valid_kv(p, b) - valid_q(p, b) : 0;
+}
+inline bool is_causal(const Problem& p) { return p.mask == Mask::causal_tl || p.mask == Mask::causal_br; }
+
+/// True when some (i, j) with i0 <= i < i1, j0 <= j < j1 is visible (core's visible()).
+inline bool block_any_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 j0, i64 j1) {
+    const i64 sq = std::min(i1, valid_q(p, b)), skv = std::min(j1, valid_kv(p, b));
+    if (i0 >= sq || j0 >= skv) return false;
+    return !is_causal(p) || j0 <= sq - 1 + causal_offset(p, b);
+}
+/// True when every (i, j) of the block is visible, so per-element tests can be skipped.
+inline bool block_all_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 /*j0*/, i64 j1) {
+    if (i1 > valid_q(p, b) || j1 > valid_kv(p, b)) return false;
+    return !is_causal(p) || j1 - 1 <= i0 + causal_offset(p, b);
+}
+
+/// Multiply-adds of the naive algorithm, to decide whether to go parallel.
+inline double work(const Dims& d) {
+    return static_cast<double>(d.B) * static_cast<double>(d.H_q) * static_cast<double>(d.S_q) *
+           static_cast<double>(d.S_kv) * static_cast<double>(d.D_qk + d.D_v);
+}
+
+/// Throws std::invalid_argument naming the tensor and the dims when an input does not fit
+/// `p` (dimensions positive, H_q a multiple of H_kv, Q/K/V/bias and, for the backward,
+/// O/dO/stats shaped as in SdpaInputs).
+void check_inputs(const Problem& p, const SdpaInputs& in, bool backward);
+
+}  // namespace sdpa::refk
+
+namespace sdpa::refk {
+
+/// Scores of one tile as the vendor graph forms them: x = float(s64) (the f64 sum of the
+/// f32 partial dot products, rounded once), x = x * v or x / v in f32, s = x + bias in f32.
+/// s [kB x kB] gets -inf for invisible (i, j) and for padding rows/columns (ii >= ni,
+/// jj >= nj). mag, when not null, gets |x| + |bias| (the M_stats summand).
+/// bias: null unless p.mask == Mask::bias.
+SDPA_REF_INLINE void scores_tile(const Problem& p, const Tensor* bias, i64 b, i64 h, i64 i0, i64 ni, i64 j0,
+    i64 nj, float v, bool mul, const double* s64, float* s, float* mag) {
+    const bool all = block_all_visible(p, b, i0, i0 + ni, j0, j0 + nj);
+    for (i64 ii = 0; ii < kB; ++ii) {
+        float* srow = s + ii * kB;
+        if (ii >= ni) {
+            std::fill(srow, srow + kB, -kInf);
+            continue;
+        }
+        const double* crow = s64 + ii * kB;
+        const i64 i = i0 + ii;
+        if (bias) {
+            const auto& bd = bias->dims;
+            const float* brow =
+                &bias->data[bias->offset(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j0)];
+            for (i64 jj = 0; jj < nj; ++jj) {
+                float x = static_cast<float>(crow[jj]);
+                x = mul ? x * v : x / v;
+                srow[jj] = x + brow[jj];
+                if (mag) mag[ii * kB + jj] = std::fabs(x) + std::fabs(brow[jj]);
+            }
+        } else if (mul) {
+#pragma omp simd
+            for (i64 jj = 0; jj < nj; ++jj) srow[jj] = static_cast<float>(crow[jj]) * v;
+        } else {
+#pragma omp simd
+            for (i64 jj = 0; jj < nj; ++jj) srow[jj] = static_cast<float>(crow[jj]) / v;
+        }
+        if (mag && !bias)
+            for (i64 jj = 0; jj < nj; ++jj) mag[ii * kB + jj] = std::fabs(srow[jj]);
+        if (!all)
+            for (i64 jj = 0; jj < nj; ++jj)
+                if (!visible(p, b, i, j0 + jj)) srow[jj] = -kInf;
+        std::fill(srow + nj, srow + kB, -kInf);
+    }
+}
+
+}  // namespace sdpa::refk
