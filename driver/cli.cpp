@@ -37,6 +37,10 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.footer(footer());
     app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (oneDNN partitions) and the worst |err|/bound of every output, even when it passes");
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
+    app.add_option("--emit-onednn-json", out.opts.emit_onednn_json,
+            "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
+            "into DIR (named after the case; run it with 'benchdnn --graph --case=FILE' or '--case=FILE' here)")
+        ->option_text("DIR");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
