@@ -627,11 +627,7 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
     std::int64_t n = 1;
     for (auto x : sc.shape) n *= x;
     if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
-    // benchdnn's fill of a scale input: a power of two, smaller than 1 for Multiply.
-    static constexpr float kMul[] = {0.25f, 0.5f, 1.f}, kDiv[] = {2.f, 4.f, 8.f};
-    std::uint64_t h = (seed + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-    p.scale = (p.scale_op == ScaleOp::mul ? kMul : kDiv)[h % 3];
+    p.scale = benchdnn_scale(p.scale_op, seed);
 
     if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) {
         const RawTensor& mk = it->second;
@@ -641,21 +637,23 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
         if (*mdt != p.dt) p.mask_dt = *mdt;
         const dims_t& s = mk.shape;
         const bool gqa = d.H_kv != d.H_q;
-        std::int64_t mb = 0, mh = 0, ms = 0;
-        bool ok = false;
-        if (s.size() == 4 && !gqa) {
-            mb = s[0], mh = s[1], ms = s[2];
-            ok = s[3] == d.S_kv;
-        } else if (s.size() == 5 && gqa) {
-            mb = s[0], ms = s[3];
-            ok = s[4] == d.S_kv && ((s[1] == 1 && s[2] == 1) || (s[1] == d.H_kv && s[2] == d.H_q / d.H_kv));
-            mh = s[1] == 1 ? 1 : d.H_q;
+        const std::int64_t G = d.H_q / d.H_kv;
+        // The scores' shape in the graph's rank; the mask must broadcast to it (numpy rules).
+        const dims_t scores = gqa ? dims_t{d.B, d.H_kv, G, d.S_q, d.S_kv} : dims_t{d.B, d.H_q, d.S_q, d.S_kv};
+        bool fits = s.size() == scores.size();
+        for (std::size_t i = 0; fits && i < s.size(); ++i) fits = s[i] == 1 || s[i] == scores[i];
+        if (!fits || s.back() != d.S_kv)
+            invalid(fmt::format("tensor {} (mask): shape {} does not broadcast to the scores {} (B={} H_q={} H_kv={} "
+                                "S_q={} S_kv={})",
+                    mk.id, shape_str(s), shape_str(scores), d.B, d.H_q, d.H_kv, d.S_q, d.S_kv));
+        const std::int64_t mb = s[0], ms = s[s.size() - 2];
+        std::int64_t mh = s[1];
+        if (gqa) {
+            if (s[1] * s[2] != 1 && s[1] * s[2] != d.H_q)
+                unimplemented(fmt::format("tensor {} (mask): shape {} broadcasts over only one of H_kv and G (per-head "
+                                          "or shared masks only)", mk.id, shape_str(s)));
+            mh = s[1] * s[2];
         }
-        ok = ok && (mb == 1 || mb == d.B) && (mh == 1 || mh == d.H_q) && (ms == 1 || ms == d.S_q);
-        if (!ok)
-            unimplemented(fmt::format("tensor {} (mask): shape {} does not broadcast as [1|B,1|H_q,1|S_q,S_kv]{} with "
-                                      "B={} H_q={} H_kv={} S_q={} S_kv={}",
-                    mk.id, shape_str(s), gqa ? " in the 5-D GQA form" : "", d.B, d.H_q, d.H_kv, d.S_q, d.S_kv));
         const bool per_b = mb == d.B && d.B > 1, per_h = mh == d.H_q && d.H_q > 1, row = ms == 1;
         static constexpr BiasShape full[2][2] = {{BiasShape::one, BiasShape::h}, {BiasShape::b, BiasShape::bh}};
         static constexpr BiasShape rows[2][2] = {{BiasShape::one_row, BiasShape::h_row}, {BiasShape::b_row, BiasShape::bh_row}};
@@ -713,6 +711,14 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
 
 }  // namespace
 
+float benchdnn_scale(ScaleOp op, std::uint64_t seed) {
+    // benchdnn's fill of a scale input: a power of two, at most 1 for Multiply, above 1 for Divide.
+    static constexpr float kMul[] = {0.25f, 0.5f, 1.f}, kDiv[] = {2.f, 4.f, 8.f};
+    std::uint64_t h = (seed + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    return (op == ScaleOp::mul ? kMul : kDiv)[h % 3];
+}
+
 std::optional<std::string> check_in_shapes(std::string_view text) {
     std::string err;
     parse_in_shapes(text, &err);
@@ -729,8 +735,13 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
     } catch (const json::parse_error& e) {
         // e.byte is the 1-based offset of the last byte read: report where parsing stopped.
         const auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
+        // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L,
+        // column C: WHAT"; keep WHAT (the position is reported from e.byte above).
         std::string what = e.what();
-        if (const auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+        if (const auto p = what.find("parse error"); p != std::string::npos) {
+            what = what.substr(p);
+            if (const auto c = what.find(": "); c != std::string::npos) what = what.substr(c + 2);
+        }
         r.status = Status::invalid_arguments;
         r.error = fmt::format("{}: error: malformed JSON at line {}, column {}: {}", file, line, col, what);
         return r;

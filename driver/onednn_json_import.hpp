@@ -40,12 +40,15 @@ struct GraphImport {
     std::string error;
 };
 
+/// The scale value an imported graph gets: benchdnn's power-of-two set for the scale input of
+/// Multiply {0.25, 0.5, 1} or Divide {2, 4, 8}, one member picked by `seed`.
+float benchdnn_scale(ScaleOp op, std::uint64_t seed);
+
 /// Checks the syntax of an --in-shapes value; nullopt when valid, else a sentence.
 std::optional<std::string> check_in_shapes(std::string_view text);
 
 /// Imports JSON text; `file` names it in errors. Inputs that come from outside the pattern
-/// are filled as benchdnn fills them: the scale value is picked by `seed` from {0.25, 0.5, 1}
-/// (Multiply) or {2, 4, 8} (Divide); a mask whose S_q dim is 1 is a padding mask of zeros
+/// are filled as benchdnn fills them: the scale value is benchdnn_scale(op, seed); a mask whose S_q dim is 1 is a padding mask of zeros
 /// (MaskFill::zero), any other mask is causal with the last row fully masked
 /// (MaskFill::causal_last_row). The problem gets p.seed = seed and p.name = the file stem.
 GraphImport import_onednn_json_text(std::string_view text, const std::string& file, const GraphRewrites& rw,
