@@ -66,7 +66,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
     SdpaInputs in = fill_inputs(p);
     displace(p, in);
     std::unique_ptr<Plan> plan = backend.prepare(p, in);
-    r.notes = plan->notes();
+    for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     plan->execute();
     const SdpaOutputs out = plan->read_outputs();
     const RefOptions opt = default_ref_options(p);
@@ -86,6 +86,9 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
+    // An imported graph's repro names the file; -v shows the problem derived from it.
+    if (!c.graph_file.empty())
+        r.notes.push_back(fmt::format("graph: {} {}", knobs(c.prb), descriptor(c.prb.dims, c.prb.name)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
         run_checked(c, backend, r);
