@@ -295,6 +295,35 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
     EXPECT_NE(r.error.find("the graph has a cycle through this op"), std::string::npos) << r.error;
 }
 
+TEST(OnednnJson, OlderSoftMaxBackwardForm) {
+    // dS = SoftMaxBackward(dP, P) in place of Multiply(O, dO), ReduceSum, Subtract, Multiply.
+    Problem p = graph_canonical(make(kGqa, Dir::bwd, DType::bf16, Mask::bias));
+    p.bias_shape = BiasShape::bh;
+    p = graph_canonical(p);
+    json g = json::parse(onednn_graph_json(p));
+    json fused = json::array();
+    json dp, probs, ds;
+    for (const json& op : g["graph"]) {
+        if (op["name"] == "bmm_dp") dp = op["outputs"][0];
+        if (op["name"] == "cast_p") probs = op["outputs"][0];
+        if (op["name"] == "mul_p_dpd") ds = op["outputs"][0];
+    }
+    for (const json& op : g["graph"]) {
+        const std::string n = op["name"];
+        if (n == "mul_o_do" || n == "rowsum_o_do" || n == "sub_dp_d") continue;
+        if (n == "mul_p_dpd") {
+            fused.push_back({{"id", op["id"]}, {"name", "softmax_bwd"}, {"kind", "SoftMaxBackward"},
+                {"attrs", {{"axis", {{"type", "s64"}, {"value", -1}}}}}, {"inputs", {dp, probs}}, {"outputs", {ds}}});
+            continue;
+        }
+        fused.push_back(op);
+    }
+    g["graph"] = fused;
+    const GraphImport r = import_text(g.dump());
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(*r.prb, p);
+}
+
 TEST(OnednnJson, BenchdnnMaskFills) {
     Problem p = make(Dims{2, 2, 2, 4, 5, 8, 8}, Dir::fwd_t, DType::f32, Mask::bias);
     p.bias_shape = BiasShape::one;
