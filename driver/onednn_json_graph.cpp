@@ -33,6 +33,14 @@ RawTensor parse_tensor(const json& j, const std::string& what) {
 std::vector<RawOp> parse_ops(const json& root) {
     if (!root.is_object()) invalid("the top level is not a JSON object");
     if (!root.contains("graph") || !root["graph"].is_array()) invalid("missing \"graph\" (an array of ops)");
+    // engine_kind and version are ignored (the case runs on the backend's engine); the math
+    // mode changes the numbers, so only strict is accepted.
+    if (root.contains("fpmath_mode")) {
+        const json& m = root["fpmath_mode"];
+        if (!m.is_string()) invalid(fmt::format("\"fpmath_mode\" is not a string ({})", m.dump()));
+        if (m.get<std::string>() != "strict")
+            unimplemented(fmt::format("fpmath_mode={} is not supported (strict only)", m.get<std::string>()));
+    }
     std::vector<RawOp> ops;
     std::size_t n = 0;
     for (const json& o : root["graph"]) {

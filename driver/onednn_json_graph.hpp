@@ -54,7 +54,7 @@ struct RawOp {
 };
 
 /// The ops of root["graph"] (ids, kinds, names, attrs, tensors); fails on missing or
-/// mistyped fields naming the op.
+/// mistyped fields naming the op, and on an fpmath_mode other than strict (UNIMPLEMENTED).
 std::vector<RawOp> parse_ops(const json& root);
 
 /// The ops in topological order (Kahn's algorithm over producer -> consumer edges); fails on

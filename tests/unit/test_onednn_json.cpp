@@ -287,6 +287,12 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
     r = import_text(g.dump());
     EXPECT_EQ(r.status, Status::unimplemented);
     EXPECT_EQ(r.error, "g.json: error: op 950 (End 'dmask'): dMask output (End on dS) is not supported");
+    // A math mode other than strict.
+    g = small_forward();
+    g["fpmath_mode"] = "bf16";
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, "g.json: error: fpmath_mode=bf16 is not supported (strict only)");
     // A cycle.
     g = small_forward();
     g["graph"][0]["inputs"][0]["id"] = g["graph"].back()["outputs"][0]["id"];
