@@ -98,6 +98,15 @@ std::string descriptor(const Dims& d, std::string_view name) {
     return s;
 }
 
+std::array<std::int64_t, 4> bias_dims(const Problem& p) {
+    const Dims& d = p.dims;
+    const BiasShape s = p.bias_shape;
+    const bool per_b = s == BiasShape::b || s == BiasShape::bh || s == BiasShape::b_row || s == BiasShape::bh_row;
+    const bool per_h = s == BiasShape::bh || s == BiasShape::h || s == BiasShape::h_row || s == BiasShape::bh_row;
+    const bool row = s == BiasShape::one_row || s == BiasShape::b_row || s == BiasShape::h_row || s == BiasShape::bh_row;
+    return {per_b ? d.B : 1, per_h ? d.H_q : 1, row ? 1 : d.S_q, d.S_kv};
+}
+
 float scale_tensor_value(const Problem& p) {
     float v = 0.f;
     if (p.scale)
@@ -106,7 +115,7 @@ float scale_tensor_value(const Problem& p) {
         v = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.dims.D_qk)));
     else
         v = static_cast<float>(std::sqrt(static_cast<double>(p.dims.D_qk)));
-    return round_to(p.dt, v);
+    return round_to(scale_dtype(p), v);
 }
 
 bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
@@ -115,8 +124,10 @@ bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
 }
 
 bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
-    // The last valid query sees the most keys under both causal rules.
-    const std::int64_t last = valid_q(p, b) - 1;
+    // The last valid query sees the most keys under both causal rules (the causal_last_row
+    // bias hides that row, so the one before it sees the most).
+    const bool last_hidden = p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row;
+    const std::int64_t last = valid_q(p, b) - (last_hidden ? 2 : 1);
     return last < 0 || !visible(p, b, last, j);
 }
 
@@ -124,6 +135,10 @@ std::int64_t visible_scores(const Problem& p) {
     std::int64_t n = 0;
     for (std::int64_t b = 0; b < p.dims.B; ++b) {
         const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
+        if (p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row) {
+            for (std::int64_t i = 0; i + 1 < p.dims.S_q && i < sq; ++i) n += std::min(i + 1, skv);
+            continue;
+        }
         if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br) {
             n += sq * skv;
             continue;
@@ -159,11 +174,16 @@ std::optional<std::string> validate(const Problem& p) {
     }
     if (p.mask_dt && p.mask != Mask::bias)
         return fmt::format("mask rule: --mask-dt={} needs --mask=bias (got --mask={})", *p.mask_dt, p.mask);
+    if (p.mask_fill != MaskFill::random && p.mask != Mask::bias)
+        return fmt::format("mask rule: --mask-fill={} needs --mask=bias (got --mask={})", p.mask_fill, p.mask);
+    if (p.mask_fill == MaskFill::causal_last_row && bias_dims(p)[2] != d.S_q)
+        return fmt::format("mask rule: --mask-fill=causal_last_row needs one mask row per query (got --mask-shape={})",
+                p.bias_shape);
     if (p.scale) {
         if (!std::isfinite(*p.scale) || *p.scale == 0.f)
             return fmt::format("scale rule: --scale={} must be finite and non-zero", *p.scale);
-        if (round_to(p.dt, *p.scale) == 0.f || !std::isfinite(round_to(p.dt, *p.scale)))
-            return fmt::format("scale rule: --scale={} is not representable in {}", *p.scale, p.dt);
+        if (round_to(scale_dtype(p), *p.scale) == 0.f || !std::isfinite(round_to(scale_dtype(p), *p.scale)))
+            return fmt::format("scale rule: --scale={} is not representable in {}", *p.scale, scale_dtype(p));
     }
     return std::nullopt;
 }
@@ -180,8 +200,10 @@ std::string knobs(const Problem& p) {
     if (p.mask != def.mask) add(fmt::format("--mask={}", p.mask));
     if (p.mask == Mask::bias && p.bias_shape != def.bias_shape) add(fmt::format("--mask-shape={}", p.bias_shape));
     if (p.mask_dt) add(fmt::format("--mask-dt={}", *p.mask_dt));
+    if (p.mask_fill != def.mask_fill) add(fmt::format("--mask-fill={}", p.mask_fill));
     if (p.scale) add(fmt::format("--scale={}", *p.scale));
     if (p.scale_op != def.scale_op) add(fmt::format("--scale-op={}", p.scale_op));
+    if (p.scale_dt) add(fmt::format("--scale-dt={}", *p.scale_dt));
     if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
     if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
     return s;

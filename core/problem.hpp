@@ -19,8 +19,15 @@ enum class Dir { fwd_i, fwd_t, bwd };
 /// j <= i + S_kv - S_q (FlashAttention 2 / cuDNN bottom-right alignment); bias: an explicit
 /// additive tensor broadcast from BiasShape.
 enum class Mask { none, causal_tl, causal_br, bias };
-/// Broadcast shape of an additive bias: [1,1,S_q,S_kv], [B,1,S_q,S_kv] or [B,H_q,S_q,S_kv].
-enum class BiasShape { one, b, bh };
+/// Broadcast shape of an additive bias [1|B, 1|H_q, 1|S_q, S_kv]: one [1,1,S_q,S_kv],
+/// b [B,1,S_q,S_kv], bh [B,H_q,S_q,S_kv], h [1,H_q,S_q,S_kv]; the *_row forms have 1 for S_q
+/// (one mask row for every query, e.g. a key-padding mask).
+enum class BiasShape { one, b, bh, h, one_row, b_row, h_row, bh_row };
+/// Values of the additive bias tensor. random: the --fill family (integers in [-4, 0] for
+/// exact); zero: all 0 (benchdnn's fill of a padding mask, whose S_q dim is 1);
+/// causal_last_row: 0 where j <= i, -inf elsewhere, and the last query row all -inf
+/// (benchdnn's fill of an explicit causal mask: it checks that a fully masked row gives 0).
+enum class MaskFill { random, zero, causal_last_row };
 /// How the scale tensor is applied to QK^T: multiply (S = QK^T * v) or divide (S = QK^T / v).
 enum class ScaleOp { mul, div };
 /// Input fill family (fillers/fill.hpp documents each).
@@ -30,8 +37,12 @@ inline constexpr std::array<EnumName<Dir>, 3> kDirNames{
     {{Dir::fwd_i, "fwd_i"}, {Dir::fwd_t, "fwd_t"}, {Dir::bwd, "bwd"}}};
 inline constexpr std::array<EnumName<Mask>, 4> kMaskNames{{{Mask::none, "none"},
     {Mask::causal_tl, "causal_tl"}, {Mask::causal_br, "causal_br"}, {Mask::bias, "bias"}}};
-inline constexpr std::array<EnumName<BiasShape>, 3> kBiasShapeNames{{{BiasShape::one, "1x1xSqxSkv"},
-    {BiasShape::b, "Bx1xSqxSkv"}, {BiasShape::bh, "BxHqxSqxSkv"}}};
+inline constexpr std::array<EnumName<BiasShape>, 8> kBiasShapeNames{{{BiasShape::one, "1x1xSqxSkv"},
+    {BiasShape::b, "Bx1xSqxSkv"}, {BiasShape::bh, "BxHqxSqxSkv"}, {BiasShape::h, "1xHqxSqxSkv"},
+    {BiasShape::one_row, "1x1x1xSkv"}, {BiasShape::b_row, "Bx1x1xSkv"}, {BiasShape::h_row, "1xHqx1xSkv"},
+    {BiasShape::bh_row, "BxHqx1xSkv"}}};
+inline constexpr std::array<EnumName<MaskFill>, 3> kMaskFillNames{
+    {{MaskFill::random, "random"}, {MaskFill::zero, "zero"}, {MaskFill::causal_last_row, "causal_last_row"}}};
 inline constexpr std::array<EnumName<ScaleOp>, 2> kScaleOpNames{
     {{ScaleOp::mul, "mul"}, {ScaleOp::div, "div"}}};
 inline constexpr std::array<EnumName<Fill>, 2> kFillNames{
@@ -40,6 +51,7 @@ inline constexpr std::array<EnumName<Fill>, 2> kFillNames{
 inline std::string_view format_as(Dir v) { return enum_name(kDirNames, v); }
 inline std::string_view format_as(Mask v) { return enum_name(kMaskNames, v); }
 inline std::string_view format_as(BiasShape v) { return enum_name(kBiasShapeNames, v); }
+inline std::string_view format_as(MaskFill v) { return enum_name(kMaskFillNames, v); }
 inline std::string_view format_as(ScaleOp v) { return enum_name(kScaleOpNames, v); }
 inline std::string_view format_as(Fill v) { return enum_name(kFillNames, v); }
 
@@ -71,6 +83,8 @@ struct Problem {
     Mask mask = Mask::none;
     BiasShape bias_shape = BiasShape::one;  ///< only with Mask::bias
     std::optional<DType> mask_dt;           ///< dtype of the additive mask; default: dt
+    MaskFill mask_fill = MaskFill::random;  ///< values of the bias (only with Mask::bias)
+    std::optional<DType> scale_dt;          ///< dtype of the scale tensor; default: dt
     std::optional<float> scale;             ///< scale tensor value; default 1/sqrt(D_qk) (mul) or sqrt(D_qk) (div)
     ScaleOp scale_op = ScaleOp::mul;
     Fill fill = Fill::exact;
@@ -85,7 +99,13 @@ struct Problem {
 /// Data type of the additive mask tensor (explicit bias and the causal masks given as tensors).
 inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(p.dt); }
 
-/// Value stored in the scale tensor, rounded to the io dtype (the vendor graph keeps the
+/// Data type of the scale tensor ([1], one value).
+inline DType scale_dtype(const Problem& p) { return p.scale_dt.value_or(p.dt); }
+
+/// Dims [1|B, 1|H_q, 1|S_q, S_kv] of the additive bias tensor for p.bias_shape (bhsd order).
+std::array<std::int64_t, 4> bias_dims(const Problem& p);
+
+/// Value stored in the scale tensor, rounded to the scale dtype (the vendor graph keeps the
 /// scale in the io dtype, as oneDNN's SDPA examples do; the reference uses the same value).
 float scale_tensor_value(const Problem& p);
 
@@ -100,13 +120,15 @@ inline std::int64_t valid_kv(const Problem& p, std::int64_t b) {
 
 /// True when key j (0 <= j < S_kv) is visible to query i (0 <= i < S_q) of batch b under
 /// p.mask and the padding lengths. Bottom-right alignment uses the valid lengths of b
-/// (cuDNN's convention with padding). Bias masks hide nothing structurally (finite values).
+/// (cuDNN's convention with padding). Bias masks hide nothing structurally (finite values),
+/// except the causal_last_row fill, whose -inf entries hide keys like causal_tl plus the last row.
 inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
     const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
     if (i >= sq || j >= skv) return false;
     switch (p.mask) {
         case Mask::causal_tl: return j <= i;
         case Mask::causal_br: return j <= i + skv - sq;
+        case Mask::bias: return p.mask_fill != MaskFill::causal_last_row || (j <= i && i != p.dims.S_q - 1);
         default: return true;
     }
 }

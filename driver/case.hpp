@@ -2,6 +2,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,16 +31,31 @@ struct Case {
     std::string backend{kDefaultBackend};
     Mode mode = Mode::C;
     std::string where;
+    /// Imported graph (--case=FILE.json, driver/onednn_json_import.hpp): the file as given
+    /// (relative to the current directory), empty for descriptor cases. prb was derived from it.
+    std::string graph_file;
+    std::optional<DType> graph_dt;  ///< --dt given explicitly: rewrites an imported graph's types
+    std::string in_shapes;          ///< --in-shapes rewrite of an imported graph (benchdnn syntax)
+    std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
 };
 
 /// The complete, runnable repro of a case: non-default run knobs (--mode=L is left out, so a
-/// listed repro runs the case), problem knobs, descriptor.
+/// listed repro runs the case), problem knobs, descriptor; for an imported graph, the
+/// rewrite knobs, --fill/--seed and --case=FILE.
 /// E.g. "--backend=ref --dir=bwd --dt=bf16 b2hq8hkv2sq128skv256d64".
 inline std::string repro(const Case& c) {
     std::string s;
     if (c.backend != kDefaultBackend) s += fmt::format("--backend={} ", c.backend);
     // L only lists: its repro is the line that runs the case.
     if (c.mode != Mode::C && c.mode != Mode::L) s += fmt::format("--mode={} ", c.mode);
+    if (!c.graph_file.empty()) {  // imported graph: the rewrites and fill knobs, then the file
+        if (c.graph_dt) s += fmt::format("--dt={} ", *c.graph_dt);
+        if (c.mb > 0) s += fmt::format("--mb={} ", c.mb);
+        if (!c.in_shapes.empty()) s += fmt::format("--in-shapes={} ", c.in_shapes);
+        if (c.prb.fill != Problem{}.fill) s += fmt::format("--fill={} ", c.prb.fill);
+        if (c.prb.seed != Problem{}.seed) s += fmt::format("--seed={} ", c.prb.seed);
+        return s + fmt::format("--case={}", c.graph_file);
+    }
     const std::string k = knobs(c.prb);
     if (!k.empty()) s += k + ' ';
     s += descriptor(c.prb.dims, c.prb.name);

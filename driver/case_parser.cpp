@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "driver/onednn_json_import.hpp"
 
 namespace sdpa {
 
@@ -60,6 +61,15 @@ bool set_seed(std::string_view v, Case& c) {
     return true;
 }
 
+/// Parses the whole of `v` as a non-negative batch (0: keep the graph's).
+bool set_mb(std::string_view v, Case& c) {
+    std::int64_t mb = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || mb < 0) return false;
+    c.mb = mb;
+    return true;
+}
+
 /// Accepts the name of a compiled-in backend (backends/registry.cpp).
 bool set_backend(std::string_view v, Case& c) {
     if (!make_backend(v)) return false;
@@ -76,8 +86,18 @@ const std::vector<Knob>& knob_table() {
             {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
                 "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
                 [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
-            {"dt", enum_choices(kDTypeNames), fmt::format("{}", d.prb.dt), "io data type",
-                [](std::string_view v, Case& c) { return set_enum(kDTypeNames, v, c.prb.dt); }},
+            {"dt", enum_choices(kDTypeNames) + "|default", "default",
+                "io data type ('default': f32, or the types of a --case graph; a type rewrites the graph's)",
+                [](std::string_view v, Case& c) {
+                    if (v == "default") {
+                        c.prb.dt = Problem{}.dt;
+                        c.graph_dt.reset();
+                        return true;
+                    }
+                    if (!set_enum(kDTypeNames, v, c.prb.dt)) return false;
+                    c.graph_dt = c.prb.dt;
+                    return true;
+                }},
             {"mask", enum_choices(kMaskNames), fmt::format("{}", d.prb.mask), "mask kind",
                 [](std::string_view v, Case& c) { return set_enum(kMaskNames, v, c.prb.mask); }},
             {"mask-shape", enum_choices(kBiasShapeNames), fmt::format("{}", d.prb.bias_shape),
@@ -92,6 +112,18 @@ const std::vector<Knob>& knob_table() {
                     else return false;
                     return true;
                 }},
+            {"mask-fill", enum_choices(kMaskFillNames), fmt::format("{}", d.prb.mask_fill),
+                "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask)",
+                [](std::string_view v, Case& c) { return set_enum(kMaskFillNames, v, c.prb.mask_fill); }},
+            {"scale-dt", enum_choices(kDTypeNames) + "|default", "default",
+                "data type of the scale tensor ('default': the --dt type)",
+                [](std::string_view v, Case& c) {
+                    DType t{};
+                    if (v == "default") c.prb.scale_dt.reset();
+                    else if (set_enum(kDTypeNames, v, t)) c.prb.scale_dt = t;
+                    else return false;
+                    return true;
+                }},
             {"scale", "default|<finite float>", "default",
                 "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)", set_scale},
             {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
@@ -100,6 +132,14 @@ const std::vector<Knob>& knob_table() {
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
+            {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb},
+            {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
+                "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
+                [](std::string_view v, Case& c) {
+                    if (check_in_shapes(v)) return false;
+                    c.in_shapes = std::string(v);
+                    return true;
+                }},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing",
@@ -122,7 +162,7 @@ KnobState default_state() {
 std::string all_knob_names() {
     std::string s;
     for (const Knob& k : knob_table()) s += fmt::format("--{}, ", k.name);
-    return s + "--batch, --reset";
+    return s + "--batch, --case, --reset";
 }
 
 /// Where a token came from: a file position, or the command line (file empty).
@@ -174,6 +214,10 @@ public:
         if (name == "batch") {
             if (value.empty()) return error(loc, "--batch needs a file name (--batch=FILE)");
             return include(value, st, loc);
+        }
+        if (name == "case") {
+            if (value.empty()) return error(loc, "--case needs a graph file (--case=FILE.json)");
+            return graph_case(value, st, loc);
         }
         const auto& table = knob_table();
         for (std::size_t k = 0; k < table.size(); ++k) {
@@ -263,6 +307,39 @@ private:
         canon_.pop_back();
     }
 
+    /// --case=FILE.json: one case per combination of knob values, each imported from the file
+    /// with its rewrites (--dt, --in-shapes, --mb) and seed. Path relative like --batch.
+    void graph_case(std::string_view name, const KnobState& st, const Loc& loc) {
+        fs::path p{std::string(name)};
+        if (!loc.command_line()) p = fs::path(loc.file).parent_path() / p;
+        const std::string shown = p.lexically_normal().string();
+        std::error_code ec;
+        if (fs::is_directory(p, ec) || !std::ifstream(p).good())
+            return error(loc, fmt::format("cannot open --case file '{}'", shown));
+        const auto& table = knob_table();
+        std::vector<std::size_t> idx(table.size(), 0);
+        while (true) {
+            Case c;
+            for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
+            GraphImport imp = import_onednn_json(shown, GraphRewrites{c.graph_dt, c.in_shapes, c.mb}, c.prb.seed);
+            if (imp.prb) {
+                imp.prb->fill = c.prb.fill;
+                c.prb = std::move(*imp.prb);
+                c.graph_file = shown;
+                c.where = loc.where();
+                entries.push_back(CaseEntry{std::move(c), {}, false});
+            } else {
+                CaseEntry e;
+                e.error = imp.error;
+                e.status = imp.status;
+                entries.push_back(std::move(e));
+            }
+            std::size_t k = table.size();
+            while (k > 0 && ++idx[k - 1] == st[k - 1].size()) idx[--k] = 0;
+            if (k == 0) return;
+        }
+    }
+
     /// Emits one case per combination of knob values (the last knob varies fastest).
     void problem(std::string_view tok, const KnobState& st, const Loc& loc) {
         std::string name, err;
@@ -278,6 +355,7 @@ private:
             // The bias shape means nothing without a bias; keep it canonical so the repro
             // (which omits it) gives back an equal problem.
             if (c.prb.mask != Mask::bias) c.prb.bias_shape = Problem{}.bias_shape;
+            if (c.prb.mask != Mask::bias) c.prb.mask_fill = Problem{}.mask_fill;
             c.where = loc.where();
             entries.push_back(CaseEntry{std::move(c), {}, false});
             std::size_t k = table.size();
@@ -298,7 +376,11 @@ std::string case_language_help() {
         "Knobs:\n";
     for (const Knob& k : knob_table())
         s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def);
-    s += "  --batch=FILE\n"
+    s += "  --case=FILE.json\n"
+         "      import a oneDNN graph JSON file (benchdnn --graph format, path relative like --batch):\n"
+         "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"
+         "      --seed fill it, the other problem knobs are taken from the graph\n"
+         "  --batch=FILE\n"
          "      read FILE (relative to the including file, or to the current directory on the command\n"
          "      line); knob changes inside it end with it\n"
          "  --reset\n"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.hpp"
 #include "driver/case.hpp"
 
 namespace sdpa {
@@ -18,6 +19,9 @@ struct CaseEntry {
     std::optional<Case> c;
     std::string error;
     bool usage = false;
+    /// Status of an error entry: INVALID_ARGUMENTS, or UNIMPLEMENTED for a --case graph
+    /// sdpabench cannot express.
+    Status status = Status::invalid_arguments;
 };
 
 /// Knobs accepted by the case language with their values, for --help.

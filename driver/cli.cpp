@@ -78,6 +78,11 @@ CliOutcome parse_command_line(int argc, char** argv) {
     std::string perf_template{kDefaultPerfTemplate};
     std::vector<std::string> reports;
     add_perf_options(app, out.opts, perf_template, reports);
+
+    app.add_option("--emit-onednn-json", out.opts.emit_onednn_json,
+            "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
+            "into DIR (named after the case; run it with 'benchdnn --graph --case=FILE' or '--case=FILE' here)")
+        ->option_text("DIR");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -15,6 +15,7 @@ namespace sdpa {
 struct GlobalOptions {
     int verbose = 0;               ///< -v: margins and backend notes per case
     bool version = false;          ///< --version: print versions and exit
+    std::string emit_onednn_json;  ///< --emit-onednn-json=DIR: write each case's oneDNN graph as JSON there
     std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()
     TimingOptions timing;          ///< --max-ms-per-case, --min-runs, --fix-times, --cold-cache (P, CP)
     PerfTemplate perf_template;    ///< --perf-template (default kDefaultPerfTemplate)

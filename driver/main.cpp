@@ -12,6 +12,7 @@
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
+#include "driver/onednn_json_export.hpp"
 #include "driver/run_case.hpp"
 #include "reports/console_reporter.hpp"
 #include "reports/perf_reporter.hpp"
@@ -81,9 +82,16 @@ int run(int argc, char** argv) {
         if (!e.c) {
             fmt::print(stderr, "{}\n", e.error);
             r.index = i;
-            r.status = Status::invalid_arguments;
+            r.status = e.status;
             r.reason = e.error;
         } else {
+            if (!opts.emit_onednn_json.empty()) {
+                try {
+                    write_onednn_json(*e.c, opts.emit_onednn_json);
+                } catch (const std::exception& ex) {
+                    fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
+                }
+            }
             auto& be = backends[e.c->backend];  // the parser accepted only registered names
             if (!be) be = make_backend(e.c->backend);
             r = run_case(*e.c, *be, i, timing);

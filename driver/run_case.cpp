@@ -75,7 +75,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     SdpaInputs in = fill_inputs(p);
     displace(p, in);
     std::unique_ptr<Plan> plan = backend.prepare(p, in);
-    r.notes = plan->notes();
+    for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
         measure(*plan, timing, r);
         return;
@@ -102,6 +102,9 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
     r.index = index;
     r.repro = repro(c);
     r.info = case_info(c);
+    // An imported graph's repro names the file; -v shows the problem derived from it.
+    if (!c.graph_file.empty())
+        r.notes.push_back(fmt::format("graph: {} {}", knobs(c.prb), descriptor(c.prb.dims, c.prb.name)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
         run_checked(c, backend, r, timing);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 
 namespace sdpa {
@@ -58,6 +59,17 @@ void fill_tensor(Tensor& t, const Problem& p, TensorId id, int lo, int hi) {
     }
 }
 
+/// benchdnn's explicit causal-mask fill: 0 where key j <= query i, -inf elsewhere, and the
+/// last query row all -inf (t is [mb, mh, S_q, S_kv]).
+void fill_causal_last_row(Tensor& t) {
+    const auto& d = t.dims;
+    for (std::int64_t a = 0; a < d[0]; ++a)
+        for (std::int64_t h = 0; h < d[1]; ++h)
+            for (std::int64_t i = 0; i < d[2]; ++i)
+                for (std::int64_t j = 0; j < d[3]; ++j)
+                    t.at(a, h, i, j) = (j <= i && i != d[2] - 1) ? 0.f : -std::numeric_limits<float>::infinity();
+}
+
 }  // namespace
 
 SdpaInputs fill_inputs(const Problem& p) {
@@ -75,10 +87,9 @@ SdpaInputs fill_inputs(const Problem& p) {
         fill_tensor(in.dO, p, TensorId::dO, -2, 2);
     }
     if (p.mask == Mask::bias) {
-        const std::int64_t mb = p.bias_shape == BiasShape::one ? 1 : d.B;
-        const std::int64_t mh = p.bias_shape == BiasShape::bh ? d.H_q : 1;
-        in.bias = Tensor({mb, mh, d.S_q, d.S_kv}, mask_dtype(p));
-        fill_tensor(in.bias, p, TensorId::bias, -4, 0);
+        in.bias = Tensor(bias_dims(p), mask_dtype(p));
+        if (p.mask_fill == MaskFill::random) fill_tensor(in.bias, p, TensorId::bias, -4, 0);
+        else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(in.bias);
     }
     return in;
 }

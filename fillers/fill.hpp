@@ -10,6 +10,8 @@ namespace sdpa {
 ///  - exact: small integers (benchdnn style). Q and K take values in [-2, 2] with a density
 ///    that keeps |q.k| <= 2^24 for any D_qk, so every dot product of QK^T is exact in f32;
 ///    V and dO take integers in [-2, 2]; bias takes integers in [-4, 0].
+///  The bias has dims bias_dims(p); p.mask_fill other than random overrides its values
+///  (zero: all 0; causal_last_row: 0 / -inf, see MaskFill).
 ///  - normal: N(0, 1) rounded to the io dtype (bias: N(0,1) rounded to the mask dtype).
 /// Each tensor has its own stream derived from (p.seed, tensor id), so changing one tensor's
 /// shape does not change another's values. O and stats are left empty (see displace()).

@@ -11,11 +11,12 @@
 #include <oneapi/dnnl/dnnl_graph.hpp>
 
 #include "core/problem.hpp"
+#include "core/sdpa_graph.hpp"
 
 namespace sdpa::onednn {
 
-/// Graph inputs and outputs that the backend binds to host data.
-enum class Port { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV };
+/// Graph inputs and outputs that the backend binds to host data (core/sdpa_graph.hpp).
+using Port = GraphPort;
 
 /// Logical tensor of a port, with its dims (4-D bhsd for MHA; 5-D [B,H_kv,G,S,D] for GQA/MQA,
 /// G = H_q/H_kv, which has the same memory order as bhsd).
@@ -33,7 +34,8 @@ struct SdpaGraph {
     int op_count = 0;
 };
 
-/// Graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV). Intermediates are f32;
+/// Graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV): the ops of
+/// describe_sdpa_graph(p) turned into dnnl::graph ops. Intermediates are f32;
 /// P (forward, and before the dV matmul) and the scaled dS (before the dQ/dK matmuls) are
 /// cast to the io dtype, as the documented patterns do. Causal masks are explicit additive
 /// masks [1,1,S_q,S_kv] of 0 / -inf in the mask dtype (the training backward pattern takes

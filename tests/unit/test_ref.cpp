@@ -43,16 +43,6 @@ Problem make_problem(i64 B, i64 Hq, i64 Hkv, i64 Sq, i64 Skv, i64 Dqk, i64 Dv, M
     return p;
 }
 
-std::array<i64, 4> bias_dims(const Problem& p) {
-    const Dims& d = p.dims;
-    switch (p.bias_shape) {
-        case BiasShape::one: return {1, 1, d.S_q, d.S_kv};
-        case BiasShape::b: return {d.B, 1, d.S_q, d.S_kv};
-        case BiasShape::bh: return {d.B, d.H_q, d.S_q, d.S_kv};
-    }
-    return {1, 1, d.S_q, d.S_kv};
-}
-
 Tensor random_tensor(std::array<i64, 4> dims, DType dt, std::mt19937& rng, float sigma = 1.f) {
     Tensor t(dims, dt);
     std::normal_distribution<float> dist(0.f, sigma);

@@ -1,0 +1,110 @@
+#include "driver/onednn_json_graph.hpp"
+
+#include <fmt/format.h>
+
+namespace sdpa::graph_json {
+
+namespace {
+
+/// Reads `key` of object `j` as T, or fails naming `what` and the key.
+template <class T>
+T get(const json& j, const char* key, const std::string& what) {
+    if (!j.is_object() || !j.contains(key)) invalid(fmt::format("{}: missing \"{}\"", what, key));
+    try {
+        return j.at(key).get<T>();
+    } catch (const json::exception&) {
+        invalid(fmt::format("{}: \"{}\" has the wrong type ({})", what, key, j.at(key).dump()));
+    }
+}
+
+RawTensor parse_tensor(const json& j, const std::string& what) {
+    RawTensor t;
+    t.id = get<std::size_t>(j, "id", what);
+    const std::string w = fmt::format("{}: tensor {}", what, t.id);
+    t.dtype = get<std::string>(j, "dtype", w);
+    t.shape = get<dims_t>(j, "shape", w);
+    if (j.contains("stride")) t.stride = get<dims_t>(j, "stride", w);
+    t.layout = j.contains("layout_type") ? get<std::string>(j, "layout_type", w) : "strided";
+    return t;
+}
+
+}  // namespace
+
+std::vector<RawOp> parse_ops(const json& root) {
+    if (!root.is_object()) invalid("the top level is not a JSON object");
+    if (!root.contains("graph") || !root["graph"].is_array()) invalid("missing \"graph\" (an array of ops)");
+    // engine_kind and version are ignored (the case runs on the backend's engine); the math
+    // mode changes the numbers, so only strict is accepted.
+    if (root.contains("fpmath_mode")) {
+        const json& m = root["fpmath_mode"];
+        if (!m.is_string()) invalid(fmt::format("\"fpmath_mode\" is not a string ({})", m.dump()));
+        if (m.get<std::string>() != "strict")
+            unimplemented(fmt::format("fpmath_mode={} is not supported (strict only)", m.get<std::string>()));
+    }
+    std::vector<RawOp> ops;
+    std::size_t n = 0;
+    for (const json& o : root["graph"]) {
+        const std::string what = fmt::format("graph[{}]", n++);
+        RawOp op;
+        op.id = get<std::size_t>(o, "id", what);
+        op.kind = get<std::string>(o, "kind", what);
+        op.name = o.contains("name") ? get<std::string>(o, "name", what) : "";
+        op.attrs = o.contains("attrs") ? o["attrs"] : json::object();
+        if (!op.attrs.is_object()) invalid(fmt::format("{}: \"attrs\" is not an object", op.where()));
+        for (const json& t : get<json>(o, "inputs", op.where())) op.ins.push_back(parse_tensor(t, op.where()));
+        for (const json& t : get<json>(o, "outputs", op.where())) op.outs.push_back(parse_tensor(t, op.where()));
+        ops.push_back(std::move(op));
+    }
+    if (ops.empty()) invalid("\"graph\" has no ops");
+    return ops;
+}
+
+/// Kahn's algorithm over producer -> consumer edges; fails on a tensor produced twice or a cycle.
+std::vector<RawOp> topo_sort(std::vector<RawOp> ops) {
+    std::map<std::size_t, std::size_t> producer;
+    std::set<std::size_t> op_ids;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (!op_ids.insert(ops[i].id).second) invalid(fmt::format("{}: op id {} is used twice", ops[i].where(), ops[i].id));
+        for (const auto& t : ops[i].outs)
+            if (!producer.emplace(t.id, i).second)
+                invalid(fmt::format("{}: tensor {} is produced by two ops", ops[i].where(), t.id));
+    }
+    std::vector<std::size_t> indeg(ops.size(), 0);
+    std::vector<std::vector<std::size_t>> next(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        for (const auto& t : ops[i].ins)
+            if (const auto it = producer.find(t.id); it != producer.end()) {
+                next[it->second].push_back(i);
+                ++indeg[i];
+            }
+    std::vector<std::size_t> ready, order;
+    for (std::size_t i = ops.size(); i-- > 0;)
+        if (indeg[i] == 0) ready.push_back(i);
+    while (!ready.empty()) {
+        const std::size_t i = ready.back();
+        ready.pop_back();
+        order.push_back(i);
+        for (const std::size_t j : next[i])
+            if (--indeg[j] == 0) ready.push_back(j);
+    }
+    if (order.size() != ops.size())
+        for (std::size_t i = 0; i < ops.size(); ++i)
+            if (indeg[i] != 0) invalid(fmt::format("{}: the graph has a cycle through this op", ops[i].where()));
+    std::vector<RawOp> sorted;
+    for (const std::size_t i : order) sorted.push_back(std::move(ops[i]));
+    return sorted;
+}
+
+std::optional<DType> float_dtype(const std::string& s) {
+    for (const auto& [v, n] : kDTypeNames)
+        if (n == s) return v;
+    return std::nullopt;
+}
+
+bool known_kind(const std::string& k) {
+    static const std::set<std::string> kinds{"MatMul", "Multiply", "Divide", "Add", "Subtract", "SoftMax", "Exp",
+        "TypeCast", "ReduceSum", "SoftMaxBackward", "End"};
+    return kinds.count(k) != 0;
+}
+
+}  // namespace sdpa::graph_json

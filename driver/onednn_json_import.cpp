@@ -1,0 +1,220 @@
+#include "driver/onednn_json_import.hpp"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/sdpa_graph.hpp"
+#include "driver/onednn_json_graph.hpp"
+#include "driver/onednn_json_match.hpp"
+#include "driver/onednn_json_rewrite.hpp"
+
+namespace sdpa {
+
+namespace {
+
+using namespace graph_json;
+
+std::string shape_str(const dims_t& d) { return fmt::format("[{}]", fmt::join(d, ",")); }
+
+/// Derives the problem from the matched ports and checks every port against the graph
+/// sdpabench would build for it.
+Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
+    const RawTensor& q = m.in.at(GraphPort::Q);
+    const RawTensor& k = m.in.at(GraphPort::K);
+    const RawTensor& v = m.in.at(GraphPort::V);
+    Problem p;
+    p.dir = m.dir;
+    p.scale_op = m.scale_op;
+    p.seed = seed;
+    Dims& d = p.dims;
+    if (q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4) {
+        if (k.shape[1] != q.shape[1])
+            unimplemented(fmt::format("tensor {} (K): {} heads broadcast against {} query heads in 4-D; use the 5-D GQA form",
+                    k.id, k.shape[1], q.shape[1]));
+        d = Dims{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
+    } else if (q.shape.size() == 5 && k.shape.size() == 5 && v.shape.size() == 5) {
+        d = Dims{q.shape[0], q.shape[1] * q.shape[2], k.shape[1], q.shape[3], k.shape[3], q.shape[4], v.shape[4]};
+        if (k.shape[2] != 1 || v.shape[2] != 1)
+            unimplemented(fmt::format("tensor {} (K) / {} (V): the 5-D GQA form needs a group dim of 1 for K and V", k.id, v.id));
+    } else {
+        unimplemented(fmt::format("tensor {} (Q): rank {} with K rank {}, V rank {} (4-D MHA or 5-D GQA expected)", q.id,
+                q.shape.size(), k.shape.size(), v.shape.size()));
+    }
+    for (const auto& [name, x] : {std::pair{"B", d.B}, {"H_q", d.H_q}, {"H_kv", d.H_kv}, {"S_q", d.S_q}, {"S_kv", d.S_kv},
+             {"D_qk", d.D_qk}, {"D_v", d.D_v}})
+        if (x <= 0) invalid(fmt::format("tensor {} (Q) / {} (K) / {} (V): {} = {} must be positive", q.id, k.id, v.id, name, x));
+    const auto io = float_dtype(q.dtype);
+    if (!io) unimplemented(fmt::format("tensor {} (Q): dtype {} (f32, bf16 or f16 expected)", q.id, q.dtype));
+    p.dt = *io;
+    const RawTensor& sc = m.in.at(GraphPort::scale);
+    const auto sdt = float_dtype(sc.dtype);
+    if (!sdt) unimplemented(fmt::format("tensor {} (scale): dtype {} is not supported", sc.id, sc.dtype));
+    if (*sdt != p.dt) p.scale_dt = *sdt;
+    std::int64_t n = 1;
+    for (auto x : sc.shape) n *= x;
+    if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
+    p.scale = benchdnn_scale(p.scale_op, seed);
+
+    if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) {
+        const RawTensor& mk = it->second;
+        const auto mdt = float_dtype(mk.dtype);
+        if (!mdt) unimplemented(fmt::format("tensor {} (mask): dtype {} is not supported", mk.id, mk.dtype));
+        p.mask = Mask::bias;
+        if (*mdt != p.dt) p.mask_dt = *mdt;
+        const dims_t& s = mk.shape;
+        const bool gqa = d.H_kv != d.H_q;
+        const std::int64_t G = d.H_q / d.H_kv;
+        // The scores' shape in the graph's rank; the mask must broadcast to it (numpy rules).
+        const dims_t scores = gqa ? dims_t{d.B, d.H_kv, G, d.S_q, d.S_kv} : dims_t{d.B, d.H_q, d.S_q, d.S_kv};
+        bool fits = s.size() == scores.size();
+        for (std::size_t i = 0; fits && i < s.size(); ++i) fits = s[i] == 1 || s[i] == scores[i];
+        if (!fits || s.back() != d.S_kv)
+            invalid(fmt::format("tensor {} (mask): shape {} does not broadcast to the scores {} (B={} H_q={} H_kv={} "
+                                "S_q={} S_kv={})",
+                    mk.id, shape_str(s), shape_str(scores), d.B, d.H_q, d.H_kv, d.S_q, d.S_kv));
+        const std::int64_t mb = s[0], ms = s[s.size() - 2];
+        std::int64_t mh = s[1];
+        if (gqa) {
+            if (s[1] * s[2] != 1 && s[1] * s[2] != d.H_q)
+                unimplemented(fmt::format("tensor {} (mask): shape {} broadcasts over only one of H_kv and G (per-head "
+                                          "or shared masks only)", mk.id, shape_str(s)));
+            mh = s[1] * s[2];
+        }
+        const bool per_b = mb == d.B && d.B > 1, per_h = mh == d.H_q && d.H_q > 1, row = ms == 1;
+        static constexpr BiasShape full[2][2] = {{BiasShape::one, BiasShape::h}, {BiasShape::b, BiasShape::bh}};
+        static constexpr BiasShape rows[2][2] = {{BiasShape::one_row, BiasShape::h_row}, {BiasShape::b_row, BiasShape::bh_row}};
+        p.bias_shape = (row ? rows : full)[per_b][per_h];
+        // benchdnn: a mask with one row (S_q dim 1) is a padding mask, filled with zeros;
+        // any other is causal with the last row fully masked.
+        p.mask_fill = row ? MaskFill::zero : MaskFill::causal_last_row;
+    }
+
+    // Every port against the graph sdpabench builds for p (shapes, dtypes, dense strides).
+    const SdpaGraphDesc want = describe_sdpa_graph(p);
+    auto check = [&](GraphPort port, const RawTensor& t, const GraphTensor& w, bool shape) {
+        const std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV"};
+        const auto pname = names[static_cast<std::size_t>(port)];
+        if (shape && t.shape != w.dims && port != GraphPort::scale)
+            invalid(fmt::format("tensor {} ({}): shape {} does not match {} implied by Q {}, K {}, V {}", t.id, pname,
+                    shape_str(t.shape), shape_str(w.dims), shape_str(q.shape), shape_str(k.shape), shape_str(v.shape)));
+        if (t.dtype != fmt::format("{}", w.dt))
+            unimplemented(fmt::format("tensor {} ({}): dtype {} (sdpabench's graph has {} here)", t.id, pname, t.dtype, w.dt));
+        if (t.layout == "strided" && !dense(t.shape, t.stride))
+            unimplemented(fmt::format("tensor {} ({}): strides {} are not dense row-major for shape {}", t.id, pname,
+                    shape_str(t.stride), shape_str(t.shape)));
+        if (t.layout != "strided" && t.layout != "undef" && t.layout != "any")
+            unimplemented(fmt::format("tensor {} ({}): layout_type {} is not supported", t.id, pname, t.layout));
+    };
+    for (const auto& [port, t] : m.in) {
+        if (port == GraphPort::O && !want.inputs.count(port)) continue;
+        check(port, t, want.inputs.at(port), true);
+    }
+    for (const auto& [port, t] : m.out) check(port, t, want.outputs.at(port), check_outputs);
+    for (const auto& [op, idx] : m.f32_typed)
+        if (op->outs.size() > idx && op->outs[idx].dtype != "f32")
+            unimplemented(fmt::format("{}: output {} has dtype {} (f32 expected for this intermediate)", op->where(),
+                    op->outs[idx].id, op->outs[idx].dtype));
+    for (const auto& [op, t] : m.io_typed)
+        if (t->dtype != fmt::format("{}", p.dt))
+            unimplemented(fmt::format("{}: tensor {} has dtype {} (the io dtype {} expected)", op->where(), t->id,
+                    t->dtype, p.dt));
+    return p;
+}
+
+/// 1-based line and column of byte offset `pos` in `text`.
+std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t pos) {
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < pos && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    return {line, col};
+}
+
+}  // namespace
+
+float benchdnn_scale(ScaleOp op, std::uint64_t seed) {
+    // benchdnn's fill of a scale input: a power of two, at most 1 for Multiply, above 1 for Divide.
+    static constexpr float kMul[] = {0.25f, 0.5f, 1.f}, kDiv[] = {2.f, 4.f, 8.f};
+    std::uint64_t h = (seed + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    return (op == ScaleOp::mul ? kMul : kDiv)[h % 3];
+}
+
+std::optional<std::string> check_in_shapes(std::string_view text) {
+    std::string err;
+    parse_in_shapes(text, &err);
+    if (err.empty()) return std::nullopt;
+    return err;
+}
+
+GraphImport import_onednn_json_text(std::string_view text, const std::string& file, const GraphRewrites& rw,
+        std::uint64_t seed) {
+    GraphImport r;
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::parse_error& e) {
+        // e.byte is the 1-based offset of the last byte read: report where parsing stopped.
+        const auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
+        // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L,
+        // column C: WHAT"; keep WHAT (the position is reported from e.byte above).
+        std::string what = e.what();
+        if (const auto p = what.find("parse error"); p != std::string::npos) {
+            what = what.substr(p);
+            if (const auto c = what.find(": "); c != std::string::npos) what = what.substr(c + 2);
+        }
+        r.status = Status::invalid_arguments;
+        r.error = fmt::format("{}: error: malformed JSON at line {}, column {}: {}", file, line, col, what);
+        return r;
+    }
+    try {
+        std::vector<RawOp> ops = parse_ops(root);
+        rewrite_shapes(ops, rw.in_shapes);
+        Graph g(topo_sort(std::move(ops)));
+        const Match m = match(g);
+        for (const RawOp& op : g.ops())
+            if (!g.used(op)) invalid(fmt::format("{}: not part of the SDPA training pattern", op.where()));
+        Problem p = derive(m, rw.in_shapes.empty(), seed);
+        if (rw.dt) {
+            p.dt = *rw.dt;
+            p.mask_dt.reset();
+            p.scale_dt.reset();
+        }
+        if (rw.mb > 0) p.dims.B = rw.mb;
+        std::string name = std::filesystem::path(file).stem().string();
+        for (char& ch : name)
+            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
+        p.name = name;
+        if (auto err = validate(p)) invalid(*err);
+        r.prb = std::move(p);
+    } catch (const ImportError& e) {
+        r.status = e.status;
+        r.error = fmt::format("{}: error: {}", file, e.msg);
+    }
+    return r;
+}
+
+GraphImport import_onednn_json(const std::string& path, const GraphRewrites& rw, std::uint64_t seed) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in || std::filesystem::is_directory(path)) {
+        GraphImport r;
+        r.status = Status::invalid_arguments;
+        r.error = fmt::format("{}: error: cannot open the graph file", path);
+        return r;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return import_onednn_json_text(ss.str(), path, rw, seed);
+}
+
+}  // namespace sdpa

@@ -1,0 +1,61 @@
+// Reads oneDNN graph JSON files (benchdnn --graph --case=FILE.json, oneDNN's graph dump) and
+// turns an SDPA training graph into a Problem: the ops are put in topological order and
+// matched against the forward pattern (MatMul -> Multiply|Divide -> [Add mask] -> SoftMax
+// [+ stats] -> MatMul) or the backward pattern (recompute P = Exp(scores - stats), dV, dP,
+// D = ReduceSum(O * dO) or SoftMaxBackward, dS, scale, dQ, dK, with ReduceSum over the group
+// for the 5-D GQA form and optional TypeCasts).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/problem.hpp"
+#include "core/status.hpp"
+
+namespace sdpa {
+
+/// benchdnn --graph rewriting knobs applied on import.
+struct GraphRewrites {
+    /// --dt: io dtype of the whole graph (Q, K, V, O, dO, dQ, dK, dV, mask, scale; stats and
+    /// intermediates stay f32). nullopt keeps the file's types.
+    std::optional<DType> dt;
+    /// --in-shapes: "ID:SHAPE[*STRIDES|*TAG][+ID:...]" (benchdnn syntax; SHAPE "2x16x384x64");
+    /// empty keeps the file's shapes. Strides and tags must describe a dense row-major layout.
+    std::string in_shapes;
+    /// --mb: batch B of every tensor that has one (0 keeps the file's). A mask whose batch
+    /// dim is 1 stays broadcast.
+    std::int64_t mb = 0;
+};
+
+/// Result of an import: the problem, or the status (INVALID_ARGUMENTS: malformed file, not
+/// an SDPA training graph, bad rewrite; UNIMPLEMENTED: an SDPA graph using an op, attribute,
+/// layout or output sdpabench cannot express) and an error "FILE: error: MESSAGE" naming the
+/// op (id, kind, name) or tensor (id) that broke the match.
+struct GraphImport {
+    std::optional<Problem> prb;
+    Status status = Status::passed;
+    std::string error;
+};
+
+/// The scale value an imported graph gets: benchdnn's power-of-two set for the scale input of
+/// Multiply {0.25, 0.5, 1} or Divide {2, 4, 8}, one member picked by `seed`.
+float benchdnn_scale(ScaleOp op, std::uint64_t seed);
+
+/// Checks the syntax of an --in-shapes value; nullopt when valid, else a sentence.
+std::optional<std::string> check_in_shapes(std::string_view text);
+
+/// Imports JSON text; `file` names it in errors. Inputs that come from outside the pattern
+/// are filled as benchdnn fills them: the scale value is benchdnn_scale(op, seed); a mask whose S_q dim is 1 is a padding mask of zeros
+/// (MaskFill::zero), any other mask is causal with the last row fully masked
+/// (MaskFill::causal_last_row). The problem gets p.seed = seed and p.name = the file stem.
+GraphImport import_onednn_json_text(std::string_view text, const std::string& file, const GraphRewrites& rw,
+        std::uint64_t seed);
+
+/// Reads `path` and imports it (INVALID_ARGUMENTS "FILE: error: cannot open ..." when it
+/// cannot be read).
+GraphImport import_onednn_json(const std::string& path, const GraphRewrites& rw, std::uint64_t seed);
+
+}  // namespace sdpa

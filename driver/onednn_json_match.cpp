@@ -1,0 +1,295 @@
+#include "driver/onednn_json_match.hpp"
+
+#include <fmt/format.h>
+
+namespace sdpa::graph_json {
+
+namespace {
+
+/// Attribute checks: every attribute of `op` must be one of `allowed`.
+void allow_attrs(const RawOp& op, std::initializer_list<const char*> allowed) {
+    for (const auto& [name, v] : op.attrs.items()) {
+        bool ok = false;
+        for (const char* a : allowed) ok = ok || name == a;
+        if (!ok) unimplemented(fmt::format("{}: attribute '{}' is not supported", op.where(), name));
+        if (!v.is_object() || !v.contains("value"))
+            invalid(fmt::format("{}: attribute '{}' has no \"value\"", op.where(), name));
+    }
+}
+const json* attr(const RawOp& op, const char* name) {
+    return op.attrs.contains(name) ? &op.attrs[name]["value"] : nullptr;
+}
+bool attr_bool(const RawOp& op, const char* name) {
+    const json* v = attr(op, name);
+    if (!v) return false;
+    if (v->is_boolean()) return v->get<bool>();
+    if (v->is_number_integer()) return v->get<std::int64_t>() != 0;
+    invalid(fmt::format("{}: attribute '{}' is not a bool ({})", op.where(), name, v->dump()));
+}
+std::string attr_str(const RawOp& op, const char* name, const std::string& def) {
+    const json* v = attr(op, name);
+    if (!v) return def;
+    if (!v->is_string()) invalid(fmt::format("{}: attribute '{}' is not a string ({})", op.where(), name, v->dump()));
+    return v->get<std::string>();
+}
+/// Binary ops: only numpy broadcasting.
+void check_binary(const RawOp& op) {
+    allow_attrs(op, {"auto_broadcast"});
+    if (const auto b = attr_str(op, "auto_broadcast", "numpy"); b != "numpy")
+        unimplemented(fmt::format("{}: auto_broadcast={} is not supported (numpy only)", op.where(), b));
+    if (op.ins.size() != 2 || op.outs.size() != 1)
+        invalid(fmt::format("{}: needs 2 inputs and 1 output", op.where()));
+}
+/// MatMul with the expected transposes; accumulation_mode must be strict.
+void check_matmul(const RawOp& op, bool ta, bool tb, std::string_view role) {
+    if (op.kind != "MatMul") invalid(fmt::format("{}: expected the {} MatMul here", op.where(), role));
+    allow_attrs(op, {"transpose_a", "transpose_b", "accumulation_mode"});
+    if (op.ins.size() != 2 || op.outs.size() != 1) unimplemented(fmt::format("{}: a MatMul with bias or extra outputs is not supported", op.where()));
+    if (attr_bool(op, "transpose_a") != ta || attr_bool(op, "transpose_b") != tb)
+        unimplemented(fmt::format("{}: the {} MatMul needs transpose_a={} transpose_b={} (got {} {})", op.where(), role,
+                ta ? 1 : 0, tb ? 1 : 0, attr_bool(op, "transpose_a") ? 1 : 0, attr_bool(op, "transpose_b") ? 1 : 0));
+    if (const auto m = attr_str(op, "accumulation_mode", "strict"); m != "strict")
+        unimplemented(fmt::format("{}: accumulation_mode={} is not supported (strict only)", op.where(), m));
+}
+/// ReduceSum over `axis` with keep_dims.
+void check_reduce(const RawOp& op, std::int64_t axis, std::int64_t rank) {
+    if (op.kind != "ReduceSum") invalid(fmt::format("{}: expected a ReduceSum here", op.where()));
+    allow_attrs(op, {"axes", "keep_dims"});
+    const json* axes = attr(op, "axes");
+    dims_t a;
+    if (axes && axes->is_array()) a = axes->get<dims_t>();
+    for (auto& x : a)
+        if (x < 0) x += rank;
+    if (a != dims_t{axis} || !attr_bool(op, "keep_dims"))
+        unimplemented(fmt::format("{}: needs axes=[{}] and keep_dims=1", op.where(), axis));
+}
+
+/// The op that consumes t with kind in `kinds`, among t's consumers (nullptr if none).
+const RawOp* consumer_of_kind(const Graph& g, const RawTensor& t, std::initializer_list<const char*> kinds) {
+    for (const RawOp* c : g.consumers(t))
+        for (const char* k : kinds)
+            if (c->kind == k) return c;
+    return nullptr;
+}
+
+/// The other input of a binary op (the one that is not tensor `id`).
+const RawTensor& other_input(const RawOp& op, std::size_t id) { return op.ins[0].id == id ? op.ins[1] : op.ins[0]; }
+}  // namespace
+
+Match match(Graph& g) {
+    Match m;
+    // 1. The QK^T MatMul: both inputs from outside, output scaled by a graph input.
+    const RawOp* qk = nullptr;
+    const RawOp* sc = nullptr;
+    for (const RawOp& op : g.ops()) {
+        if (op.kind != "MatMul" || op.ins.size() != 2 || op.outs.size() != 1) continue;
+        if (!g.is_input(op.ins[0]) || !g.is_input(op.ins[1])) continue;
+        const auto cons = g.consumers(op.outs[0]);
+        if (cons.size() != 1 || (cons[0]->kind != "Multiply" && cons[0]->kind != "Divide")) continue;
+        if (cons[0]->ins.size() != 2 || !g.is_input(other_input(*cons[0], op.outs[0].id))) continue;
+        qk = &op;
+        sc = cons[0];
+        break;
+    }
+    if (!qk)
+        invalid("not an SDPA training graph: no MatMul of two graph inputs whose output is multiplied or divided "
+                "by a graph input (the scale)");
+    for (const RawOp& op : g.ops())
+        if (!known_kind(op.kind))
+            unimplemented(fmt::format("{}: op kind {} is not part of the SDPA training patterns sdpabench reads", op.where(),
+                    op.kind));
+    check_matmul(*qk, false, true, "Q*K^T");
+    g.use(*qk);
+    m.in[GraphPort::Q] = qk->ins[0];
+    m.in[GraphPort::K] = qk->ins[1];
+    m.f32_typed.emplace_back(qk, 0);
+
+    // 2. The scale.
+    check_binary(*sc);
+    if (sc->kind == "Divide" && sc->ins[0].id != qk->outs[0].id)
+        invalid(fmt::format("{}: divides the scale by the scores (scores / scale expected)", sc->where()));
+    m.scale_op = sc->kind == "Multiply" ? ScaleOp::mul : ScaleOp::div;
+    m.in[GraphPort::scale] = other_input(*sc, qk->outs[0].id);
+    m.f32_typed.emplace_back(sc, 0);
+    g.use(*sc);
+    const RawTensor* scores = &sc->outs[0];
+
+    // 3. Optional additive mask.
+    const RawOp* next = &g.sole_consumer(*scores, *sc, "scaled scores");
+    if (next->kind == "Add") {
+        check_binary(*next);
+        const RawTensor& mask = other_input(*next, scores->id);
+        if (!g.is_input(mask))
+            unimplemented(fmt::format("{}: the mask is computed inside the graph (implicit masks are not supported)",
+                    next->where()));
+        m.in[GraphPort::mask] = mask;
+        m.f32_typed.emplace_back(next, 0);
+        g.use(*next);
+        scores = &next->outs[0];
+        next = &g.sole_consumer(*scores, *next, "masked scores");
+    }
+
+    if (next->kind == "SoftMax") {
+        // Forward: SoftMax [+ stats] -> MatMul with V.
+        const RawOp& sm = *next;
+        allow_attrs(sm, {"axis", "mode"});
+        const json* axis = attr(sm, "axis");
+        const auto rank = static_cast<std::int64_t>(sm.ins[0].shape.size());
+        const std::int64_t ax = axis && axis->is_number_integer() ? axis->get<std::int64_t>() : 1;
+        if (ax != -1 && ax != rank - 1) unimplemented(fmt::format("{}: axis={} (the last axis is needed)", sm.where(), ax));
+        if (const auto mode = attr_str(sm, "mode", "none"); mode != "inf_as_zero")
+            unimplemented(fmt::format("{}: mode={} is not supported (inf_as_zero only: fully masked rows give 0)",
+                    sm.where(), mode));
+        if (sm.outs.empty() || sm.outs.size() > 2) invalid(fmt::format("{}: needs 1 or 2 outputs", sm.where()));
+        g.use(sm);
+        m.dir = sm.outs.size() == 2 ? Dir::fwd_t : Dir::fwd_i;
+        if (m.dir == Dir::fwd_t) {
+            m.out[GraphPort::stats] = sm.outs[1];
+            m.f32_typed.emplace_back(&sm, 1);
+            if (!g.consumers(sm.outs[1]).empty())
+                unimplemented(fmt::format("{}: the stats output feeds other ops", sm.where()));
+        }
+        m.io_typed.emplace_back(&sm, &sm.outs[0]);
+        const RawOp& pv = g.sole_consumer(sm.outs[0], sm, "P");
+        check_matmul(pv, false, false, "P*V");
+        if (pv.ins[0].id != sm.outs[0].id || !g.is_input(pv.ins[1]))
+            invalid(fmt::format("{}: expected P times a graph input (V)", pv.where()));
+        g.use(pv);
+        m.in[GraphPort::V] = pv.ins[1];
+        m.out[GraphPort::O] = pv.outs[0];
+        return m;
+    }
+    if (next->kind != "Subtract" || next->ins.size() != 2 || next->ins[0].id != scores->id || !g.is_input(next->ins[1]))
+        invalid(fmt::format("{}: not an SDPA training pattern: the scores must feed SoftMax (forward) or Subtract of "
+                            "the stats (backward)",
+                next->where()));
+
+    // Backward: P = Exp(scores - stats).
+    m.dir = Dir::bwd;
+    const RawOp& sub = *next;
+    check_binary(sub);
+    g.use(sub);
+    m.in[GraphPort::stats] = sub.ins[1];
+    m.f32_typed.emplace_back(&sub, 0);
+    const RawOp& ex = g.sole_consumer(sub.outs[0], sub, "scores - stats");
+    if (ex.kind != "Exp") invalid(fmt::format("{}: expected Exp after the stats Subtract", ex.where()));
+    allow_attrs(ex, {});
+    g.use(ex);
+    m.f32_typed.emplace_back(&ex, 0);
+    const RawTensor& p32 = ex.outs[0];
+    const RawTensor* p_io = &p32;
+    if (const RawOp* tc = consumer_of_kind(g, p32, {"TypeCast"})) {
+        allow_attrs(*tc, {});
+        g.use(*tc);
+        p_io = &tc->outs[0];
+    }
+    // dV = P^T dO.
+    const RawOp* dv = consumer_of_kind(g, *p_io, {"MatMul"});
+    if (!dv) invalid(fmt::format("{}: P feeds no MatMul (dV = P^T * dO expected)", ex.where()));
+    check_matmul(*dv, true, false, "dV = P^T*dO");
+    if (dv->ins[0].id != p_io->id || !g.is_input(dv->ins[1])) invalid(fmt::format("{}: expected P^T times dO", dv->where()));
+    g.use(*dv);
+    const RawTensor& d_o = dv->ins[1];
+    m.in[GraphPort::dO] = d_o;
+    const RawOp* dv_out = dv;
+    if (const auto c = g.consumers(dv->outs[0]); c.size() == 1 && c[0]->kind == "ReduceSum") {
+        check_reduce(*c[0], 2, static_cast<std::int64_t>(c[0]->ins[0].shape.size()));
+        g.use(*c[0]);
+        dv_out = c[0];
+    }
+    m.out[GraphPort::dV] = dv_out->outs[0];
+    // dP = dO V^T.
+    const RawOp* dp = nullptr;
+    for (const RawOp* c : g.consumers(d_o))
+        if (c->kind == "MatMul" && c != dv) dp = c;
+    if (!dp) invalid(fmt::format("{}: dO feeds no second MatMul (dP = dO * V^T expected)", dv->where()));
+    check_matmul(*dp, false, true, "dP = dO*V^T");
+    if (dp->ins[0].id != d_o.id || !g.is_input(dp->ins[1])) invalid(fmt::format("{}: expected dO times V^T", dp->where()));
+    g.use(*dp);
+    m.in[GraphPort::V] = dp->ins[1];
+    m.f32_typed.emplace_back(dp, 0);
+    // dS = P * (dP - rowsum(O * dO)), or SoftMaxBackward(dP, P).
+    const RawOp& after_dp = g.sole_consumer(dp->outs[0], *dp, "dP");
+    const RawOp* ds_op = nullptr;
+    if (after_dp.kind == "SoftMaxBackward") {
+        allow_attrs(after_dp, {"axis"});
+        if (after_dp.ins.size() != 2 || (after_dp.ins[1].id != p_io->id && after_dp.ins[1].id != p32.id))
+            invalid(fmt::format("{}: expected SoftMaxBackward(dP, P)", after_dp.where()));
+        ds_op = &after_dp;
+    } else {
+        if (after_dp.kind != "Subtract") invalid(fmt::format("{}: expected dP - D (Subtract) here", after_dp.where()));
+        check_binary(after_dp);
+        const RawTensor& dsum = other_input(after_dp, dp->outs[0].id);
+        const RawOp* red = nullptr;
+        for (const RawOp& op : g.ops())
+            for (const auto& t : op.outs)
+                if (t.id == dsum.id) red = &op;
+        if (!red) invalid(fmt::format("{}: D must be computed as ReduceSum(O * dO)", after_dp.where()));
+        check_reduce(*red, static_cast<std::int64_t>(red->ins[0].shape.size()) - 1,
+                static_cast<std::int64_t>(red->ins[0].shape.size()));
+        const RawOp* mul = nullptr;
+        for (const RawOp& op : g.ops())
+            for (const auto& t : op.outs)
+                if (t.id == red->ins[0].id) mul = &op;
+        if (!mul || mul->kind != "Multiply") invalid(fmt::format("{}: D must be ReduceSum(O * dO)", red->where()));
+        check_binary(*mul);
+        const RawTensor& o = other_input(*mul, d_o.id);
+        if (o.id == d_o.id || !g.is_input(o)) invalid(fmt::format("{}: expected O * dO", mul->where()));
+        m.in[GraphPort::O] = o;
+        for (const RawOp* op : {red, mul, &after_dp}) {
+            g.use(*op);
+            m.f32_typed.emplace_back(op, 0);
+        }
+        ds_op = &g.sole_consumer(after_dp.outs[0], after_dp, "dP - D");
+        if (ds_op->kind != "Multiply" || other_input(*ds_op, after_dp.outs[0].id).id != p32.id)
+            invalid(fmt::format("{}: expected P * (dP - D)", ds_op->where()));
+        check_binary(*ds_op);
+    }
+    g.use(*ds_op);
+    m.f32_typed.emplace_back(ds_op, 0);
+    // Scale of dS (the same op kind and scale tensor as the forward), optional dMask (End).
+    const RawOp* ds_scale = nullptr;
+    for (const RawOp* c : g.consumers(ds_op->outs[0])) {
+        if (c->kind == "End")
+            unimplemented(fmt::format("{}: dMask output (End on dS) is not supported", c->where()));
+        if (c->kind == "Multiply" || c->kind == "Divide") ds_scale = c;
+    }
+    if (!ds_scale || ds_scale->kind != sc->kind || other_input(*ds_scale, ds_op->outs[0].id).id != m.in[GraphPort::scale].id)
+        invalid(fmt::format("{}: dS must be scaled like the scores ({} by tensor {})", ds_op->where(), sc->kind,
+                m.in[GraphPort::scale].id));
+    check_binary(*ds_scale);
+    g.use(*ds_scale);
+    m.f32_typed.emplace_back(ds_scale, 0);
+    const RawTensor* ds_io = &ds_scale->outs[0];
+    if (const RawOp* tc = consumer_of_kind(g, *ds_io, {"TypeCast"})) {
+        allow_attrs(*tc, {});
+        g.use(*tc);
+        ds_io = &tc->outs[0];
+    }
+    // dQ = dS K; dK = dS^T Q [ReduceSum over the group].
+    const RawOp* dq = nullptr;
+    const RawOp* dk = nullptr;
+    for (const RawOp* c : g.consumers(*ds_io))
+        if (c->kind == "MatMul") (attr_bool(*c, "transpose_a") ? dk : dq) = c;
+    if (!dq || !dk) invalid(fmt::format("{}: scaled dS must feed the dQ and dK MatMuls", ds_scale->where()));
+    check_matmul(*dq, false, false, "dQ = dS*K");
+    check_matmul(*dk, true, false, "dK = dS^T*Q");
+    if (dq->ins[1].id != m.in[GraphPort::K].id) invalid(fmt::format("{}: dQ must multiply dS by K", dq->where()));
+    if (dk->ins[1].id != m.in[GraphPort::Q].id) invalid(fmt::format("{}: dK must multiply dS^T by Q", dk->where()));
+    g.use(*dq);
+    g.use(*dk);
+    m.out[GraphPort::dQ] = dq->outs[0];
+    const RawOp* dk_out = dk;
+    if (const auto c = g.consumers(dk->outs[0]); c.size() == 1 && c[0]->kind == "ReduceSum") {
+        check_reduce(*c[0], 2, static_cast<std::int64_t>(c[0]->ins[0].shape.size()));
+        g.use(*c[0]);
+        dk_out = c[0];
+    }
+    m.out[GraphPort::dK] = dk_out->outs[0];
+    for (const RawOp* op : {dv, dq, dk}) {
+        m.io_typed.emplace_back(op, &op->ins[0]);
+        m.io_typed.emplace_back(op, &op->outs[0]);
+    }
+    return m;
+}
+}  // namespace sdpa::graph_json

@@ -1,0 +1,123 @@
+#include "driver/onednn_json_rewrite.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace sdpa::graph_json {
+
+namespace {
+
+/// Parses "AxBxC" (or "scalar": rank 0) into dims; false when malformed.
+bool parse_dims(std::string_view s, dims_t& out) {
+    out.clear();
+    if (s == "scalar") return true;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t x = s.find('x', pos);
+        const std::string_view part = s.substr(pos, x == s.npos ? s.npos : x - pos);
+        std::int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+        if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 0) return false;
+        out.push_back(v);
+        if (x == s.npos) return true;
+        pos = x + 1;
+    }
+}
+
+}  // namespace
+
+std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* err) {
+    std::vector<ShapeRewrite> out;
+    if (text.empty()) return out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t plus = text.find('+', pos);
+        const std::string_view e = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
+        const std::size_t colon = e.find(':');
+        ShapeRewrite r;
+        const std::string_view id = e.substr(0, colon);
+        const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), r.id);
+        if (colon == e.npos || id.empty() || ec != std::errc() || ptr != id.data() + id.size()) {
+            *err = fmt::format("'{}' is not ID:SHAPE[*STRIDES|*TAG]", e);
+            return {};
+        }
+        const std::string_view v = e.substr(colon + 1);
+        const std::size_t star = v.find('*');
+        const std::string_view shape = v.substr(0, star);
+        if (!shape.empty()) {
+            dims_t d;
+            if (!parse_dims(shape, d)) {
+                *err = fmt::format("'{}': '{}' is not a shape like 2x16x384x64", e, shape);
+                return {};
+            }
+            r.shape = d;
+        }
+        if (star != v.npos) {
+            const std::string_view lay = v.substr(star + 1);
+            dims_t d;
+            if (!lay.empty() && std::all_of(lay.begin(), lay.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+                r.tag = std::string(lay);
+            else if (parse_dims(lay, d) && !d.empty())
+                r.strides = d;
+            else {
+                *err = fmt::format("'{}': '{}' is neither a tag (abcd) nor strides (AxBxC)", e, lay);
+                return {};
+            }
+        } else if (shape.empty()) {
+            *err = fmt::format("'{}' gives no shape", e);
+            return {};
+        }
+        out.push_back(std::move(r));
+        if (plus == text.npos) return out;
+        pos = plus + 1;
+    }
+}
+
+bool dense(const dims_t& shape, const dims_t& stride) {
+    if (stride.empty()) return true;
+    if (stride.size() != shape.size()) return false;
+    const dims_t want = dense_strides(shape);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] != 1 && stride[i] != want[i]) return false;
+    return true;
+}
+
+void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text) {
+    std::string err;
+    const auto rws = parse_in_shapes(text, &err);
+    if (!err.empty()) invalid(fmt::format("--in-shapes: {}", err));
+    std::set<std::size_t> produced, consumed;
+    for (const auto& op : ops) {
+        for (const auto& t : op.outs) produced.insert(t.id);
+        for (const auto& t : op.ins) consumed.insert(t.id);
+    }
+    for (const auto& r : rws) {
+        const bool boundary = !produced.count(r.id) || !consumed.count(r.id);
+        if (!produced.count(r.id) && !consumed.count(r.id)) invalid(fmt::format("--in-shapes: no tensor {} in the graph", r.id));
+        if (!boundary) invalid(fmt::format("--in-shapes: tensor {} is internal to the graph", r.id));
+        for (auto& op : ops)
+            for (auto* ts : {&op.ins, &op.outs})
+                for (auto& t : *ts) {
+                    if (t.id != r.id) continue;
+                    if (r.shape) t.shape = *r.shape;
+                    t.stride = dense_strides(t.shape);
+                    if (!r.tag.empty()) {
+                        std::string id_tag;
+                        for (std::size_t i = 0; i < t.shape.size(); ++i) id_tag += static_cast<char>('a' + i);
+                        if (r.tag != id_tag)
+                            unimplemented(fmt::format("--in-shapes: tensor {}: tag {} is not dense row-major ({})", r.id,
+                                    r.tag, id_tag));
+                    }
+                    if (r.strides) {
+                        if (!dense(t.shape, *r.strides))
+                            unimplemented(fmt::format("--in-shapes: tensor {}: strides {} are not dense row-major for {}",
+                                    r.id, fmt::join(*r.strides, "x"), fmt::join(t.shape, "x")));
+                    }
+                }
+    }
+}
+
+}  // namespace sdpa::graph_json

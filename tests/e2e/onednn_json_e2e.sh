@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# End-to-end checks of oneDNN graph JSON support (--case import, --emit-onednn-json export).
+# Usage: onednn_json_e2e.sh SCENARIO SDPABENCH_EXE SOURCE_DIR
+# Exit 77 (CTest SKIP_RETURN_CODE) when ../shared/upstream-cases is absent.
+set -uo pipefail
+scenario=$1 exe=$2 src=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src"
+upstream="$src/../shared/upstream-cases/onednn-benchdnn"
+
+fail() { echo "E2E FAIL ($scenario): $*"; echo "--- output tail:"; tail -n 30 "$tmp/out" 2>/dev/null; exit 1; }
+summary_field() { grep -E '^tests:' "$tmp/out" | tail -n 1 | grep -oE "(^| )$1:[0-9]+" | cut -d: -f2; }
+run() { "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err" >>"$tmp/out"; }
+
+case $scenario in
+upstream_onednn|upstream_ref)
+  # Every upstream benchdnn SDPA training file must PASS (oneDNN: or be SKIPPED for the ISA).
+  [ -d "$upstream" ] || { echo "SKIP: $upstream is absent"; exit 77; }
+  backend=${scenario#upstream_}
+  args=()
+  for f in "$upstream"/*.json; do args+=("--case=$f"); done
+  run -v --backend="$backend" "${args[@]}"
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
+  [ "$tests" -eq "${#args[@]}" ] || fail "expected ${#args[@]} cases, got $tests"
+  [ $((passed + skipped)) -eq "$tests" ] && [ "$passed" -gt 0 ] || fail "passed $passed skipped $skipped of $tests"
+  ;;
+roundtrip)
+  # Export the graphs of descriptor cases, run the files back on both backends. (MHA with B = 1:
+  # bf16 MHA with B >= 2, H_q >= 2 and a [1,1,S_q,S_kv] mask hits the vendor bug in cases/known/.)
+  run --backend=ref --emit-onednn-json="$tmp/json" --dir=fwd_t,bwd --dt=f32,bf16 --mask=none,causal_br \
+      b2hq4hkv2sq16d16 b1hq2sq16skv24dqk16dv8 --mask=bias --mask-shape=Bx1x1xSkv --mask-fill=zero b2hq2sq8d8
+  [ "$rc" -eq 0 ] || fail "export run: exit code $rc"
+  n=$(ls "$tmp/json"/*.json | wc -l)
+  [ "$n" -eq 20 ] || fail "expected 20 JSON files, got $n"
+  args=()
+  for f in "$tmp/json"/*.json; do args+=("--case=$f"); done
+  for backend in ref onednn; do
+    run --backend=$backend "${args[@]}"
+    [ "$rc" -eq 0 ] || fail "$backend on the exported files: exit code $rc"
+    tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
+    [ "$tests" -eq 20 ] && [ $((passed + skipped)) -eq 20 ] || fail "$backend: passed $passed skipped $skipped of $tests"
+  done
+  # Exporting an imported file again gives the same bytes.
+  first=${args[0]#--case=}
+  run --mode=L --emit-onednn-json="$tmp/again" --case="$first"
+  cmp -s "$first" "$(ls "$tmp/again"/*.json | head -1)" || fail "re-export of $first differs"
+  ;;
+errors)
+  # Malformed JSON: file, line and column; the other cases still run.
+  printf '{\n  "graph": [\n    {"id": 1,,}\n  ]\n}\n' >"$tmp/bad.json"
+  run --backend=ref --case="$tmp/bad.json" b1hq2sq8d8
+  [ "$rc" -eq 1 ] || fail "malformed: exit code $rc, expected 1"
+  grep -qF "$tmp/bad.json: error: malformed JSON at line 3, column 14: syntax error" "$tmp/out" || fail "no position"
+  grep -qE "^0:INVALID_ARGUMENTS \(.*bad.json: error: malformed JSON" "$tmp/out" || fail "no INVALID_ARGUMENTS line"
+  [ "$(summary_field passed)" = 1 ] || fail "the good case must still PASS"
+  # Not an SDPA graph.
+  printf '{"graph": [{"id": 1, "name": "relu", "kind": "ReLU", "inputs": [{"id": 0, "dtype": "f32", "shape": [2]}], "outputs": [{"id": 2, "dtype": "f32", "shape": [2]}]}]}\n' >"$tmp/relu.json"
+  run --case="$tmp/relu.json"
+  [ "$rc" -eq 1 ] || fail "non-SDPA: exit code $rc, expected 1"
+  grep -qE "^0:INVALID_ARGUMENTS \(.*relu.json: error: not an SDPA training graph" "$tmp/out" || fail "non-SDPA not named"
+  # An unsupported attribute in an SDPA graph: UNIMPLEMENTED naming the op.
+  run --mode=L --emit-onednn-json="$tmp/j" b1hq2sq8d8
+  sed 's/"inf_as_zero"/"none"/' "$tmp/j"/*.json >"$tmp/mode.json"
+  run --case="$tmp/mode.json"
+  [ "$rc" -eq 1 ] || fail "unsupported attr: exit code $rc"
+  grep -qE "^0:UNIMPLEMENTED \(.*op [0-9]+ \(SoftMax 'softmax'\): mode=none is not supported" "$tmp/out" || fail "op not named"
+  [ "$(summary_field unimplemented)" = 1 ] || fail "expected one UNIMPLEMENTED"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "E2E OK ($scenario)"
