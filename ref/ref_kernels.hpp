@@ -232,7 +232,8 @@ SDPA_REF_INLINE void scores_tile(const Problem& p, const Tensor* bias, i64 b, i6
                 float x = static_cast<float>(crow[jj]);
                 x = mul ? x * v : x / v;
                 srow[jj] = x + brow[jj];
-                if (mag) mag[ii * kB + jj] = std::fabs(x) + std::fabs(brow[jj]);
+                // A -inf bias entry (an explicit mask) has P = 0: its summand is 0, not 0 * inf.
+                if (mag) mag[ii * kB + jj] = std::isfinite(srow[jj]) ? std::fabs(x) + std::fabs(brow[jj]) : 0.f;
             }
         } else if (mul) {
 #pragma omp simd

@@ -640,3 +640,25 @@ TEST(RefArguments, WrongShapesThrow) {
 
 }  // namespace
 }  // namespace sdpa
+
+// An explicit additive mask with -inf entries (imported oneDNN graphs use one) must leave every
+// magnitude finite: the masked entries have P = 0 and contribute 0, not 0 * inf.
+TEST(RefForward, InfiniteBiasEntriesKeepMagnitudesFinite) {
+    Problem p;
+    p.dims = {1, 2, 2, 5, 7, 8, 8};
+    p.mask = Mask::bias;
+    p.bias_shape = BiasShape::bh;
+    SdpaInputs in;
+    in.Q = Tensor({1, 2, 5, 8}, DType::f32, 0.5f);
+    in.K = Tensor({1, 2, 7, 8}, DType::f32, 0.25f);
+    in.V = Tensor({1, 2, 7, 8}, DType::f32, 1.f);
+    in.bias = Tensor({1, 2, 5, 7}, DType::f32, 0.f);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 5; ++i)
+            for (int j = i + 1; j < 7; ++j) in.bias.at(0, h, i, j) = -INFINITY;
+    const RefForward f = ref_forward(p, in, RefOptions{false});
+    for (float m : f.M_stats.data) EXPECT_TRUE(std::isfinite(m));
+    for (float m : f.M_O.data) EXPECT_TRUE(std::isfinite(m));
+    // Row 0 sees key 0 only: stats = its score, 8 * 0.5 * 0.25 / sqrt(8).
+    EXPECT_NEAR(f.stats.at(0, 0, 0, 0), 1.0 / std::sqrt(8.0), 1e-6);
+}
