@@ -644,6 +644,7 @@ TEST(RefArguments, WrongShapesThrow) {
 // An explicit additive mask with -inf entries (imported oneDNN graphs use one) must leave every
 // magnitude finite: the masked entries have P = 0 and contribute 0, not 0 * inf.
 TEST(RefForward, InfiniteBiasEntriesKeepMagnitudesFinite) {
+    using namespace sdpa;
     Problem p;
     p.dims = {1, 2, 2, 5, 7, 8, 8};
     p.mask = Mask::bias;
