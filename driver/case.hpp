@@ -12,9 +12,11 @@
 
 namespace sdpa {
 
-/// What to do with a case. C: check correctness; L: list (print the repro, run nothing).
-enum class Mode { C, L };
-inline constexpr std::array<EnumName<Mode>, 2> kModeNames{{{Mode::C, "C"}, {Mode::L, "L"}}};
+/// What to do with a case. C: check correctness; L: list (print the repro, run nothing);
+/// B: determinism: check correctness, run the vendor a second time on the same inputs and
+/// require bitwise-equal outputs (driver/determinism.hpp).
+enum class Mode { C, L, B };
+inline constexpr std::array<EnumName<Mode>, 3> kModeNames{{{Mode::C, "C"}, {Mode::L, "L"}, {Mode::B, "B"}}};
 inline std::string_view format_as(Mode v) { return enum_name(kModeNames, v); }
 
 /// Default backend of the case language.
