@@ -46,7 +46,7 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, Ou
         if (row_fully_masked(p, idx[0], idx[2])) continue;
         const double e = ref.data[k], g = got.data[k];
         const double sum = std::exp(e - g);  // sum_j exp(s_ij - g) given sum_j exp(s_ij - e) = 1
-        double ratio = std::fabs(sum - 1.0) / (kStatsSumSlack + 4.0 * u * std::fabs(e));
+        double ratio = std::fabs(sum - 1.0) / (kStatsSumSlack + kStatsSumUlps * u * std::fabs(e));
         if (std::isnan(ratio)) ratio = INFINITY;
         if (ratio > r.stats_sum_worst) {
             r.stats_sum_worst = ratio;
@@ -62,7 +62,7 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, Ou
         r.reason = fmt::format("softmax convention broken: sum_j exp(s_ij - stats_i) = {:.6g} at row (b,h,i) = "
                                "({},{},{}) (must be 1 +- {:.2g})",
                 std::exp(static_cast<double>(r.expected) - r.got), idx[0], idx[1], idx[2],
-                kStatsSumSlack + 4.0 * u * std::fabs(static_cast<double>(r.expected)));
+                kStatsSumSlack + kStatsSumUlps * u * std::fabs(static_cast<double>(r.expected)));
     }
 }
 

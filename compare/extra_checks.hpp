@@ -9,10 +9,12 @@
 
 namespace sdpa {
 
-/// Relative slack of the stats convention check: sum_j exp(s_ij - stats_i) must be
-/// 1 +- (kStatsSumSlack + 4 u_f32 |stats_ref_i|) (the second term: storing an LSE of size L in
-/// f32 moves it by up to u_f32 L, which scales the sum by exp(u_f32 L)).
+/// Slack of the stats convention check: sum_j exp(s_ij - stats_i) must be
+/// 1 +- (kStatsSumSlack + kStatsSumUlps u_f32 |stats_ref_i|). The second term: an LSE of size L
+/// stored in f32 is off by a few units of u_f32 L, which scales the sum by exp(u_f32 L); oneDNN
+/// was measured at up to 10 u_f32 L for L ~ 30 (peaky fill), so 16 (compare/README.md).
 inline constexpr double kStatsSumSlack = 1e-5;
+inline constexpr double kStatsSumUlps = 16.0;
 
 /// Norm check for X in {O, dQ, dK, dV}: for every (b, h) of `got`/`ref`/`mag` (same shape),
 /// | ||X_bh|| - ||X_ref,bh|| | <= c * (u_eff * ||M_bh|| + tiny * sqrt(n)) (Frobenius norms over
