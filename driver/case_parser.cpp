@@ -100,9 +100,10 @@ const std::vector<Knob>& knob_table() {
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
-            {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case", set_backend, true},
+            {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
-                "C: check correctness; L: list the repro lines, run nothing",
+                "C: check correctness; L: list the repro lines, run nothing; B: C, then a second run "
+                "that must be bitwise equal",
                 [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }, true},
         };
     }();
