@@ -1,4 +1,5 @@
 #include "compare/compare.hpp"
+#include "compare/extra_checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -75,7 +76,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             continue;
         }
         const double err = std::fabs(static_cast<double>(g) - e);
-        const double bound = tol.c * u * (static_cast<double>(mag.data[i]) + floor);
+        const double bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
         double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
         if (std::isnan(ratio)) ratio = INFINITY;  // a NaN anywhere must never look like a pass
         if (ratio > worst) {
@@ -88,7 +89,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.got = got.data[i];
         r.expected = ref.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
-        r.bound = tol.c * u * (static_cast<double>(mag.data[i]) + floor);
+        r.bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
     };
     if (worst >= 0) {
         r.worst_ratio = worst;
@@ -118,6 +119,9 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     } else if (r.zero_fraction > kZeroTrust) {
         r.mistrusted = true;
     }
+    if (out == Output::stats) check_stats_sums(p, got, ref, r);
+    else if (r.nonfinite == 0 && r.ref_nonfinite == 0) check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
+    check_zero_counts(p, out, got, r);
     return r;
 }
 

@@ -30,6 +30,13 @@ struct OutputCheck {
     std::int64_t ref_nonfinite = 0;  ///< non-finite reference elements (outside masked rows):
                                      ///< the case overflows f32 and proves nothing
     double zero_fraction = 0;    ///< zeros in the reference outside structural (masked) zeros
+    // Whole-output checks (compare/extra_checks.hpp):
+    double norm_worst = 0;       ///< max over heads of | ||X|| - ||X_ref|| | / (c u_eff ||M||); < 1 passes
+    double norm_ratio = 1;       ///< ||X|| / ||X_ref|| at that head
+    std::array<std::int64_t, 2> norm_head{0, 0};  ///< (b, h) of that head
+    double stats_sum_worst = 0;  ///< stats: max |sum_j exp(s_ij - stats_i) - 1| / slack; < 1 passes
+    double got_zero_fraction = 0;    ///< zeros in `got` outside the structural zeros
+    std::int64_t structural_zeros = 0;  ///< elements the mask forces to 0
 };
 
 /// Compares `got` with `ref` element by element under tolerance(p.dt, out) and magnitude `mag`

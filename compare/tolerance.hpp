@@ -14,11 +14,16 @@ namespace sdpa {
 
 /// Constants of the bound for one (dtype, output).
 struct Tolerance {
-    double c;  ///< safety factor on u_X (DESIGN.md: 4 for O, dQ, dK, dV; 16 for stats)
+    double c;  ///< safety factor on u_X (calibrated per dtype and output: compare/tolerance.cpp)
     double u;  ///< unit roundoff of the output's storage type
+    /// Absolute spacing of the storage type's subnormals (f16 2^-24, bf16 2^-133, f32 2^-149):
+    /// a stored value cannot be closer than half of it, whatever the magnitude says (f16 dV of
+    /// tiny dO). The bound is c * (u_eff * (M + max(M)/1024) + tiny).
+    double tiny = 0;
 };
 
-/// Row of the tolerance table for (io dtype, output). Stats are f32 whatever the io dtype.
+/// Row of the tolerance table for (io dtype, output), calibrated with scripts/calibrate.sh
+/// (compare/README.md). Stats are f32 whatever the io dtype.
 Tolerance tolerance(DType io, Output out);
 
 /// Effective u_X: the storage roundoff plus an f32 accumulation term u_f32 * sqrt(K) for a

@@ -30,8 +30,8 @@ enum class BiasShape { one, b, bh, h, one_row, b_row, h_row, bh_row };
 enum class MaskFill { random, zero, causal_last_row };
 /// How the scale tensor is applied to QK^T: multiply (S = QK^T * v) or divide (S = QK^T / v).
 enum class ScaleOp { mul, div };
-/// Input fill family (fillers/fill.hpp documents each).
-enum class Fill { exact, normal };
+/// Input fill family (fillers/fill.hpp documents each; README says which bug kind each targets).
+enum class Fill { exact, normal, peaky, sparse, lse_underflow, spike_k, tile_spikes };
 
 inline constexpr std::array<EnumName<Dir>, 3> kDirNames{
     {{Dir::fwd_i, "fwd_i"}, {Dir::fwd_t, "fwd_t"}, {Dir::bwd, "bwd"}}};
@@ -45,8 +45,9 @@ inline constexpr std::array<EnumName<MaskFill>, 3> kMaskFillNames{
     {{MaskFill::random, "random"}, {MaskFill::zero, "zero"}, {MaskFill::causal_last_row, "causal_last_row"}}};
 inline constexpr std::array<EnumName<ScaleOp>, 2> kScaleOpNames{
     {{ScaleOp::mul, "mul"}, {ScaleOp::div, "div"}}};
-inline constexpr std::array<EnumName<Fill>, 2> kFillNames{
-    {{Fill::exact, "exact"}, {Fill::normal, "normal"}}};
+inline constexpr std::array<EnumName<Fill>, 7> kFillNames{{{Fill::exact, "exact"}, {Fill::normal, "normal"},
+    {Fill::peaky, "peaky"}, {Fill::sparse, "sparse"}, {Fill::lse_underflow, "lse_underflow"},
+    {Fill::spike_k, "spike_k"}, {Fill::tile_spikes, "tile_spikes"}}};
 
 inline std::string_view format_as(Dir v) { return enum_name(kDirNames, v); }
 inline std::string_view format_as(Mask v) { return enum_name(kMaskNames, v); }

@@ -16,9 +16,11 @@ namespace sdpa {
 
 /// What to do with a case. C: check correctness; L: list (print the repro, run nothing);
 /// P: performance only (time the vendor run, no check); CP: check, then time.
-enum class Mode { C, L, P, CP };
-inline constexpr std::array<EnumName<Mode>, 4> kModeNames{
-    {{Mode::C, "C"}, {Mode::L, "L"}, {Mode::P, "P"}, {Mode::CP, "CP"}}};
+/// B: determinism: check correctness, run the vendor a second time on the same inputs and
+/// require bitwise-equal outputs (driver/determinism.hpp).
+enum class Mode { C, L, P, CP, B };
+inline constexpr std::array<EnumName<Mode>, 5> kModeNames{
+    {{Mode::C, "C"}, {Mode::L, "L"}, {Mode::P, "P"}, {Mode::CP, "CP"}, {Mode::B, "B"}}};
 inline std::string_view format_as(Mode v) { return enum_name(kModeNames, v); }
 
 /// Default backend of the case language.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "backends/faulty/faulty_backend.hpp"
 #include "driver/case_parser.hpp"
 
 namespace sdpa {
@@ -13,14 +14,15 @@ namespace {
 std::string footer() {
     return fmt::format(
             "\n{}\n"
-            "BACKENDS: {}\n\n"
+            "BACKENDS: {}\n"
+            "FAULT INJECTION (the reference with one bug, for self-tests): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N'.\n"
             "  Statuses: PASSED, MISTRUSTED (matches, but the reference is mostly zeros), SKIPPED (platform\n"
             "  cannot run it), UNIMPLEMENTED (library has no kernel), INVALID_ARGUMENTS (case breaks a rule),\n"
             "  FAILED (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED.\n"
             "EXIT: 0 when no case FAILED/UNIMPLEMENTED/INVALID_ARGUMENTS, 1 otherwise, 2 for bad usage.\n",
-            case_language_help(), fmt::join(backend_names(), ", "));
+            case_language_help(), fmt::join(backend_names(), ", "), faulty_backend_names());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.

@@ -7,6 +7,7 @@
 
 #include "compare/compare.hpp"
 #include "core/flops.hpp"
+#include "driver/determinism.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -34,8 +35,8 @@ void judge(CaseResult& r) {
     for (const auto& c : r.checks) {
         if (!c.pass) failed += (failed.empty() ? "" : "; ") + failure_reason(c);
         else if (c.mistrusted)
-            mistrusted += fmt::format("{}{}: {:.0f}% of the reference is zero", mistrusted.empty() ? "" : "; ",
-                    c.output, 100.0 * c.zero_fraction);
+            mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero",
+                    mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction);
     }
     if (!failed.empty()) {
         r.status = Status::failed;
@@ -93,6 +94,11 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     r.checked = true;
     judge(r);
     if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, r);
+    if (c.mode == Mode::B && r.status != Status::failed)
+        if (auto diff = rerun_differs(*plan, out)) {
+            r.status = Status::failed;
+            r.reason = *diff;
+        }
 }
 
 }  // namespace

@@ -43,19 +43,37 @@ double normal(std::uint64_t key, std::uint64_t i) {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-/// Fills t with values exactly representable in t.dt.
+/// Fills t with values exactly representable in t.dt, by family: integers in [lo, hi]
+/// (exact and the adversarial families, which plant their pattern afterwards), N(0, 1) or
+/// N(0, 9) rounded to t.dt (normal, peaky), or 80% zeros and integers in {-2,-1,1,2} (sparse).
 void fill_tensor(Tensor& t, const Problem& p, TensorId id, int lo, int hi) {
     const std::uint64_t key = stream_key(p.seed, id);
     const auto n = static_cast<std::int64_t>(t.size());
     float* data = t.data.data();
-    if (p.fill == Fill::exact) {
+    switch (p.fill) {
+        case Fill::normal:
+        case Fill::peaky: {
+            const double sd = p.fill == Fill::peaky && id != TensorId::bias ? 3.0 : 1.0;
 #pragma omp parallel for schedule(static)
-        for (std::int64_t i = 0; i < n; ++i)
-            data[i] = static_cast<float>(uniform_int(key, static_cast<std::uint64_t>(i), lo, hi));
-    } else {
+            for (std::int64_t i = 0; i < n; ++i)
+                data[i] = round_to(t.dt, static_cast<float>(sd * normal(key, static_cast<std::uint64_t>(i))));
+            break;
+        }
+        case Fill::sparse:
+            if (id != TensorId::bias) {
 #pragma omp parallel for schedule(static)
-        for (std::int64_t i = 0; i < n; ++i)
-            data[i] = round_to(t.dt, static_cast<float>(normal(key, static_cast<std::uint64_t>(i))));
+                for (std::int64_t i = 0; i < n; ++i) {
+                    const auto c = static_cast<std::uint64_t>(i);
+                    const int v = uniform_int(key, 2 * c + 1, 0, 3);  // -2, -1, 1, 2
+                    data[i] = uniform(key, 2 * c) < 0.8 ? 0.f : static_cast<float>(v < 2 ? v - 2 : v - 1);
+                }
+                break;
+            }
+            [[fallthrough]];
+        default:
+#pragma omp parallel for schedule(static)
+            for (std::int64_t i = 0; i < n; ++i)
+                data[i] = static_cast<float>(uniform_int(key, static_cast<std::uint64_t>(i), lo, hi));
     }
 }
 
@@ -91,6 +109,7 @@ SdpaInputs fill_inputs(const Problem& p) {
         if (p.mask_fill == MaskFill::random) fill_tensor(in.bias, p, TensorId::bias, -4, 0);
         else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(in.bias);
     }
+    plant_adversarial(p, in);
     return in;
 }
 

@@ -13,9 +13,25 @@ namespace sdpa {
 ///  The bias has dims bias_dims(p); p.mask_fill other than random overrides its values
 ///  (zero: all 0; causal_last_row: 0 / -inf, see MaskFill).
 ///  - normal: N(0, 1) rounded to the io dtype (bias: N(0,1) rounded to the mask dtype).
+///  - peaky: N(0, 3^2) rounded to the io dtype for Q, K, V, dO (near one-hot softmax rows);
+///    bias as normal.
+///  - sparse: 80% zeros, the rest integers in {-2, -1, 1, 2} (Q, K, V, dO); bias as exact.
+///  - lse_underflow, spike_k, tile_spikes: exact, then plant_adversarial() plants its pattern.
 /// Each tensor has its own stream derived from (p.seed, tensor id), so changing one tensor's
 /// shape does not change another's values. O and stats are left empty (see displace()).
 SdpaInputs fill_inputs(const Problem& p);
+
+/// Plants the pattern of an adversarial family into exact-filled inputs (no-op otherwise):
+///  - lse_underflow: K integers in [1, 2] (all positive); every query row i with i % 4 == 1 is
+///    -a * sign(scale) in every channel, a the smallest integer with a * |scale| * D_qk >=
+///    100 + ln(S_kv), so all its scores are <= -(100 + ln S_kv) and its LSE < -88.7
+///    (exp(LSE) underflows f32). Other rows stay exact.
+///  - spike_k: K channel D_qk / 2 is 70 for every key; dO is N(0, 1) * 1e-8 rounded to the io
+///    dtype (1e-4 for f16, whose normal range ends at 6e-5).
+///  - tile_spikes: spike t = 0.. at key positions 63, 64, 127, 128 and S_kv - 1 (those < S_kv,
+///    distinct): K[j_t, t % D_qk] = 16; query row i gets Q[i, t % D_qk] = 16 with
+///    t = i % (number of spikes), so each row has one dominant key at a tile boundary.
+void plant_adversarial(const Problem& p, SdpaInputs& in);
 
 /// Displacement for bwd: computes O and stats with the reference forward from the filled
 /// Q, K, V (same mask and scale), rounds O to the io dtype, keeps stats in f32 (+inf for

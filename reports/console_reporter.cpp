@@ -20,8 +20,10 @@ std::string summary_line(const Summary& s) {
 
 std::string margin_line(const OutputCheck& c) {
     const auto& w = c.worst_index;
-    return fmt::format("    {}: worst |err|/bound {:.3g} at ({},{},{},{}) got {} expected {} err {:.3g} bound {:.3g}{}",
-            c.output, c.worst_ratio, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound,
+    return fmt::format("    {}: worst |err|/bound {:.3g} at ({},{},{},{}) got {} expected {} err {:.3g} bound {:.3g} "
+                       "norm {:.3g} sum {:.3g}{}",
+            c.output, c.worst_ratio, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound, c.norm_worst,
+            c.stats_sum_worst,
             c.pass ? "" : fmt::format(" FAILED: {}", c.reason));
 }
 

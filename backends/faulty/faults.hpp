@@ -1,0 +1,43 @@
+// The faults the faulty backend injects: one per kind of bug public reports describe.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "core/enum_table.hpp"
+
+namespace sdpa {
+
+/// One injected bug (backends/faulty/faulty_backend.hpp says how each is made).
+enum class FaultKind {
+    causal_off_by_one,          ///< causal masks let each query see one key too many (j <= i + 1)
+    causal_tl_br_swapped,       ///< top-left and bottom-right causal alignment swapped
+    stats_log2,                 ///< stats written as log2 instead of natural-log LSE
+    stats_first_head_of_group,  ///< stats of every query head = those of its GQA group's first head
+    gqa_no_reduce,              ///< dK/dV from the first query head of each group only
+    dq_no_scale,                ///< dQ missing the softmax scale factor
+    drop_last_key,              ///< the last valid key ignored (loop bound off by one)
+    tail_unmasked,              ///< keys past the last multiple of 64 of S_kv: score 0, never masked
+    stale_head_pad,             ///< dQ columns past the last multiple of 16 of D_qk hold stale values
+    nan_masked_rows,            ///< fully masked rows of O and dQ are NaN instead of 0
+    stats_strides_ignored,      ///< stats written with [B,S_q,H_q] strides into a [B,H_q,S_q] buffer
+    do_strides_as_o,            ///< dO read with O's strides (bshd) although it is bhsd
+};
+
+inline constexpr std::array<EnumName<FaultKind>, 12> kFaultNames{{
+    {FaultKind::causal_off_by_one, "causal_off_by_one"},
+    {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
+    {FaultKind::stats_log2, "stats_log2"},
+    {FaultKind::stats_first_head_of_group, "stats_first_head_of_group"},
+    {FaultKind::gqa_no_reduce, "gqa_no_reduce"},
+    {FaultKind::dq_no_scale, "dq_no_scale"},
+    {FaultKind::drop_last_key, "drop_last_key"},
+    {FaultKind::tail_unmasked, "tail_unmasked"},
+    {FaultKind::stale_head_pad, "stale_head_pad"},
+    {FaultKind::nan_masked_rows, "nan_masked_rows"},
+    {FaultKind::stats_strides_ignored, "stats_strides_ignored"},
+    {FaultKind::do_strides_as_o, "do_strides_as_o"},
+}};
+inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
+
+}  // namespace sdpa

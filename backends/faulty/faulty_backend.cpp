@@ -1,0 +1,225 @@
+#include "backends/faulty/faulty_backend.hpp"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+#include <fmt/format.h>
+
+#include "ref/sdpa_ref.hpp"
+
+namespace sdpa {
+
+namespace {
+
+using i64 = std::int64_t;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+Tensor rounded(Tensor t, DType dt) {
+    for (float& x : t.data) x = round_to(dt, x);
+    t.dt = dt;
+    return t;
+}
+
+/// Reference outputs of p.dir, rounded to the io dtype (stats f32), as RefBackend gives them.
+SdpaOutputs reference(const Problem& p, const SdpaInputs& in) {
+    SdpaOutputs out;
+    const RefOptions opt{true};
+    if (p.dir == Dir::bwd) {
+        RefBackward b = ref_backward(p, in, opt);
+        out.dQ = rounded(std::move(b.dQ), p.dt);
+        out.dK = rounded(std::move(b.dK), p.dt);
+        out.dV = rounded(std::move(b.dV), p.dt);
+    } else {
+        RefForward f = ref_forward(p, in, opt);
+        out.O = rounded(std::move(f.O), p.dt);
+        if (p.dir == Dir::fwd_t) out.stats = std::move(f.stats);
+    }
+    return out;
+}
+
+/// The problem and inputs with the mask replaced by a full [B,H_q,S_q,S_kv] f32 bias: the
+/// original bias value where `vis(b,h,i,j)` holds, -inf elsewhere (padding folded in too).
+std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
+        const std::function<bool(i64, i64, i64, i64)>& vis) {
+    const Dims& d = p.dims;
+    Tensor bias({d.B, d.H_q, d.S_q, d.S_kv}, DType::f32);
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            for (i64 i = 0; i < d.S_q; ++i)
+                for (i64 j = 0; j < d.S_kv; ++j) {
+                    float m = 0.f;
+                    if (p.mask == Mask::bias) {
+                        const auto& bd = in.bias.dims;
+                        m = in.bias.at(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j);
+                    }
+                    bias.at(b, h, i, j) = vis(b, h, i, j) ? m : -std::numeric_limits<float>::infinity();
+                }
+    Problem q = p;
+    q.mask = Mask::bias;
+    q.bias_shape = BiasShape::bh;
+    q.mask_dt = DType::f32;
+    q.seq_len_q.clear();
+    q.seq_len_kv.clear();
+    in.bias = std::move(bias);
+    return {std::move(q), std::move(in)};
+}
+
+bool is_causal(const Problem& p) { return p.mask == Mask::causal_tl || p.mask == Mask::causal_br; }
+
+SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
+    const Dims& d = p.dims;
+    const i64 group = d.H_q / d.H_kv;
+    switch (kind) {
+        case FaultKind::causal_off_by_one: {
+            if (!is_causal(p)) return reference(p, in);
+            auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
+                return visible(p, b, i, j) || (j > 0 && j < valid_kv(p, b) && visible(p, b, i, j - 1));
+            });
+            return reference(q, qin);
+        }
+        case FaultKind::causal_tl_br_swapped: {
+            Problem q = p;
+            if (p.mask == Mask::causal_tl) q.mask = Mask::causal_br;
+            else if (p.mask == Mask::causal_br) q.mask = Mask::causal_tl;
+            return reference(q, in);
+        }
+        case FaultKind::drop_last_key: {
+            auto [q, qin] = with_visibility(
+                    p, in, [&](i64 b, i64, i64 i, i64 j) { return visible(p, b, i, j) && j != valid_kv(p, b) - 1; });
+            return reference(q, qin);
+        }
+        case FaultKind::tail_unmasked: {
+            const i64 tail = d.S_kv / 64 * 64;
+            auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
+                return visible(p, b, i, j) || (j >= tail && i < valid_q(p, b));
+            });
+            for (i64 b = 0; b < d.B; ++b)
+                for (i64 h = 0; h < d.H_kv; ++h)
+                    for (i64 j = tail; j < d.S_kv; ++j)
+                        for (i64 k = 0; k < d.D_qk; ++k) qin.K.at(b, h, j, k) = 0.f;
+            return reference(q, qin);
+        }
+        case FaultKind::gqa_no_reduce: {
+            SdpaOutputs out = reference(p, in);
+            if (p.dir != Dir::bwd) return out;
+            SdpaInputs first = in;
+            for (i64 b = 0; b < d.B; ++b)
+                for (i64 h = 0; h < d.H_q; ++h)
+                    if (h % group != 0)
+                        for (i64 i = 0; i < d.S_q; ++i)
+                            for (i64 k = 0; k < d.D_v; ++k) first.dO.at(b, h, i, k) = 0.f;
+            SdpaOutputs part = reference(p, first);
+            out.dK = std::move(part.dK);
+            out.dV = std::move(part.dV);
+            return out;
+        }
+        case FaultKind::do_strides_as_o: {
+            if (p.dir != Dir::bwd) return reference(p, in);
+            SdpaInputs bad = in;
+            for (i64 b = 0; b < d.B; ++b)
+                for (i64 h = 0; h < d.H_q; ++h)
+                    for (i64 i = 0; i < d.S_q; ++i)
+                        for (i64 k = 0; k < d.D_v; ++k)
+                            bad.dO.at(b, h, i, k) =
+                                    in.dO.data[static_cast<std::size_t>(((b * d.S_q + i) * d.H_q + h) * d.D_v + k)];
+            return reference(p, bad);
+        }
+        default: break;
+    }
+    // Faults applied to the correct outputs.
+    SdpaOutputs out = reference(p, in);
+    switch (kind) {
+        case FaultKind::stats_log2:
+            for (float& x : out.stats.data) x = static_cast<float>(x / std::numbers::ln2);
+            break;
+        case FaultKind::stats_first_head_of_group:
+            for (i64 b = 0; b < d.B && !out.stats.empty(); ++b)
+                for (i64 h = 0; h < d.H_q; ++h)
+                    for (i64 i = 0; i < d.S_q; ++i) out.stats.at(b, h, i, 0) = out.stats.at(b, h / group * group, i, 0);
+            break;
+        case FaultKind::stats_strides_ignored:
+            if (!out.stats.empty()) {
+                Tensor t = out.stats;
+                for (i64 b = 0; b < d.B; ++b)
+                    for (i64 h = 0; h < d.H_q; ++h)
+                        for (i64 i = 0; i < d.S_q; ++i)
+                            t.data[static_cast<std::size_t>((b * d.S_q + i) * d.H_q + h)] = out.stats.at(b, h, i, 0);
+                out.stats = std::move(t);
+            }
+            break;
+        case FaultKind::dq_no_scale: {
+            const float v = scale_tensor_value(p);
+            const double eff = p.scale_op == ScaleOp::mul ? v : 1.0 / v;
+            for (float& x : out.dQ.data) x = round_to(p.dt, static_cast<float>(x / eff));
+            break;
+        }
+        case FaultKind::stale_head_pad: {
+            const i64 pad = d.D_qk / 16 * 16;
+            for (i64 b = 0; b < d.B && !out.dQ.empty(); ++b)
+                for (i64 h = 0; h < d.H_q; ++h)
+                    for (i64 i = 0; i < d.S_q; ++i)
+                        for (i64 k = pad; k < d.D_qk; ++k)
+                            out.dQ.at(b, h, i, k) = k >= 16 ? out.dQ.at(b, h, i, k - 16) : 0.5f;
+            break;
+        }
+        case FaultKind::nan_masked_rows:
+            for (Tensor* t : {&out.O, &out.dQ})
+                for (i64 b = 0; b < d.B && !t->empty(); ++b)
+                    for (i64 i = 0; i < d.S_q; ++i)
+                        if (row_fully_masked(p, b, i))
+                            for (i64 h = 0; h < d.H_q; ++h)
+                                for (i64 k = 0; k < t->dims[3]; ++k) t->at(b, h, i, k) = kNaN;
+            break;
+        default: break;
+    }
+    return out;
+}
+
+class FaultyPlan final : public Plan {
+public:
+    FaultyPlan(FaultKind k, const Problem& p, const SdpaInputs& in) : kind_(k), p_(p), in_(in) {}
+    void execute() override { out_ = run_fault(kind_, p_, in_); }
+    void poison_outputs() override { out_ = SdpaOutputs{}; }
+    SdpaOutputs read_outputs() override { return out_; }
+    std::vector<std::string> notes() const override { return {fmt::format("injected fault: {}", kind_)}; }
+
+private:
+    FaultKind kind_;
+    Problem p_;
+    SdpaInputs in_;
+    SdpaOutputs out_;
+};
+
+class FaultyBackend final : public Backend {
+public:
+    explicit FaultyBackend(FaultKind k) : kind_(k), name_(fmt::format("{}{}", kFaultyPrefix, k)) {}
+    std::string_view name() const override { return name_; }
+    std::string version() const override { return fmt::format("{}: the reference with an injected fault", name_); }
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        return std::make_unique<FaultyPlan>(kind_, p, in);
+    }
+
+private:
+    FaultKind kind_;
+    std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_faulty_backend(std::string_view name) {
+    if (!name.starts_with(kFaultyPrefix)) return nullptr;
+    const auto kind = enum_parse(kFaultNames, name.substr(kFaultyPrefix.size()));
+    if (!kind) return nullptr;
+    return std::make_unique<FaultyBackend>(*kind);
+}
+
+std::string faulty_backend_names() {
+    std::string s;
+    for (const auto& row : kFaultNames) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", kFaultyPrefix, row.name);
+    return s;
+}
+
+}  // namespace sdpa

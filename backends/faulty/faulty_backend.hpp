@@ -1,0 +1,36 @@
+// A backend that is the reference with one injected bug (--backend=faulty:KIND): proves the
+// harness catches each kind of fault (cases/selftest/, scripts/selftest.sh).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backends/backend.hpp"
+#include "backends/faulty/faults.hpp"
+
+namespace sdpa {
+
+/// Prefix of the faulty backends' names: "faulty:" + a kFaultNames spelling.
+inline constexpr std::string_view kFaultyPrefix = "faulty:";
+
+/// The backend "faulty:KIND" for `name`, or nullptr when `name` is not that prefix followed by
+/// a known kind. Its plans compute the reference (rounding emulation on, outputs rounded to the
+/// io dtype, masked-row stats +inf like the reference) with the fault applied:
+/// - causal_off_by_one: mask j <= i + 1 (tl) / j <= i + 1 + S_kv - S_q (br); no-op without a causal mask.
+/// - causal_tl_br_swapped: the other causal alignment (no-op unless S_q != S_kv).
+/// - stats_log2: stats / ln 2.  - stats_first_head_of_group: stats[h] = stats[group's first head].
+/// - gqa_no_reduce: dK, dV from the first query head of each group (dO of the others taken as 0).
+/// - dq_no_scale: dQ divided by the scale factor.  - drop_last_key: key valid_kv - 1 masked.
+/// - tail_unmasked: keys j >= 64 * floor(S_kv / 64) get score 0 (K row read as 0) and are visible
+///   to every valid query.
+/// - stale_head_pad: dQ column d >= 16 * floor(D_qk / 16) holds column d - 16 (0.5 when d < 16).
+/// - nan_masked_rows: O and dQ rows of fully masked queries are NaN.
+/// - stats_strides_ignored: stats element (b,h,i) stored at b*H_q*S_q + i*H_q + h.
+/// - do_strides_as_o: dO element (b,h,i,d) read from offset ((b*S_q + i)*H_q + h)*D_v + d.
+std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
+
+/// "faulty:causal_off_by_one, faulty:..." for --help.
+std::string faulty_backend_names();
+
+}  // namespace sdpa

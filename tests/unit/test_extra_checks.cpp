@@ -1,0 +1,133 @@
+// Whole-output checks (compare/extra_checks.hpp) through check_output: each must be able to fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "compare/compare.hpp"
+#include "compare/extra_checks.hpp"
+
+using namespace sdpa;
+
+namespace {
+
+Problem small(Mask mask = Mask::none, DType dt = DType::bf16) {
+    Problem p;
+    p.dims = {1, 2, 2, 6, 4, 8, 8};
+    p.mask = mask;
+    p.dt = dt;
+    return p;
+}
+
+}  // namespace
+
+TEST(NormCheck, AllZeroHeadOfTinyValuesFailsThoughEveryElementPasses) {
+    // Head 1's values are 1e-4 next to head 0's 100: the global floor max(M)/1024 lets every
+    // element of an all-zero head 1 pass the per-element bound; the per-head norm does not.
+    const Problem p = small();
+    Tensor ref({1, 2, 6, 8}, DType::f32, 100.f);
+    for (std::int64_t i = 0; i < 6; ++i)
+        for (std::int64_t d = 0; d < 8; ++d) ref.at(0, 1, i, d) = 1e-4f;
+    const Tensor mag = ref;
+    Tensor got = ref;
+    EXPECT_TRUE(check_output(p, Output::O, got, ref, mag, 4).pass);
+    for (std::int64_t i = 0; i < 6; ++i)
+        for (std::int64_t d = 0; d < 8; ++d) got.at(0, 1, i, d) = 0.f;
+    const OutputCheck c = check_output(p, Output::O, got, ref, mag, 4);
+    EXPECT_LT(c.worst_ratio, 1.0);  // the per-element bound alone would pass it
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.norm_head, (std::array<std::int64_t, 2>{0, 1}));
+    EXPECT_EQ(c.norm_ratio, 0.0);
+    EXPECT_NE(c.reason.find("norm of head"), std::string::npos);
+}
+
+TEST(NormCheck, MissingRescaleOfOneHeadFails) {
+    const Problem p = small(Mask::none, DType::f32);
+    Tensor ref({1, 2, 6, 8}, DType::f32, 1.f);
+    const Tensor mag = ref;
+    Tensor got = ref;
+    for (std::int64_t i = 0; i < 6; ++i)
+        for (std::int64_t d = 0; d < 8; ++d) got.at(0, 0, i, d) *= 1.0f + 1e-5f;  // ~170 u_f32
+    OutputCheck c;
+    check_head_norms(got, ref, mag, 4.0, 0x1p-24 * 3, 0x1p-149, c);
+    EXPECT_FALSE(c.pass);
+    EXPECT_NEAR(c.norm_ratio, 1.0 + 1e-5, 1e-7);
+    // Within 4 u_eff the same check passes.
+    for (std::int64_t i = 0; i < 6; ++i)
+        for (std::int64_t d = 0; d < 8; ++d) got.at(0, 0, i, d) = 1.0f + 0x1p-23f;
+    OutputCheck ok;
+    check_head_norms(got, ref, mag, 4.0, 0x1p-24 * 3, 0x1p-149, ok);
+    EXPECT_TRUE(ok.pass);
+    EXPECT_LT(ok.norm_worst, 1.0);
+}
+
+TEST(NormCheck, HeadWithZeroReferenceNeedsOutputWithinTheMagnitude) {
+    // Reference 0 by cancellation (M > 0): the output may be up to c u ||M||, not more.
+    Tensor ref({1, 1, 2, 2}, DType::f32, 0.f), mag({1, 1, 2, 2}, DType::f32, 1.f);
+    Tensor got = ref;
+    got.data[0] = 0.001f;  // < 4 * 2^-8 * 2 = 0.03
+    OutputCheck a;
+    check_head_norms(got, ref, mag, 4.0, 0x1p-8, 0, a);
+    EXPECT_TRUE(a.pass);
+    got.data[0] = 0.1f;
+    OutputCheck b;
+    check_head_norms(got, ref, mag, 4.0, 0x1p-8, 0, b);
+    EXPECT_FALSE(b.pass);
+}
+
+TEST(StatsSumCheck, Log2StatsFailAndExactStatsPass) {
+    Problem p = small(Mask::none, DType::f32);
+    Tensor ref({1, 2, 6, 1}, DType::f32, 3.5f);
+    const Tensor mag({1, 2, 6, 1}, DType::f32, 1e8f);  // so loose that the stats bound passes anything
+    OutputCheck ok = check_output(p, Output::stats, ref, ref, mag, 0);
+    EXPECT_TRUE(ok.pass);
+    EXPECT_EQ(ok.stats_sum_worst, 0.0);
+    Tensor got = ref;
+    got.at(0, 1, 2, 0) = static_cast<float>(3.5 / std::numbers::ln2);
+    const OutputCheck c = check_output(p, Output::stats, got, ref, mag, 0);
+    EXPECT_LT(c.worst_ratio, 1.0);  // the element bound alone (huge magnitude) passes it
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 1, 2, 0}));
+    EXPECT_NE(c.reason.find("softmax convention"), std::string::npos);
+    // An error of 1e-6 (sum 1 - 1e-6) stays inside 1 +- 1e-5.
+    got.at(0, 1, 2, 0) = 3.5f + 1e-6f;
+    EXPECT_TRUE(check_output(p, Output::stats, got, ref, mag, 0).pass);
+}
+
+TEST(StatsSumCheck, FullyMaskedRowsAreExempt) {
+    const Problem p = small(Mask::causal_br, DType::f32);  // rows 0, 1 see no key
+    Tensor ref({1, 2, 6, 1}, DType::f32, 2.f);
+    for (int h = 0; h < 2; ++h) ref.at(0, h, 0, 0) = ref.at(0, h, 1, 0) = INFINITY;
+    const Tensor mag({1, 2, 6, 1}, DType::f32, 1.f);
+    EXPECT_TRUE(check_output(p, Output::stats, ref, ref, mag, 0).pass);
+}
+
+TEST(ZeroCountCheck, KernelZerosWhereTheReferenceIsTinyAreMistrusted) {
+    // The reference is tiny but non-zero (so its own zero trust is silent); M is large by
+    // cancellation, so a kernel that writes zeros passes both the element and the norm bound.
+    const Problem p = small(Mask::none, DType::bf16);
+    const Tensor ref({1, 2, 6, 8}, DType::f32, 1e-6f), mag({1, 2, 6, 8}, DType::f32, 1.f);
+    Tensor got({1, 2, 6, 8}, DType::f32, 0.f);
+    const OutputCheck c = check_output(p, Output::dV, got, ref, mag, 4);
+    EXPECT_TRUE(c.pass);
+    EXPECT_EQ(c.zero_fraction, 0.0);
+    EXPECT_EQ(c.got_zero_fraction, 1.0);
+    EXPECT_TRUE(c.mistrusted);
+    got = ref;
+    const OutputCheck d = check_output(p, Output::dV, got, ref, mag, 4);
+    EXPECT_FALSE(d.mistrusted);
+}
+
+TEST(ZeroCountCheck, StructuralZerosAreCountedApart) {
+    const Problem p = small(Mask::causal_br, DType::f32);  // rows 0, 1 of 6 fully masked
+    Tensor ref({1, 2, 6, 8}, DType::f32, 1.f);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 2; ++i)
+            for (int d = 0; d < 8; ++d) ref.at(0, h, i, d) = 0.f;
+    const Tensor mag({1, 2, 6, 8}, DType::f32, 1.f);
+    const OutputCheck c = check_output(p, Output::O, ref, ref, mag, 4);
+    EXPECT_TRUE(c.pass);
+    EXPECT_EQ(c.structural_zeros, 2 * 2 * 8);
+    EXPECT_EQ(c.got_zero_fraction, 0.0);
+    EXPECT_FALSE(c.mistrusted);
+}

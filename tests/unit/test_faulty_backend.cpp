@@ -1,0 +1,95 @@
+// The fault-injecting backend: names, and that each fault changes what the reference gives.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/backend.hpp"
+#include "backends/faulty/faulty_backend.hpp"
+#include "fillers/fill.hpp"
+
+using namespace sdpa;
+
+namespace {
+
+SdpaOutputs run(const std::string& backend, const Problem& p) {
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    auto be = make_backend(backend);
+    EXPECT_NE(be, nullptr) << backend;
+    auto plan = be->prepare(p, in);
+    plan->execute();
+    return plan->read_outputs();
+}
+
+Problem prb(Dir dir, Mask mask, Dims d) {
+    Problem p;
+    p.dir = dir;
+    p.mask = mask;
+    p.dims = d;
+    return p;
+}
+
+/// Number of elements that differ (NaN counts as different).
+std::int64_t differing(const Tensor& a, const Tensor& b) {
+    std::int64_t n = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) n += !(a.data[k] == b.data[k]);
+    return n;
+}
+
+}  // namespace
+
+TEST(FaultyBackend, NamesResolveThroughTheRegistry) {
+    for (const auto& row : kFaultNames) {
+        const std::string name = std::string(kFaultyPrefix) + std::string(row.name);
+        auto be = make_backend(name);
+        ASSERT_NE(be, nullptr) << name;
+        EXPECT_EQ(be->name(), name);
+    }
+    EXPECT_EQ(make_backend("faulty:"), nullptr);
+    EXPECT_EQ(make_backend("faulty:no_such_fault"), nullptr);
+    EXPECT_EQ(make_backend("faultyX"), nullptr);
+    EXPECT_NE(faulty_backend_names().find("faulty:do_strides_as_o"), std::string::npos);
+}
+
+TEST(FaultyBackend, EveryKindChangesTheOutputsOfItsTargetCase) {
+    const struct {
+        const char* kind;
+        Problem p;
+        Output out;
+    } cases[] = {
+        {"causal_off_by_one", prb(Dir::fwd_t, Mask::causal_tl, {1, 2, 2, 16, 16, 8, 8}), Output::O},
+        {"causal_tl_br_swapped", prb(Dir::fwd_t, Mask::causal_br, {1, 2, 2, 8, 24, 8, 8}), Output::O},
+        {"stats_log2", prb(Dir::fwd_t, Mask::none, {1, 2, 2, 8, 8, 8, 8}), Output::stats},
+        {"stats_first_head_of_group", prb(Dir::fwd_t, Mask::none, {1, 4, 2, 8, 8, 8, 8}), Output::stats},
+        {"gqa_no_reduce", prb(Dir::bwd, Mask::none, {1, 4, 1, 8, 8, 8, 8}), Output::dK},
+        {"dq_no_scale", prb(Dir::bwd, Mask::none, {1, 2, 2, 8, 8, 64, 8}), Output::dQ},
+        {"drop_last_key", prb(Dir::fwd_t, Mask::none, {1, 2, 2, 8, 9, 8, 8}), Output::O},
+        {"tail_unmasked", prb(Dir::fwd_t, Mask::causal_tl, {1, 2, 2, 80, 80, 8, 8}), Output::O},
+        {"stale_head_pad", prb(Dir::bwd, Mask::none, {1, 2, 2, 8, 8, 24, 8}), Output::dQ},
+        {"nan_masked_rows", prb(Dir::fwd_t, Mask::causal_br, {1, 2, 2, 12, 8, 8, 8}), Output::O},
+        {"stats_strides_ignored", prb(Dir::fwd_t, Mask::none, {2, 4, 4, 8, 8, 8, 8}), Output::stats},
+        {"do_strides_as_o", prb(Dir::bwd, Mask::none, {1, 4, 4, 8, 8, 8, 8}), Output::dV},
+    };
+    for (const auto& c : cases) {
+        const SdpaOutputs good = run("ref", c.p), bad = run(std::string("faulty:") + c.kind, c.p);
+        const auto pick = [&](const SdpaOutputs& o) -> const Tensor& {
+            switch (c.out) {
+                case Output::O: return o.O;
+                case Output::stats: return o.stats;
+                case Output::dQ: return o.dQ;
+                case Output::dK: return o.dK;
+                case Output::dV: return o.dV;
+            }
+            return o.O;
+        };
+        ASSERT_EQ(pick(good).size(), pick(bad).size()) << c.kind;
+        EXPECT_GT(differing(pick(good), pick(bad)), 0) << c.kind;
+    }
+}
+
+TEST(FaultyBackend, Log2StatsAreNaturalStatsOverLn2) {
+    const Problem p = prb(Dir::fwd_t, Mask::none, {1, 1, 1, 4, 4, 8, 8});
+    const SdpaOutputs good = run("ref", p), bad = run("faulty:stats_log2", p);
+    for (std::size_t k = 0; k < good.stats.size(); ++k)
+        EXPECT_FLOAT_EQ(bad.stats.data[k], static_cast<float>(good.stats.data[k] / std::log(2.0)));
+}
