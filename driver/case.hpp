@@ -27,6 +27,9 @@ struct Case {
     std::string backend{kDefaultBackend};
     Mode mode = Mode::C;
     std::string where;
+    /// --seq-len-q=random / --seq-len-kv=random: the parser draws the per-batch lengths from the
+    /// seed once the problem's B is known, then stores them in prb (so the repro lists them).
+    bool random_seq_len_q = false, random_seq_len_kv = false;
 };
 
 /// The complete, runnable repro of a case: non-default run knobs (--mode=L is left out, so a

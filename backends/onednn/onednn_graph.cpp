@@ -88,15 +88,20 @@ logical_tensor masked_scores(Builder& b, const Problem& p, const Shapes& s, cons
 
 }  // namespace
 
+bool has_mask_tensor(const Problem& p) {
+    return p.mask != Mask::none || !p.seq_len_q.empty() || !p.seq_len_kv.empty();
+}
+
 std::vector<std::int64_t> mask_dims(const Problem& p) {
     const Dims& d = p.dims;
-    if (p.mask == Mask::none) return {};
+    if (!has_mask_tensor(p)) return {};
     const bool gqa = d.H_kv != d.H_q;
     std::int64_t mb = 1, mh = 1;
     if (p.mask == Mask::bias) {
         mb = p.bias_shape == BiasShape::one ? 1 : d.B;
         mh = p.bias_shape == BiasShape::bh ? d.H_q : 1;
     }
+    if (!p.seq_len_q.empty() || !p.seq_len_kv.empty()) mb = d.B;
     if (!gqa) return {mb, mh, d.S_q, d.S_kv};
     if (mh == 1) return {mb, 1, 1, d.S_q, d.S_kv};
     return {mb, d.H_kv, d.H_q / d.H_kv, d.S_q, d.S_kv};
@@ -118,8 +123,8 @@ SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind) {
     auto v = input(Port::V, io, s.v);
     auto scale = input(Port::scale, io, {1});
     logical_tensor mask;
-    if (p.mask != Mask::none) mask = input(Port::mask, to_ldt(mask_dtype(p)), mask_dims(p));
-    const logical_tensor* mask_ptr = p.mask != Mask::none ? &mask : nullptr;
+    if (has_mask_tensor(p)) mask = input(Port::mask, to_ldt(mask_dtype(p)), mask_dims(p));
+    const logical_tensor* mask_ptr = has_mask_tensor(p) ? &mask : nullptr;
     auto scores = masked_scores(b, p, s, q, k, scale, mask_ptr);
 
     if (p.dir != Dir::bwd) {
