@@ -118,7 +118,7 @@ const std::vector<Knob>& knob_table() {
         const Case d;
         return std::vector<Knob>{
             {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
-                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
+                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
                 [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
             {"dt", enum_choices(kDTypeNames), fmt::format("{}", d.prb.dt), "io data type",
                 [](std::string_view v, Case& c) { return set_enum(kDTypeNames, v, c.prb.dt); }},
