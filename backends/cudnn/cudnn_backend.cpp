@@ -42,6 +42,7 @@ struct DeviceInfo {
     int l2_bytes = 0;
 };
 
+/// Device 0 as the (static) CUDA runtime sees it; never throws (no driver: !ok with the reason).
 const DeviceInfo& device_info() {
     static const DeviceInfo info = [] {
         DeviceInfo d;
@@ -87,6 +88,7 @@ const std::string& load_cudnn() {
     return error;
 }
 
+/// Throws BackendError(FAILED) naming `what` and the CUDA error when `e` is not cudaSuccess.
 void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess)
         throw BackendError(Status::failed, fmt::format("CUDA {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
@@ -97,6 +99,7 @@ void check_fe(fe::error_t e, const char* step) {
     if (e.is_bad()) throw BackendError(Status::unimplemented, fmt::format("cuDNN {}: {}", step, e.get_message()));
 }
 
+/// cuDNN frontend data type of a mapped tensor type.
 fe::DataType_t fe_type(TensorType t) {
     switch (t) {
         case TensorType::bf16: return fe::DataType_t::BFLOAT16;
@@ -106,6 +109,7 @@ fe::DataType_t fe_type(TensorType t) {
     }
 }
 
+/// Host dtype used to encode/decode a mapped tensor type (int32 tensors are copied raw).
 DType host_type(TensorType t) {
     switch (t) {
         case TensorType::bf16: return DType::bf16;
@@ -114,6 +118,7 @@ DType host_type(TensorType t) {
     }
 }
 
+/// The frontend takes dims and strides as vectors.
 std::vector<std::int64_t> vec(const std::array<std::int64_t, 4>& a) { return {a.begin(), a.end()}; }
 
 /// Owned device allocation.
@@ -381,6 +386,8 @@ private:
     unsigned char flush_byte_ = 0;
 };
 
+/// The cuDNN backend: SKIPPED without a device or libcudnn, UNIMPLEMENTED for f32 io and for
+/// graphs cuDNN rejects; one handle and stream per backend, created on the first prepare().
 class CudnnBackend final : public Backend {
 public:
     std::string_view name() const override { return "cudnn"; }
