@@ -12,7 +12,11 @@ option(SDPABENCH_CUDNN "Build the cuDNN backend (needs the CUDA Toolkit, cuDNN 9
 set(SDPABENCH_CUDNN_FRONTEND_ROOT "/opt/sdpabench-deps/cudnn-frontend-1.19.1" CACHE PATH
     "Prefix holding include/cudnn_frontend.h (scripts/setup.sh installs the pinned wheel here)")
 if(NOT SDPABENCH_CUDNN)
-  message(STATUS "sdpabench: cuDNN backend off (CUDA Toolkit found: ${CUDAToolkit_FOUND})")
+  if(CUDAToolkit_FOUND)
+    message(STATUS "sdpabench: cuDNN backend off (SDPABENCH_CUDNN=OFF)")
+  else()
+    message(STATUS "sdpabench: cuDNN backend off (no CUDA Toolkit found; set CUDAToolkit_ROOT)")
+  endif()
   return()
 endif()
 if(NOT CUDAToolkit_FOUND)
