@@ -40,6 +40,9 @@ public:
     /// Runs once and returns the elapsed time in milliseconds on the backend's own clock (host
     /// steady clock around execute() on the CPU; a GPU backend times with device events).
     virtual double execute_timed_ms();
+    /// Evicts the device's caches before a timed run (a GPU backend writes a buffer of at least
+    /// twice the L2 size); no-op by default (CPU backends). For the timing loop's optional flush.
+    virtual void flush_caches() {}
     /// Refills every output buffer with the NaN prefill (so the next run's writes are checked).
     virtual void poison_outputs() = 0;
     /// The outputs of the last run decoded to floats, with what the guard bands saw.

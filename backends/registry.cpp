@@ -1,16 +1,36 @@
 // The only place that knows which backends are compiled in.
 #include "backends/backend.hpp"
 #include "backends/faulty/faulty_backend.hpp"
+#ifdef SDPABENCH_HAVE_ONEDNN
 #include "backends/onednn/onednn_backend.hpp"
+#endif
 #include "backends/ref/ref_backend.hpp"
+#ifdef SDPABENCH_HAVE_CUDNN
+#include "backends/cudnn/cudnn_backend.hpp"
+#endif
 
 namespace sdpa {
 
-std::vector<std::string> backend_names() { return {"onednn", "ref"}; }
+std::vector<std::string> backend_names() {
+    std::vector<std::string> names;
+#ifdef SDPABENCH_HAVE_ONEDNN
+    names.push_back("onednn");
+#endif
+#ifdef SDPABENCH_HAVE_CUDNN
+    names.push_back("cudnn");
+#endif
+    names.push_back("ref");
+    return names;
+}
 
 std::unique_ptr<Backend> make_backend(std::string_view name) {
+#ifdef SDPABENCH_HAVE_ONEDNN
     if (name == "onednn") return make_onednn_backend();
+#endif
     if (name == "ref") return std::make_unique<RefBackend>();
+#ifdef SDPABENCH_HAVE_CUDNN
+    if (name == "cudnn") return make_cudnn_backend();
+#endif
     return make_faulty_backend(name);  // "faulty:KIND", else nullptr
 }
 

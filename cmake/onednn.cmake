@@ -1,6 +1,12 @@
 # Finds oneDNN >= 3.9 with the Graph API and defines the imported target sdpabench::onednn.
 # Order: a dnnl CMake package (dnnl_DIR / CMAKE_PREFIX_PATH, e.g. a source build), then the
 # wheel prefix that scripts/setup.sh installs (SDPABENCH_ONEDNN_ROOT).
+option(SDPABENCH_ONEDNN "Build the oneDNN backend (OFF only for GPU-only builds, e.g. scripts/device_check.sh)" ON)
+if(NOT SDPABENCH_ONEDNN)
+  message(STATUS "sdpabench: oneDNN backend off")
+  set(SDPABENCH_ONEDNN_OCL_ICD "")
+  return()
+endif()
 set(SDPABENCH_ONEDNN_MIN 3.9)
 set(SDPABENCH_ONEDNN_ROOT "/opt/sdpabench-deps/onednn-2026.1.0" CACHE PATH
     "Prefix holding include/oneapi/dnnl and lib/libdnnl.so (scripts/setup.sh installs it here)")

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sdpa {
 
@@ -118,35 +119,72 @@ float scale_tensor_value(const Problem& p) {
     return round_to(scale_dtype(p), v);
 }
 
+std::pair<std::int64_t, std::int64_t> visible_keys(const Problem& p, std::int64_t b, std::int64_t i) {
+    const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
+    if (i >= sq) return {0, 0};
+    std::int64_t lo = 0, hi = skv;  // unclamped bounds of the mask's band, then clamped to [0, skv)
+    switch (p.mask) {
+        case Mask::causal_tl: hi = i + 1; break;
+        case Mask::causal_br: hi = i + skv - sq + 1; break;
+        case Mask::window:
+            lo = i + skv - sq - p.window_left;
+            hi = i + skv - sq + p.window_right + 1;
+            break;
+        case Mask::bias:  // only the causal_last_row fill hides keys structurally
+            if (p.mask_fill == MaskFill::causal_last_row) hi = i == p.dims.S_q - 1 ? 0 : i + 1;
+            break;
+        default: break;
+    }
+    lo = std::clamp<std::int64_t>(lo, 0, skv);
+    hi = std::clamp<std::int64_t>(hi, 0, skv);
+    return {lo, std::max(lo, hi)};
+}
+
 bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
-    // The first key is the last to become visible under both causal rules.
-    return !visible(p, b, i, 0);
+    const auto [lo, hi] = visible_keys(p, b, i);
+    return lo >= hi;
 }
 
 bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
-    // The last valid query sees the most keys under both causal rules (the causal_last_row
-    // bias hides that row, so the one before it sees the most).
+    // Both ends of every mask's band grow with i, so the queries seeing key j form an interval:
+    // the first query whose band reaches j is the only candidate to check before the last one.
+    // (The causal_last_row bias hides the last row; the band grows over the rows before it.)
     const bool last_hidden = p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row;
-    const std::int64_t last = valid_q(p, b) - (last_hidden ? 2 : 1);
-    return last < 0 || !visible(p, b, last, j);
+    const std::int64_t last = valid_q(p, b) - 1 - (last_hidden ? 1 : 0);
+    if (last < 0 || j >= valid_kv(p, b)) return true;
+    std::int64_t lo = 0, hi = last;  // first i with visible_keys(i).second > j
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (visible_keys(p, b, mid).second > j) hi = mid;
+        else lo = mid + 1;
+    }
+    return !visible(p, b, lo, j);
 }
 
 std::int64_t visible_scores(const Problem& p) {
     std::int64_t n = 0;
-    for (std::int64_t b = 0; b < p.dims.B; ++b) {
-        const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
-        if (p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row) {
-            for (std::int64_t i = 0; i + 1 < p.dims.S_q && i < sq; ++i) n += std::min(i + 1, skv);
-            continue;
+    for (std::int64_t b = 0; b < p.dims.B; ++b)
+        for (std::int64_t i = 0; i < valid_q(p, b); ++i) {
+            const auto [lo, hi] = visible_keys(p, b, i);
+            n += hi - lo;
         }
-        if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br) {
-            n += sq * skv;
-            continue;
-        }
-        const std::int64_t shift = p.mask == Mask::causal_tl ? 0 : skv - sq;
-        for (std::int64_t i = 0; i < sq; ++i) n += std::clamp<std::int64_t>(i + shift + 1, 0, skv);
-    }
     return n;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::string_view text) {
+    if (!text.starts_with("window:")) return std::nullopt;
+    text.remove_prefix(7);
+    const std::size_t comma = text.find(',');
+    if (comma == text.npos) return std::nullopt;
+    auto num = [](std::string_view t) -> std::optional<std::int64_t> {
+        std::int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || v < 0) return std::nullopt;
+        return v;
+    };
+    const auto l = num(text.substr(0, comma)), r = num(text.substr(comma + 1));
+    if (!l || !r) return std::nullopt;
+    return std::pair{*l, *r};
 }
 
 std::optional<std::string> validate(const Problem& p) {
@@ -172,6 +210,11 @@ std::optional<std::string> validate(const Problem& p) {
                 return fmt::format("padding rule: {}[{}] = {} must be in [0, {}]", is_q ? "seq_len_q" : "seq_len_kv",
                         b, (*lens)[b], full);
     }
+    if (p.mask != Mask::window && (p.window_left != 0 || p.window_right != 0))
+        return fmt::format("mask rule: window bounds {},{} need --mask=window:L,R (got --mask={})", p.window_left,
+                p.window_right, p.mask);
+    if (p.window_left < 0 || p.window_right < 0)
+        return fmt::format("window rule: bounds {},{} must be non-negative", p.window_left, p.window_right);
     if (p.mask_dt && p.mask != Mask::bias)
         return fmt::format("mask rule: --mask-dt={} needs --mask=bias (got --mask={})", *p.mask_dt, p.mask);
     if (p.mask_fill != MaskFill::random && p.mask != Mask::bias)
@@ -197,7 +240,8 @@ std::string knobs(const Problem& p) {
     };
     if (p.dir != def.dir) add(fmt::format("--dir={}", p.dir));
     if (p.dt != def.dt) add(fmt::format("--dt={}", p.dt));
-    if (p.mask != def.mask) add(fmt::format("--mask={}", p.mask));
+    if (p.mask == Mask::window) add(fmt::format("--mask=window:{},{}", p.window_left, p.window_right));
+    else if (p.mask != def.mask) add(fmt::format("--mask={}", p.mask));
     if (p.mask == Mask::bias && p.bias_shape != def.bias_shape) add(fmt::format("--mask-shape={}", p.bias_shape));
     if (p.mask_dt) add(fmt::format("--mask-dt={}", *p.mask_dt));
     if (p.mask_fill != def.mask_fill) add(fmt::format("--mask-fill={}", p.mask_fill));
@@ -206,6 +250,10 @@ std::string knobs(const Problem& p) {
     if (p.scale_dt) add(fmt::format("--scale-dt={}", *p.scale_dt));
     if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
     if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
+    if (!p.seq_len_q.empty()) add(fmt::format("--seq-len-q={}", fmt::join(p.seq_len_q, ":")));
+    if (!p.seq_len_kv.empty()) add(fmt::format("--seq-len-kv={}", fmt::join(p.seq_len_kv, ":")));
+    if (p.layout != def.layout) add(fmt::format("--layout={}", p.layout));
+    if (p.deterministic) add("--deterministic=true");
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -13,12 +14,20 @@
 
 namespace sdpa {
 
-/// Direction. fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV from Q, K, V, O, dO, stats.
-enum class Dir { fwd_i, fwd_t, bwd };
+/// Direction. fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV from Q, K, V, O, dO, stats
+/// (O and stats displaced from the reference forward); fwd_bwd: the vendor's forward (checked
+/// like fwd_t), then the vendor's backward fed with that forward's own O and stats (checked like
+/// bwd against a reference backward fed the same O and stats). The driver chains the two.
+enum class Dir { fwd_i, fwd_t, bwd, fwd_bwd };
 /// Mask kind. causal_tl: key j visible to query i when j <= i; causal_br: when
 /// j <= i + S_kv - S_q (FlashAttention 2 / cuDNN bottom-right alignment); bias: an explicit
-/// additive tensor broadcast from BiasShape.
-enum class Mask { none, causal_tl, causal_br, bias };
+/// additive tensor broadcast from BiasShape; window: sliding window with Problem::window_left /
+/// window_right, bottom-right aligned exactly like FlashAttention's window_size=(left, right):
+/// key j visible to query i when i + S_kv - S_q - left <= j <= i + S_kv - S_q + right.
+enum class Mask { none, causal_tl, causal_br, bias, window };
+/// Memory layout of the vendor's Q, K, V, O, dO, dQ, dK, dV buffers (host tensors stay bhsd):
+/// bhsd dense [B,H,S,D]; bshd: the same dims with strides of a dense [B,S,H,D] buffer.
+enum class Layout { bhsd, bshd };
 /// Broadcast shape of an additive bias [1|B, 1|H_q, 1|S_q, S_kv]: one [1,1,S_q,S_kv],
 /// b [B,1,S_q,S_kv], bh [B,H_q,S_q,S_kv], h [1,H_q,S_q,S_kv]; the *_row forms have 1 for S_q
 /// (one mask row for every query, e.g. a key-padding mask).
@@ -33,10 +42,12 @@ enum class ScaleOp { mul, div };
 /// Input fill family (fillers/fill.hpp documents each; README says which bug kind each targets).
 enum class Fill { exact, normal, peaky, sparse, lse_underflow, spike_k, tile_spikes };
 
-inline constexpr std::array<EnumName<Dir>, 3> kDirNames{
-    {{Dir::fwd_i, "fwd_i"}, {Dir::fwd_t, "fwd_t"}, {Dir::bwd, "bwd"}}};
-inline constexpr std::array<EnumName<Mask>, 4> kMaskNames{{{Mask::none, "none"},
-    {Mask::causal_tl, "causal_tl"}, {Mask::causal_br, "causal_br"}, {Mask::bias, "bias"}}};
+inline constexpr std::array<EnumName<Dir>, 4> kDirNames{
+    {{Dir::fwd_i, "fwd_i"}, {Dir::fwd_t, "fwd_t"}, {Dir::bwd, "bwd"}, {Dir::fwd_bwd, "fwd_bwd"}}};
+/// Mask names; `window` is spelled "window:L,R" in the case language (parse_window_mask).
+inline constexpr std::array<EnumName<Mask>, 5> kMaskNames{{{Mask::none, "none"},
+    {Mask::causal_tl, "causal_tl"}, {Mask::causal_br, "causal_br"}, {Mask::bias, "bias"}, {Mask::window, "window"}}};
+inline constexpr std::array<EnumName<Layout>, 2> kLayoutNames{{{Layout::bhsd, "bhsd"}, {Layout::bshd, "bshd"}}};
 inline constexpr std::array<EnumName<BiasShape>, 8> kBiasShapeNames{{{BiasShape::one, "1x1xSqxSkv"},
     {BiasShape::b, "Bx1xSqxSkv"}, {BiasShape::bh, "BxHqxSqxSkv"}, {BiasShape::h, "1xHqxSqxSkv"},
     {BiasShape::one_row, "1x1x1xSkv"}, {BiasShape::b_row, "Bx1x1xSkv"}, {BiasShape::h_row, "1xHqx1xSkv"},
@@ -55,6 +66,7 @@ inline std::string_view format_as(BiasShape v) { return enum_name(kBiasShapeName
 inline std::string_view format_as(MaskFill v) { return enum_name(kMaskFillNames, v); }
 inline std::string_view format_as(ScaleOp v) { return enum_name(kScaleOpNames, v); }
 inline std::string_view format_as(Fill v) { return enum_name(kFillNames, v); }
+inline std::string_view format_as(Layout v) { return enum_name(kLayoutNames, v); }
 
 /// Sizes of one SDPA problem (DESIGN.md vocabulary). All must be positive;
 /// H_q must be a multiple of H_kv (GQA when 1 < H_kv < H_q, MQA when H_kv = 1).
@@ -93,6 +105,11 @@ struct Problem {
     /// Padding: valid query / key lengths per batch (B entries each; empty: S_q / S_kv for all).
     /// Rows and keys past them are masked out like causal ones.
     std::vector<std::int64_t> seq_len_q, seq_len_kv;
+    /// Sliding window bounds (only with Mask::window): keys before / after the (bottom-right
+    /// aligned) diagonal that stay visible; FlashAttention's window_left / window_right.
+    std::int64_t window_left = 0, window_right = 0;
+    Layout layout = Layout::bhsd;  ///< vendor buffer layout (CPU backends: see their support())
+    bool deterministic = false;    ///< ask the vendor for a deterministic backward
 
     friend bool operator==(const Problem&, const Problem&) = default;
 };
@@ -120,9 +137,11 @@ inline std::int64_t valid_kv(const Problem& p, std::int64_t b) {
 }
 
 /// True when key j (0 <= j < S_kv) is visible to query i (0 <= i < S_q) of batch b under
-/// p.mask and the padding lengths. Bottom-right alignment uses the valid lengths of b
-/// (cuDNN's convention with padding). Bias masks hide nothing structurally (finite values),
-/// except the causal_last_row fill, whose -inf entries hide keys like causal_tl plus the last row.
+/// p.mask and the padding lengths. Bottom-right alignment (causal_br, window) uses the valid
+/// lengths of b (cuDNN's and FlashAttention's convention with padding). Bias masks hide nothing
+/// structurally (finite values), except the causal_last_row fill, whose -inf entries hide keys
+/// like causal_tl plus the last row. Every mask leaves an interval of keys per row (see
+/// visible_keys), which the FLOP count and the masked-row checks rely on.
 inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
     const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
     if (i >= sq || j >= skv) return false;
@@ -130,9 +149,17 @@ inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64
         case Mask::causal_tl: return j <= i;
         case Mask::causal_br: return j <= i + skv - sq;
         case Mask::bias: return p.mask_fill != MaskFill::causal_last_row || (j <= i && i != p.dims.S_q - 1);
+        case Mask::window: return j >= i + skv - sq - p.window_left && j <= i + skv - sq + p.window_right;
         default: return true;
     }
 }
+
+/// Half-open interval [first, last) of the keys visible to query i of batch b (empty when
+/// first >= last); equals the set of j with visible(p, b, i, j).
+std::pair<std::int64_t, std::int64_t> visible_keys(const Problem& p, std::int64_t b, std::int64_t i);
+
+/// "window:L,R" -> (L, R), both non-negative integers; nullopt for any other text.
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::string_view text);
 
 /// True when query row i of batch b sees no key (O and dQ rows must then be exactly 0).
 bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i);

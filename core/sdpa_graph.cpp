@@ -62,12 +62,20 @@ std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims) {
     return s;
 }
 
+bool graph_has_mask(const Problem& p) {
+    return p.mask != Mask::none || !p.seq_len_q.empty() || !p.seq_len_kv.empty();
+}
+
 std::vector<std::int64_t> graph_mask_dims(const Problem& p) {
     const Dims& d = p.dims;
-    if (p.mask == Mask::none) return {};
+    if (!graph_has_mask(p)) return {};
     const bool gqa = d.H_kv != d.H_q;
     std::array<std::int64_t, 4> b{1, 1, d.S_q, d.S_kv};
     if (p.mask == Mask::bias) b = bias_dims(p);
+    if (!p.seq_len_q.empty() || !p.seq_len_kv.empty()) {
+        b[0] = d.B;  // padding: per-batch -inf rows and columns
+        b[2] = d.S_q;
+    }
     if (!gqa) return {b[0], b[1], b[2], b[3]};
     if (b[1] == 1) return {b[0], 1, 1, b[2], b[3]};
     return {b[0], d.H_kv, d.H_q / d.H_kv, b[2], b[3]};
@@ -88,12 +96,12 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     const GraphTensor v = input(GraphPort::V, io, s.v);
     const GraphTensor scale = input(GraphPort::scale, scale_dtype(p), {1});
     GraphTensor mask;
-    if (p.mask != Mask::none) mask = input(GraphPort::mask, mask_dtype(p), graph_mask_dims(p));
+    if (graph_has_mask(p)) mask = input(GraphPort::mask, mask_dtype(p), graph_mask_dims(p));
 
     // scores = mask + scale_op(Q K^T, scale), all f32.
     GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, f32, s.score, {{"transpose_b", true}});
     scores = b.op1(scale_kind(p), "scale", {scores, scale}, f32, s.score);
-    if (p.mask != Mask::none) scores = b.op1("Add", "mask_add", {scores, mask}, f32, s.score);
+    if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, f32, s.score);
 
     if (p.dir != Dir::bwd) {
         const GraphTensor probs = b.tensor(io, s.score);

@@ -49,10 +49,15 @@ struct SdpaGraphDesc {
 /// Dense row-major strides of `dims` (elements).
 std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims);
 
-/// Dims of the additive mask tensor in the graph (empty when p.mask == none): 4-D
+/// Dims of the additive mask tensor in the graph (empty when !graph_has_mask(p)): 4-D
 /// bias_dims(p) for MHA; 5-D [1|B, 1|H_kv, 1|G, 1|S_q, S_kv] for GQA/MQA (G = H_q/H_kv).
-/// Causal masks are [1,1,S_q,S_kv] (or [1,1,1,S_q,S_kv]).
+/// Causal and window masks are [1,1,S_q,S_kv] (or [1,1,1,S_q,S_kv]); padding makes the batch
+/// dim B and the query dim S_q.
 std::vector<std::int64_t> graph_mask_dims(const Problem& p);
+
+/// True when the graph takes an additive mask tensor: any mask but none (causal and window
+/// masks become explicit 0 / -inf tensors), or padding lengths (per-batch -inf rows/columns).
+bool graph_has_mask(const Problem& p);
 
 /// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV), following oneDNN's
 /// documented SDPA training patterns (doc/graph_api/fusion_patterns/sdpa.md, gqa.md): 4-D

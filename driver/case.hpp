@@ -39,6 +39,9 @@ struct Case {
     std::optional<DType> graph_dt;  ///< --dt given explicitly: rewrites an imported graph's types
     std::string in_shapes;          ///< --in-shapes rewrite of an imported graph (benchdnn syntax)
     std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
+    /// --seq-len-q=random / --seq-len-kv=random: the parser draws the per-batch lengths from the
+    /// seed once the problem's B is known, then stores them in prb (so the repro lists them).
+    bool random_seq_len_q = false, random_seq_len_kv = false;
 };
 
 /// The complete, runnable repro of a case: non-default run knobs (--mode=L is left out, so a

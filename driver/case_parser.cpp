@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -70,6 +71,49 @@ bool set_mb(std::string_view v, Case& c) {
     return true;
 }
 
+/// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
+bool set_mask(std::string_view v, Case& c) {
+    c.prb.window_left = c.prb.window_right = 0;
+    if (const auto w = parse_window_mask(v)) {
+        c.prb.mask = Mask::window;
+        std::tie(c.prb.window_left, c.prb.window_right) = *w;
+        return true;
+    }
+    return v != "window" && set_enum(kMaskNames, v, c.prb.mask);
+}
+
+/// --seq-len-q / --seq-len-kv: "none" (no padding), "random" (drawn per batch from the seed
+/// when the problem is expanded) or a ':'-separated list of non-negative lengths, one per batch.
+bool set_seq_len(std::string_view v, std::vector<std::int64_t>& lens, bool& random) {
+    lens.clear();
+    random = v == "random";
+    if (v == "none" || random) return true;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t colon = v.find(':', pos);
+        const std::string_view t = v.substr(pos, colon == v.npos ? v.npos : colon - pos);
+        std::int64_t n = 0;
+        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || n < 0) return false;
+        lens.push_back(n);
+        if (colon == v.npos) return true;
+        pos = colon + 1;
+    }
+}
+
+/// Per-batch lengths in [1, full] drawn from `seed` (splitmix64 per batch and tensor `salt`).
+std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt, std::int64_t B, std::int64_t full) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t b = 0; b < B; ++b) {
+        std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + salt * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(b) + 1;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        out.push_back(1 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(full)));
+    }
+    return out;
+}
+
 /// Accepts the name of a compiled-in backend (backends/registry.cpp).
 bool set_backend(std::string_view v, Case& c) {
     if (!make_backend(v)) return false;
@@ -84,7 +128,7 @@ const std::vector<Knob>& knob_table() {
         const Case d;
         return std::vector<Knob>{
             {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
-                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV",
+                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
                 [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
             {"dt", enum_choices(kDTypeNames) + "|default", "default",
                 "io data type ('default': f32, or the types of a --case graph; a type rewrites the graph's)",
@@ -98,8 +142,9 @@ const std::vector<Knob>& knob_table() {
                     c.graph_dt = c.prb.dt;
                     return true;
                 }},
-            {"mask", enum_choices(kMaskNames), fmt::format("{}", d.prb.mask), "mask kind",
-                [](std::string_view v, Case& c) { return set_enum(kMaskNames, v, c.prb.mask); }},
+            {"mask", "none|causal_tl|causal_br|bias|window:L,R", fmt::format("{}", d.prb.mask),
+                "mask kind; window:L,R keeps keys i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
+                set_mask},
             {"mask-shape", enum_choices(kBiasShapeNames), fmt::format("{}", d.prb.bias_shape),
                 "broadcast shape of --mask=bias",
                 [](std::string_view v, Case& c) { return set_enum(kBiasShapeNames, v, c.prb.bias_shape); }},
@@ -138,6 +183,21 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v, Case& c) {
                     if (check_in_shapes(v)) return false;
                     c.in_shapes = std::string(v);
+                    return true;
+                }},
+            {"seq-len-q", "none|random|N0:N1:...", "none",
+                "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
+                [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_q, c.random_seq_len_q); }},
+            {"seq-len-kv", "none|random|N0:N1:...", "none",
+                "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed)",
+                [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_kv, c.random_seq_len_kv); }},
+            {"layout", enum_choices(kLayoutNames), fmt::format("{}", d.prb.layout),
+                "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd)",
+                [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); }},
+            {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
+                [](std::string_view v, Case& c) {
+                    if (v != "true" && v != "false") return false;
+                    c.prb.deterministic = v == "true";
                     return true;
                 }},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
@@ -229,9 +289,20 @@ public:
             Case scratch;
             std::size_t pos = 0;
             while (true) {  // comma list; every element must be accepted, else the knob is unchanged
-                const std::size_t comma = value.find(',', pos);
-                const std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
-                if (!table[k].apply(v, scratch))
+                std::size_t comma = value.find(',', pos);
+                std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                bool ok = table[k].apply(v, scratch);
+                // A value may itself hold commas (window:L,R): join pieces until one is accepted.
+                for (std::size_t c2 = comma; !ok && c2 != value.npos;) {
+                    c2 = value.find(',', c2 + 1);
+                    v = value.substr(pos, c2 == value.npos ? value.npos : c2 - pos);
+                    if (table[k].apply(v, scratch)) {
+                        ok = true;
+                        comma = c2;
+                    }
+                }
+                if (!ok) v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                if (!ok)
                     return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
                                           table[k].choices));
                 values.emplace_back(v);
@@ -353,6 +424,9 @@ private:
             for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
             c.prb.dims = *dims;
             c.prb.name = name;
+            if (c.random_seq_len_q) c.prb.seq_len_q = random_seq_lens(c.prb.seed, 1, dims->B, dims->S_q);
+            if (c.random_seq_len_kv) c.prb.seq_len_kv = random_seq_lens(c.prb.seed, 2, dims->B, dims->S_kv);
+            c.random_seq_len_q = c.random_seq_len_kv = false;
             // The bias shape means nothing without a bias; keep it canonical so the repro
             // (which omits it) gives back an equal problem.
             if (c.prb.mask != Mask::bias) c.prb.bias_shape = Problem{}.bias_shape;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
@@ -92,9 +93,17 @@ int run(int argc, char** argv) {
                     fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
                 }
             }
-            auto& be = backends[e.c->backend];  // the parser accepted only registered names
+            auto& be = backends[e.c->backend];  // the parser accepted only registered names...
             if (!be) be = make_backend(e.c->backend);
-            r = run_case(*e.c, *be, i, timing);
+            if (be) {
+                r = run_case(*e.c, *be, i, timing);
+            } else {  // ...but the default (onednn) may be left out of a build (-DSDPABENCH_ONEDNN=OFF)
+                r.index = i;
+                r.repro = repro(*e.c);
+                r.status = Status::invalid_arguments;
+                r.reason = fmt::format("backend '{}' is not compiled into this build (available: {}); pass --backend=",
+                        e.c->backend, fmt::join(backend_names(), "|"));
+            }
         }
         summary.add(r.status);
         for (Reporter* rep : reporters) rep->on_case(r);

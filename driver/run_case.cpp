@@ -55,6 +55,57 @@ void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
 }
 
+
+/// Sets r to `no`'s status when the backend will not run `p`; true when it will.
+bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
+    if (auto no = backend.support(p)) {
+        r.status = no->status;
+        r.reason = no->reason;
+        return false;
+    }
+    return true;
+}
+
+/// fwd_bwd: the vendor forward (fwd_t) is checked against the reference forward; then its own
+/// O and stats (decoded exactly, in the io dtype and f32) replace the inputs of both the vendor
+/// backward and the reference backward, whose dQ, dK, dV are checked like bwd. The reference
+/// backward thus sees exactly what the vendor backward sees, so its tolerance stays that of
+/// bwd; a wrong forward is caught by the first half. When the forward fails, the backward is
+/// not run (its reference would be fed garbage).
+void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
+    Problem pf = p, pb = p;
+    pf.dir = Dir::fwd_t;
+    pb.dir = Dir::bwd;
+    if (!supported(backend, pf, r) || !supported(backend, pb, r)) return;
+    SdpaInputs in = fill_inputs(p);
+    const RefOptions opt = default_ref_options(p);
+    SdpaOutputs fo;
+    {
+        std::unique_ptr<Plan> fwd = backend.prepare(pf, in);
+        for (auto& n : fwd->notes()) r.notes.push_back("fwd: " + n);
+        fwd->execute();
+        fo = fwd->read_outputs();
+    }
+    const RefForward rf = ref_forward(pf, in, opt);
+    r.checks = check_outputs(pf, fo, &rf, nullptr, backend.conventions());
+    judge(r);
+    if (r.status != Status::passed && r.status != Status::mistrusted) {
+        r.reason += "; backward not run";
+        return;
+    }
+    in.O = std::move(fo.O);
+    in.stats = std::move(fo.stats);
+    std::unique_ptr<Plan> bwd = backend.prepare(pb, in);
+    for (auto& n : bwd->notes()) r.notes.push_back("bwd: " + n);
+    bwd->execute();
+    const SdpaOutputs bo = bwd->read_outputs();
+    const RefBackward rb = ref_backward(pb, in, opt);
+    for (auto& chk : check_outputs(pb, bo, nullptr, &rb, backend.conventions())) r.checks.push_back(std::move(chk));
+    r.reason.clear();
+    r.checked = true;
+    judge(r);
+}
+
 void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing) {
     const Problem& p = c.prb;
     if (auto err = validate(p)) {
@@ -68,11 +119,16 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         r.status = Status::listed;
         return;
     }
-    if (auto no = backend.support(p)) {
-        r.status = no->status;
-        r.reason = no->reason;
-        return;
+    if (p.dir == Dir::fwd_bwd) {
+        if (c.mode != Mode::C) {
+            r.status = Status::invalid_arguments;
+            r.reason = fmt::format("mode rule: --dir=fwd_bwd runs in --mode=C only (got {}); time fwd_t and bwd instead",
+                    c.mode);
+            return;
+        }
+        return run_fwd_bwd(p, backend, r);
     }
+    if (!supported(backend, p, r)) return;
     SdpaInputs in = fill_inputs(p);
     displace(p, in);
     std::unique_ptr<Plan> plan = backend.prepare(p, in);

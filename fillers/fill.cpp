@@ -100,7 +100,7 @@ SdpaInputs fill_inputs(const Problem& p) {
     fill_tensor(in.Q, p, TensorId::Q, -2, 2);
     fill_tensor(in.K, p, TensorId::K, -2, 2);
     fill_tensor(in.V, p, TensorId::V, -2, 2);
-    if (p.dir == Dir::bwd) {
+    if (p.dir == Dir::bwd || p.dir == Dir::fwd_bwd) {
         in.dO = Tensor({d.B, d.H_q, d.S_q, d.D_v}, p.dt);
         fill_tensor(in.dO, p, TensorId::dO, -2, 2);
     }

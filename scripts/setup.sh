@@ -35,6 +35,18 @@ if [ ! -f "$stamp" ] || ! cmp -s "$here/onednn-requirements.txt" "$stamp"; then
   test -f "$onednn_venv/include/oneapi/dnnl/dnnl_graph.hpp"
   $sudo cp "$here/onednn-requirements.txt" "$stamp"
 fi
+# cuDNN frontend (header-only, for the cuDNN backend), only where a CUDA Toolkit is installed:
+# the nvidia-cudnn-frontend wheel ships include/cudnn_frontend.h. 1.19.x is the release line for
+# cuDNN 9.19 (cmake/cudnn.cmake reads the installed cuDNN's version).
+frontend_version=1.19.1
+frontend_dir="$deps/cudnn-frontend-$frontend_version"
+if { command -v nvcc >/dev/null || [ -f /usr/local/cuda/include/cuda.h ]; } && [ ! -f "$frontend_dir/include/cudnn_frontend.h" ]; then
+  echo "setup.sh: installing nvidia-cudnn-frontend==$frontend_version into $frontend_dir"
+  $sudo "$onednn_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      --target "$frontend_dir" "nvidia-cudnn-frontend==$frontend_version"
+  test -f "$frontend_dir/include/cudnn_frontend.h"
+fi
+
 # Python packages for scripts/plot.py (matplotlib, pinned in py-requirements.txt) in their own venv.
 setup_python_venv() {
   local venv="$deps/py" pstamp="$deps/py/.sdpabench-ok"

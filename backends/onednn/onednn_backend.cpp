@@ -69,14 +69,29 @@ DType from_ldt(dnnl::graph::logical_tensor::data_type dt) {
     return DType::f32;
 }
 
-/// The additive mask the graph consumes: the filled bias, or 0 / -inf for the causal rules.
+/// The additive mask the graph consumes, shaped by onednn::mask_dims (batch, flattened heads,
+/// S_q, S_kv): the filled bias (0 without one) where visible(p, b, i, j), -inf elsewhere (causal,
+/// window and padding all become explicit -inf entries).
 std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
-    if (p.mask == Mask::bias) return in.bias.data;
     const auto& d = p.dims;
-    std::vector<float> m(static_cast<std::size_t>(d.S_q * d.S_kv));
-    for (std::int64_t i = 0; i < d.S_q; ++i)
-        for (std::int64_t j = 0; j < d.S_kv; ++j)
-            m[static_cast<std::size_t>(i * d.S_kv + j)] = visible(p, 0, i, j) ? 0.f : -INFINITY;
+    const std::vector<std::int64_t> md = onednn::mask_dims(p);
+    const std::int64_t mb = md.front();
+    std::int64_t mh = 1;
+    for (std::size_t k = 1; k + 2 < md.size(); ++k) mh *= md[k];
+    const std::int64_t mq = md[md.size() - 2];  // S_q, or 1 for a one-row (key padding) bias
+    std::vector<float> m(static_cast<std::size_t>(mb * mh * mq * d.S_kv));
+    std::size_t at = 0;
+    for (std::int64_t b = 0; b < mb; ++b)
+        for (std::int64_t h = 0; h < mh; ++h)
+            for (std::int64_t i = 0; i < mq; ++i)
+                for (std::int64_t j = 0; j < d.S_kv; ++j, ++at) {
+                    float v = 0.f;
+                    if (p.mask == Mask::bias) {
+                        const auto& bd = in.bias.dims;
+                        v = in.bias.at(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j);
+                    }
+                    m[at] = visible(p, b, i, j) ? v : -INFINITY;
+                }
     return m;
 }
 
@@ -164,7 +179,7 @@ private:
         bind_input(Port::K, in.K.data);
         bind_input(Port::V, in.V.data);
         bind_input(Port::scale, {scale_tensor_value(p_)});
-        if (p_.mask != Mask::none) bind_input(Port::mask, mask_values(p_, in));
+        if (onednn::has_mask_tensor(p_)) bind_input(Port::mask, mask_values(p_, in));
         if (p_.dir == Dir::bwd) {
             bind_input(Port::O, in.O.data);
             bind_input(Port::dO, in.dO.data);
@@ -234,8 +249,8 @@ public:
     Conventions conventions() const override { return Conventions{0.0f}; }
 
     std::optional<Unsupported> support(const Problem& p) const override {
-        if (!p.seq_len_q.empty() || !p.seq_len_kv.empty())
-            return Unsupported{Status::unimplemented, "padding masks are not mapped to the oneDNN graph yet"};
+        if (p.layout != Layout::bhsd)
+            return Unsupported{Status::unimplemented, "--layout=bshd is not mapped to oneDNN logical tensor strides yet"};
         const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
         // oneDNN's CPU kernels need AVX-512 (bf16: avx512_core, emulated below avx512_core_bf16)
         // or AVX2-VNNI-2 for the 16-bit types; f16 needs AVX512-FP16 (avx10_1_512) or AVX2-VNNI-2.

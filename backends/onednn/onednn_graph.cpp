@@ -54,6 +54,8 @@ void set_attr(op& o, const std::string& name, const GraphAttr& v) {
 
 std::vector<std::int64_t> mask_dims(const Problem& p) { return graph_mask_dims(p); }
 
+bool has_mask_tensor(const Problem& p) { return graph_has_mask(p); }
+
 SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind) {
     const SdpaGraphDesc desc = describe_sdpa_graph(p);
     SdpaGraph out{dnnl::graph::graph(kind), {}, {}, 0};

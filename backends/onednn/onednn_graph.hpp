@@ -43,7 +43,12 @@ struct SdpaGraph {
 /// Throws dnnl::error when the library rejects an op.
 SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind);
 
-/// Dims of the additive mask tensor for p (empty when p.mask == none), 4-D or 5-D like Q.
+/// True when the graph takes an additive mask tensor: any mask but none, or padding
+/// (per-batch lengths become -inf entries of a [B,1,S_q,S_kv] mask).
+bool has_mask_tensor(const Problem& p);
+
+/// Dims of the additive mask tensor for p (empty when !has_mask_tensor(p)), 4-D or 5-D like Q:
+/// batch B with a [B,..] bias or with padding, else 1; heads H_q only with a [B,H_q,..] bias.
 std::vector<std::int64_t> mask_dims(const Problem& p);
 
 }  // namespace sdpa::onednn

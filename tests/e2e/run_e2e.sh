@@ -55,7 +55,7 @@ usage)
   [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
   run --backend=nonexistent b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "unknown backend on the command line: exit $rc, expected 2"
-  grep -q "unknown value 'nonexistent' for --backend (accepted: onednn|ref)" "$tmp/out" || fail "backend list missing"
+  grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?ref\)" "$tmp/out" || fail "backend list missing"
   run --dt=bf8 b1hq2sq16d16
   grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"
   run
@@ -87,6 +87,22 @@ overflow)
   run --backend=ref --dt=bf16 --scale=1e38 b1hq1sq4d4
   [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
   grep -qE "^0:INVALID_ARGUMENTS \(O: the reference has [0-9]+ non-finite" "$tmp/out" || fail "overflow not reported"
+  ;;
+cudnn_no_gpu)
+  # On a machine without an NVIDIA GPU or driver, every case of the GPU smoke set is SKIPPED with
+  # the CUDA runtime's reason, and the run exits 0. Exit 77 (CTest: skipped) where a GPU answers.
+  run --version
+  grep -qE "^cudnn: cuDNN frontend [0-9.]+, built against cuDNN 9\." "$tmp/out" || fail "--version must describe the cuDNN backend"
+  if grep -qE "^cudnn: .*device: [^n].*\(sm_" "$tmp/out"; then echo "E2E SKIP ($scenario): a GPU is present"; exit 77; fi
+  run --backend=cudnn --batch=cases/gpu/smoke.cases
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  tests=$(summary_field tests); skipped=$(summary_field skipped)
+  [ -n "$tests" ] && [ "$tests" -gt 20 ] || fail "expected > 20 tests, got '$tests'"
+  [ "$skipped" = "$tests" ] || fail "every case must be SKIPPED without a GPU: $skipped of $tests"
+  if grep -E '^[0-9]+:SKIPPED' "$tmp/out" | grep -vqE '^[0-9]+:SKIPPED \((no usable NVIDIA driver or GPU|no NVIDIA GPU).+\)'; then
+    fail "a SKIPPED line without the no-GPU reason"
+  fi
+  grep -qE "__REPRO: --backend=cudnn --dir=fwd_bwd" "$tmp/out" || fail "fwd_bwd repro missing"
   ;;
 *) fail "unknown scenario" ;;
 esac

@@ -69,6 +69,54 @@ protected:
     }
 };
 
+// window:L,R holds a comma; the parser joins comma pieces until the knob accepts one.
+TEST(CaseParser, WindowMaskCommaIsNotACrossProduct) {
+    const auto es = parse("--mask=causal_tl,window:4,0,window:2,3 b1hq1sq8d8");
+    ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 3u);
+    EXPECT_EQ(cs[0].prb.mask, Mask::causal_tl);
+    EXPECT_EQ(cs[0].prb.window_left, 0);
+    EXPECT_EQ(cs[1].prb.mask, Mask::window);
+    EXPECT_EQ(cs[1].prb.window_left, 4);
+    EXPECT_EQ(cs[1].prb.window_right, 0);
+    EXPECT_EQ(cs[2].prb.window_left, 2);
+    EXPECT_EQ(cs[2].prb.window_right, 3);
+    EXPECT_EQ(repro(cs[2]), "--mask=window:2,3 b1hq1sq8d8");
+    const auto back = cases_of(parse(repro(cs[2])));  // the repro round-trips
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].prb, cs[2].prb);
+    EXPECT_EQ(errors_of(parse("--mask=window:4 b1hq1sq8d8")).size(), 1u);   // both bounds required
+    EXPECT_EQ(errors_of(parse("--mask=window:-1,0 b1hq1sq8d8")).size(), 1u);  // no FlashAttention -1
+    EXPECT_EQ(errors_of(parse("--mask=window b1hq1sq8d8")).size(), 1u);
+}
+
+TEST(CaseParser, SeqLenListsRandomLayoutDeterministic) {
+    auto cs = cases_of(parse("--seq-len-q=8:3 --seq-len-kv=0:16 --layout=bshd --deterministic=true --dir=fwd_bwd b2hq1sq8skv16d8"));
+    ASSERT_EQ(cs.size(), 1u);
+    EXPECT_EQ(cs[0].prb.seq_len_q, (std::vector<std::int64_t>{8, 3}));
+    EXPECT_EQ(cs[0].prb.seq_len_kv, (std::vector<std::int64_t>{0, 16}));
+    EXPECT_EQ(cs[0].prb.layout, Layout::bshd);
+    EXPECT_TRUE(cs[0].prb.deterministic);
+    EXPECT_EQ(cs[0].prb.dir, Dir::fwd_bwd);
+    EXPECT_EQ(repro(cs[0]), "--dir=fwd_bwd --seq-len-q=8:3 --seq-len-kv=0:16 --layout=bshd --deterministic=true b2hq1sq8skv16d8");
+    EXPECT_EQ(cases_of(parse(repro(cs[0])))[0].prb, cs[0].prb);
+    // random: B lengths in [1, S] drawn from the seed, listed in the repro, reproducible.
+    cs = cases_of(parse("--seq-len-q=random --seed=1,2 b5hq1sq64d8 b5hq1sq64d8"));
+    ASSERT_EQ(cs.size(), 4u);
+    ASSERT_EQ(cs[0].prb.seq_len_q.size(), 5u);
+    for (auto n : cs[0].prb.seq_len_q) EXPECT_TRUE(n >= 1 && n <= 64) << n;
+    EXPECT_EQ(cs[0].prb.seq_len_q, cs[2].prb.seq_len_q);  // same seed, same draw
+    EXPECT_NE(cs[0].prb.seq_len_q, cs[1].prb.seq_len_q);  // another seed, another draw
+    EXPECT_EQ(cases_of(parse(repro(cs[1])))[0].prb, cs[1].prb);
+    EXPECT_EQ(validate(cs[0].prb), std::nullopt);
+    // A list whose length is not B parses but breaks the padding rule.
+    cs = cases_of(parse("--seq-len-q=3 b2hq1sq8d8"));
+    EXPECT_NE(validate(cs[0].prb)->find("padding rule"), std::string::npos);
+    EXPECT_EQ(errors_of(parse("--seq-len-q=3:x b2hq1sq8d8")).size(), 1u);
+    EXPECT_EQ(errors_of(parse("--deterministic=yes b2hq1sq8d8")).size(), 1u);
+}
+
 TEST(CaseParser, CrossProductCountAndOrder) {
     const auto es = parse("--dir=fwd_t,bwd --dt=f32,bf16,f16 b1hq1sq4d8 b2hq2sq8d8");
     ASSERT_TRUE(errors_of(es).empty());
@@ -190,8 +238,8 @@ TEST(CaseParser, CommandLineErrors) {
     es = parse("--mask=causal --dir=fwd_t,back");
     ASSERT_EQ(es.size(), 2u);
     EXPECT_EQ(es[0].error,
-        "command line: error: unknown value 'causal' for --mask (accepted: none|causal_tl|causal_br|bias)");
-    EXPECT_EQ(es[1].error, "command line: error: unknown value 'back' for --dir (accepted: fwd_i|fwd_t|bwd)");
+        "command line: error: unknown value 'causal' for --mask (accepted: none|causal_tl|causal_br|bias|window:L,R)");
+    EXPECT_EQ(es[1].error, "command line: error: unknown value 'back' for --dir (accepted: fwd_i|fwd_t|bwd|fwd_bwd)");
 
     es = parse("--frobnicate=3");
     ASSERT_EQ(es.size(), 1u);
@@ -404,7 +452,9 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
         EXPECT_LE(std::max(d.S_q, d.S_kv), 128) << repro(c);
         EXPECT_LE(std::max(d.D_qk, d.D_v), 64) << repro(c);
         EXPECT_LE(d.B * d.H_q, 8) << repro(c);
-        if (c.prb.dir != Dir::fwd_i) combos.insert({c.prb.dt, c.prb.dir, c.prb.mask});
+        // The core matrix; window masks, padding and fwd_bwd are extra lines on top of it.
+        if (c.prb.dir != Dir::fwd_i && c.prb.dir != Dir::fwd_bwd && c.prb.mask != Mask::window)
+            combos.insert({c.prb.dt, c.prb.dir, c.prb.mask});
         if (c.prb.mask == Mask::bias) shapes.insert(c.prb.bias_shape);
         gqa |= d.H_kv > 1 && d.H_kv < d.H_q;
         mha |= d.H_kv == d.H_q && d.H_q > 1;

@@ -34,6 +34,22 @@ TEST(OnednnGraph, MaskDimsFollowRankAndBroadcast) {
     EXPECT_EQ(mask_dims(p), (std::vector<std::int64_t>{2, 4, 16, 24}));
 }
 
+// Window masks and padding reach oneDNN as explicit -inf entries of the additive mask: a window
+// alone broadcasts over B; padding makes the mask per batch, even without another mask.
+TEST(OnednnGraph, WindowAndPaddingMaskDims) {
+    Problem w = make(Dir::fwd_t, DType::f32, Mask::window, kMha);
+    w.window_left = 3;
+    EXPECT_TRUE(has_mask_tensor(w));
+    EXPECT_EQ(mask_dims(w), (std::vector<std::int64_t>{1, 1, 16, 24}));
+    Problem pad = make(Dir::bwd, DType::bf16, Mask::none, kGqa);
+    EXPECT_FALSE(has_mask_tensor(pad));
+    pad.seq_len_kv = {24, 5};
+    EXPECT_TRUE(has_mask_tensor(pad));
+    EXPECT_EQ(mask_dims(pad), (std::vector<std::int64_t>{2, 1, 1, 16, 24}));
+    pad.mask = Mask::bias;  // a [1,1,..] bias with padding: per batch too
+    EXPECT_EQ(mask_dims(pad), (std::vector<std::int64_t>{2, 1, 1, 16, 24}));
+}
+
 TEST(OnednnGraph, ForwardPortsAndOps) {
     SdpaGraph g = build_sdpa_graph(make(Dir::fwd_t, DType::bf16, Mask::causal_tl, kGqa), dnnl::engine::kind::cpu);
     EXPECT_EQ(g.op_count, 5);  // MatMul, Multiply, Add, SoftMax, MatMul

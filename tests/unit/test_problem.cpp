@@ -221,5 +221,93 @@ TEST(Knobs, OnlyNonDefaults) {
         "--scale-op=div --fill=normal --seed=7");
 }
 
+// Sliding window: FlashAttention's window_size=(left, right), bottom-right aligned: key j is
+// visible to query i when i + S_kv - S_q - left <= j <= i + S_kv - S_q + right.
+TEST(Window, VisibleByHand) {
+    Problem p = with_dims(4, 6, Mask::window);
+    p.window_left = 1;
+    p.window_right = 0;
+    // shift = 2: row 0 sees keys 1..2, row 3 sees keys 4..5.
+    EXPECT_FALSE(visible(p, 0, 0, 0));
+    EXPECT_TRUE(visible(p, 0, 0, 1));
+    EXPECT_TRUE(visible(p, 0, 0, 2));
+    EXPECT_FALSE(visible(p, 0, 0, 3));
+    EXPECT_TRUE(visible(p, 0, 3, 5));
+    EXPECT_FALSE(visible(p, 0, 3, 3));
+    EXPECT_EQ(visible_scores(p), 8);
+    EXPECT_TRUE(key_never_visible(p, 0, 0));  // key 0 is left of every window
+    EXPECT_FALSE(key_never_visible(p, 0, 1));
+    EXPECT_EQ(visible_keys(p, 0, 1), (std::pair<std::int64_t, std::int64_t>{2, 4}));
+    // window:0,0 with S_q > S_kv: rows before the diagonal see nothing.
+    Problem d = with_dims(5, 3, Mask::window);
+    EXPECT_TRUE(row_fully_masked(d, 0, 1));
+    EXPECT_FALSE(row_fully_masked(d, 0, 2));
+    EXPECT_EQ(visible_scores(d), 3);
+}
+
+// visible_keys, visible_scores, row_fully_masked and key_never_visible agree with brute force over
+// visible() for every mask, window bounds and padding.
+TEST(Window, DerivedFunctionsMatchBruteForce) {
+    for (Mask m : {Mask::none, Mask::causal_tl, Mask::causal_br, Mask::window})
+        for (int sq : {1, 3, 7})
+            for (int skv : {1, 4, 9})
+                for (int l : {0, 2, 20})
+                    for (int r : {0, 1, 5})
+                        for (int pad = 0; pad < 2; ++pad) {
+                            Problem p = with_dims(sq, skv, m);
+                            if (m == Mask::window) {
+                                p.window_left = l;
+                                p.window_right = r;
+                            } else if (l != 0 || r != 0) continue;
+                            if (pad) {
+                                p.dims.B = 2;
+                                p.seq_len_q = {sq, (sq + 1) / 2};
+                                p.seq_len_kv = {skv / 2, skv};
+                            }
+                            ASSERT_EQ(validate(p), std::nullopt);
+                            std::int64_t n = 0;
+                            for (int b = 0; b < p.dims.B; ++b) {
+                                for (int i = 0; i < sq; ++i) {
+                                    std::int64_t first = -1, count = 0;
+                                    for (int j = 0; j < skv; ++j)
+                                        if (visible(p, b, i, j)) {
+                                            if (first < 0) first = j;
+                                            ++count;
+                                        }
+                                    const auto [lo, hi] = visible_keys(p, b, i);
+                                    EXPECT_EQ(hi - lo, count) << knobs(p) << " b" << b << " i" << i;
+                                    if (count > 0) { EXPECT_EQ(lo, first); }
+                                    EXPECT_EQ(row_fully_masked(p, b, i), count == 0);
+                                    n += count;
+                                }
+                                for (int j = 0; j < skv; ++j) {
+                                    bool seen = false;
+                                    for (int i = 0; i < sq; ++i) seen = seen || visible(p, b, i, j);
+                                    EXPECT_EQ(key_never_visible(p, b, j), !seen) << knobs(p) << " b" << b << " j" << j;
+                                }
+                            }
+                            EXPECT_EQ(visible_scores(p), n) << knobs(p);
+                        }
+}
+
+TEST(Window, ParseAndRules) {
+    EXPECT_EQ(parse_window_mask("window:128,0"), (std::pair<std::int64_t, std::int64_t>{128, 0}));
+    EXPECT_EQ(parse_window_mask("window:0,7"), (std::pair<std::int64_t, std::int64_t>{0, 7}));
+    EXPECT_EQ(parse_window_mask("window:-1,0"), std::nullopt);
+    EXPECT_EQ(parse_window_mask("window:3"), std::nullopt);
+    EXPECT_EQ(parse_window_mask("window:3,x"), std::nullopt);
+    EXPECT_EQ(parse_window_mask("causal_tl"), std::nullopt);
+    Problem p = with_dims(4, 4, Mask::causal_tl);
+    p.window_left = 2;
+    EXPECT_NE(validate(p)->find("need --mask=window:L,R"), std::string::npos);
+    p.mask = Mask::window;
+    EXPECT_EQ(validate(p), std::nullopt);
+    EXPECT_EQ(knobs(p), "--mask=window:2,0");
+    p.seq_len_q = {3};
+    p.layout = Layout::bshd;
+    p.deterministic = true;
+    EXPECT_EQ(knobs(p), "--mask=window:2,0 --seq-len-q=3 --layout=bshd --deterministic=true");
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -246,6 +246,20 @@ void expect_close(const char* what, const Tensor& got, const Vec& want, const Ve
 // ---------------------------------------------------------------------------------------------
 // Reference vs naive on many small shapes.
 
+/// `p` with the sliding window bounds (left, right).
+Problem windowed(Problem p, i64 left, i64 right) {
+    p.window_left = left;
+    p.window_right = right;
+    return p;
+}
+
+/// `p` with per-batch padding lengths.
+Problem padded(Problem p, std::vector<i64> q, std::vector<i64> kv) {
+    p.seq_len_q = std::move(q);
+    p.seq_len_kv = std::move(kv);
+    return p;
+}
+
 struct Config {
     std::string name;
     Problem p;
@@ -285,6 +299,13 @@ std::vector<Config> configs() {
         {"blk129_127_causal_tl_gqa", make_problem(1, 4, 2, 129, 127, 40, 24, M::causal_tl)},
         {"blk_padding_causal_br", with_padding(make_problem(2, 2, 1, 65, 129, 16, 16, M::causal_br), {60, 65}, {70, 129})},
         {"blk_padding_none", with_padding(make_problem(2, 1, 1, 130, 66, 8, 8), {0, 129}, {66, 1})},
+        // Sliding window (FlashAttention's window_size) and padding, through core's visible().
+        {"gqa_window_2_1", windowed(make_problem(2, 4, 2, 7, 9, 4, 3, M::window), 2, 1)},
+        {"mha_window_0_0_sq_gt_skv", windowed(make_problem(1, 2, 2, 8, 5, 4, 4, M::window), 0, 0)},
+        {"mqa_window_3_0_div", windowed(make_problem(1, 2, 1, 6, 6, 5, 5, M::window, BS::one, SO::div), 3, 0)},
+        {"gqa_padding_causal_br", padded(make_problem(2, 4, 2, 6, 7, 4, 3, M::causal_br), {6, 3}, {5, 7})},
+        {"mha_padding_bias_b", padded(make_problem(2, 2, 2, 5, 6, 4, 4, M::bias, BS::b), {0, 4}, {6, 2})},
+        {"gqa_padding_window", padded(windowed(make_problem(2, 4, 2, 7, 8, 3, 3, M::window), 1, 2), {7, 4}, {3, 8})},
     };
 }
 

@@ -1,0 +1,437 @@
+// The cuDNN adapter: turns cudnn::GraphDesc (cudnn_mapping.hpp) into a cuDNN frontend graph,
+// builds a plan (heuristics A, then FALLBACK), binds guarded device buffers and runs it. The only
+// file that includes the cuDNN frontend headers (they are heavy).
+#include "backends/cudnn/cudnn_backend.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <cuda_runtime.h>
+#include <cudnn_frontend.h>
+#include <fmt/format.h>
+
+#include "backends/cudnn/cudnn_mapping.hpp"
+#include "backends/guarded_buffer.hpp"
+
+// The frontend's dynamic loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves every cuDNN
+// symbol from this handle, which the application owns.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+
+namespace sdpa {
+
+namespace {
+
+namespace fe = cudnn_frontend;
+using cudnn::GraphDesc;
+using cudnn::TensorDesc;
+using cudnn::TensorType;
+using cudnn::Uid;
+
+/// What the CUDA runtime says about device 0, probed once per process.
+struct DeviceInfo {
+    bool ok = false;
+    std::string reason;  ///< why not, when !ok
+    std::string name;
+    int l2_bytes = 0;
+};
+
+/// Device 0 as the (static) CUDA runtime sees it; never throws (no driver: !ok with the reason).
+const DeviceInfo& device_info() {
+    static const DeviceInfo info = [] {
+        DeviceInfo d;
+        int n = 0;
+        const cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess) {
+            d.reason = fmt::format("no usable NVIDIA driver or GPU: cudaGetDeviceCount: {} ({})", cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+            return d;
+        }
+        if (n == 0) {
+            d.reason = "no NVIDIA GPU: the CUDA runtime sees 0 devices";
+            return d;
+        }
+        cudaDeviceProp prop{};
+        if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+            d.reason = "cudaGetDeviceProperties failed on device 0";
+            return d;
+        }
+        d.ok = true;
+        d.name = fmt::format("{} (sm_{}{})", prop.name, prop.major, prop.minor);
+        d.l2_bytes = prop.l2CacheSize;
+        return d;
+    }();
+    return info;
+}
+
+/// Loads libcudnn.so.9 once (the loader's search path, then the build's cuDNN directory);
+/// returns "" on success, else the loader's message.
+const std::string& load_cudnn() {
+    static const std::string error = [] {
+        std::string err;
+        for (const std::string& name : {std::string("libcudnn.so.9"), std::string(SDPABENCH_CUDNN_LIBDIR) + "/libcudnn.so.9"}) {
+            if (void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+                fe::cudnn_dlhandle = h;
+                return std::string();
+            }
+            const char* msg = dlerror();
+            err = fmt::format("cannot load libcudnn.so.9: {}", msg ? msg : "unknown dlopen error");
+        }
+        return err;
+    }();
+    return error;
+}
+
+/// Throws BackendError(FAILED) naming `what` and the CUDA error when `e` is not cudaSuccess.
+void check_cuda(cudaError_t e, const char* what) {
+    if (e != cudaSuccess)
+        throw BackendError(Status::failed, fmt::format("CUDA {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+}
+
+/// A cudnn frontend status: UNIMPLEMENTED with cuDNN's message when bad (graph rejected).
+void check_fe(fe::error_t e, const char* step) {
+    if (e.is_bad()) throw BackendError(Status::unimplemented, fmt::format("cuDNN {}: {}", step, e.get_message()));
+}
+
+/// cuDNN frontend data type of a mapped tensor type.
+fe::DataType_t fe_type(TensorType t) {
+    switch (t) {
+        case TensorType::bf16: return fe::DataType_t::BFLOAT16;
+        case TensorType::f16: return fe::DataType_t::HALF;
+        case TensorType::i32: return fe::DataType_t::INT32;
+        default: return fe::DataType_t::FLOAT;
+    }
+}
+
+/// Host dtype used to encode/decode a mapped tensor type (int32 tensors are copied raw).
+DType host_type(TensorType t) {
+    switch (t) {
+        case TensorType::bf16: return DType::bf16;
+        case TensorType::f16: return DType::f16;
+        default: return DType::f32;
+    }
+}
+
+/// The frontend takes dims and strides as vectors.
+std::vector<std::int64_t> vec(const std::array<std::int64_t, 4>& a) { return {a.begin(), a.end()}; }
+
+/// Owned device allocation.
+class DeviceMem {
+public:
+    DeviceMem() = default;
+    explicit DeviceMem(std::size_t bytes) : bytes_(bytes) {
+        if (bytes > 0) check_cuda(cudaMalloc(&ptr_, bytes), fmt::format("cudaMalloc({} bytes)", bytes).c_str());
+    }
+    DeviceMem(DeviceMem&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+    DeviceMem& operator=(DeviceMem&& o) noexcept {
+        std::swap(ptr_, o.ptr_);
+        std::swap(bytes_, o.bytes_);
+        return *this;
+    }
+    ~DeviceMem() {
+        if (ptr_) cudaFree(ptr_);
+    }
+    void* get() const { return ptr_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+/// cuDNN handle, stream, timing events and the L2 flush buffer, created on first prepare().
+struct Runtime {
+    cudnnHandle_t handle = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    DeviceMem flush;
+
+    Runtime() {
+        check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+        check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+        check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+        if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS)
+            throw BackendError(Status::failed, "cudnnCreate failed");
+        if (fe::detail::set_stream(handle, stream) != CUDNN_STATUS_SUCCESS)
+            throw BackendError(Status::failed, "cudnnSetStream failed");
+    }
+    ~Runtime() {
+        if (handle) fe::detail::destroy_handle(handle);
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+        if (stream) cudaStreamDestroy(stream);
+    }
+};
+
+/// Host bytes of tensor `t` (strided as t says) from the dense bhsd host values `h`.
+std::vector<std::byte> pack(const TensorDesc& t, const float* h) {
+    const DType dt = host_type(t.type);
+    const std::size_t es = size_of(dt);
+    std::vector<std::byte> out(static_cast<std::size_t>(t.span()) * es);
+    std::size_t n = 0;
+    for (std::int64_t a = 0; a < t.dims[0]; ++a)
+        for (std::int64_t b = 0; b < t.dims[1]; ++b)
+            for (std::int64_t c = 0; c < t.dims[2]; ++c)
+                for (std::int64_t d = 0; d < t.dims[3]; ++d, ++n)
+                    encode(dt, h + n, out.data() + static_cast<std::size_t>(t.offset(a, b, c, d)) * es, 1);
+    return out;
+}
+
+/// One cuDNN graph with its plan, guarded device outputs and bound inputs.
+class CudnnPlan final : public Plan {
+public:
+    CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt) : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        build_graph();
+        bind(in);
+        compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    void execute() override {
+        run();
+        check_cuda(cudaStreamSynchronize(rt_.stream), "cudaStreamSynchronize after execute");
+    }
+
+    double execute_timed_ms() override {
+        check_cuda(cudaEventRecord(rt_.start, rt_.stream), "cudaEventRecord");
+        run();
+        check_cuda(cudaEventRecord(rt_.stop, rt_.stream), "cudaEventRecord");
+        check_cuda(cudaEventSynchronize(rt_.stop), "cudaEventSynchronize");
+        float ms = 0.f;
+        check_cuda(cudaEventElapsedTime(&ms, rt_.start, rt_.stop), "cudaEventElapsedTime");
+        return ms;
+    }
+
+    void flush_caches() override {
+        if (!rt_.flush.get()) {
+            const int l2 = device_info().l2_bytes;
+            rt_.flush = DeviceMem(static_cast<std::size_t>(std::max(l2, 1 << 20)) * 2);
+        }
+        check_cuda(cudaMemsetAsync(rt_.flush.get(), ++flush_byte_, rt_.flush.bytes(), rt_.stream), "L2 flush");
+    }
+
+    void poison_outputs() override {
+        for (auto& [uid, o] : outputs_) {
+            o.host.poison();
+            upload(o);
+        }
+    }
+
+    SdpaOutputs read_outputs() override {
+        SdpaOutputs out;
+        auto read = [&](Uid uid, Output which, Tensor& dst) {
+            const auto it = outputs_.find(uid);
+            if (it == outputs_.end()) return;
+            GuardedOut& o = it->second;
+            check_cuda(cudaMemcpy(o.host.raw().data(), o.dev.get(), o.host.raw().size(), cudaMemcpyDeviceToHost),
+                    "cudaMemcpy output to host");
+            const DType dt = host_type(o.desc.type);
+            const std::size_t es = size_of(dt);
+            const auto& t = o.desc;
+            dst = Tensor(t.dims, dt);
+            const auto* base = static_cast<const std::byte*>(o.host.data());
+            std::size_t n = 0;
+            for (std::int64_t a = 0; a < t.dims[0]; ++a)
+                for (std::int64_t b = 0; b < t.dims[1]; ++b)
+                    for (std::int64_t c = 0; c < t.dims[2]; ++c)
+                        for (std::int64_t d = 0; d < t.dims[3]; ++d, ++n)
+                            decode(dt, base + static_cast<std::size_t>(t.offset(a, b, c, d)) * es, &dst.data[n], 1);
+            out.integrity_of(which) = o.host.check();
+        };
+        read(Uid::O, Output::O, out.O);
+        read(Uid::stats, Output::stats, out.stats);
+        read(Uid::dQ, Output::dQ, out.dQ);
+        read(Uid::dK, Output::dK, out.dK);
+        read(Uid::dV, Output::dV, out.dV);
+        return out;
+    }
+
+    std::vector<std::string> notes() const override { return notes_; }
+    double compile_ms() const override { return compile_ms_; }
+
+private:
+    /// A device output: [guard | payload | guard] mirrored by a host GuardedBuffer.
+    struct GuardedOut {
+        TensorDesc desc;
+        GuardedBuffer host;
+        DeviceMem dev;
+    };
+
+    void run() {
+        auto status = graph_->execute(rt_.handle, pack_, workspace_.get());
+        if (status.is_bad()) throw BackendError(Status::failed, fmt::format("cuDNN execute: {}", status.get_message()));
+    }
+
+    void upload(GuardedOut& o) {
+        check_cuda(cudaMemcpy(o.dev.get(), o.host.raw().data(), o.host.raw().size(), cudaMemcpyHostToDevice),
+                "cudaMemcpy guarded output to device");
+    }
+
+    void build_graph() {
+        using fe::graph::Tensor_attributes;
+        graph_ = std::make_shared<fe::graph::Graph>();
+        const TensorType io = desc_.find(Uid::Q)->type;
+        graph_->set_io_data_type(fe_type(io))
+                .set_intermediate_data_type(fe::DataType_t::FLOAT)
+                .set_compute_data_type(fe::DataType_t::FLOAT);
+        std::map<Uid, std::shared_ptr<Tensor_attributes>> t;
+        for (const TensorDesc& d : desc_.inputs)
+            t[d.uid] = graph_->tensor(Tensor_attributes()
+                                              .set_name(d.name)
+                                              .set_uid(static_cast<std::int64_t>(d.uid))
+                                              .set_dim(vec(d.dims))
+                                              .set_stride(vec(d.strides))
+                                              .set_data_type(fe_type(d.type)));
+        auto mark_output = [&](std::shared_ptr<Tensor_attributes>& x, Uid uid) {
+            const TensorDesc* d = desc_.find(uid);
+            x->set_output(true)
+                    .set_uid(static_cast<std::int64_t>(uid))
+                    .set_dim(vec(d->dims))
+                    .set_stride(vec(d->strides))
+                    .set_data_type(fe_type(d->type));
+        };
+        // Attributes shared by SDPA_attributes and SDPA_backward_attributes.
+        auto common = [&](auto& a) {
+            a.set_attn_scale(desc_.attn_scale);
+            if (t.count(Uid::bias)) a.set_bias(t[Uid::bias]);
+            if (desc_.padding) a.set_padding_mask(true).set_seq_len_q(t[Uid::seq_len_q]).set_seq_len_kv(t[Uid::seq_len_kv]);
+            if (desc_.alignment)
+                a.set_diagonal_alignment(*desc_.alignment == cudnn::Alignment::top_left ? fe::DiagonalAlignment_t::TOP_LEFT
+                                                                                       : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
+            if (desc_.left_bound) a.set_diagonal_band_left_bound(static_cast<int>(*desc_.left_bound));
+            if (desc_.right_bound) a.set_diagonal_band_right_bound(static_cast<int>(*desc_.right_bound));
+        };
+        if (!desc_.backward) {
+            auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats);
+            common(a);
+            auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
+            mark_output(O, Uid::O);
+            if (desc_.generate_stats) mark_output(stats, Uid::stats);
+        } else {
+            auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
+            common(a);
+            if (desc_.deterministic) a.set_deterministic_algorithm(true);
+            auto [dQ, dK, dV] = graph_->sdpa_backward(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], a);
+            mark_output(dQ, Uid::dQ);
+            mark_output(dK, Uid::dK);
+            mark_output(dV, Uid::dV);
+        }
+        check_fe(graph_->validate(), "validate");
+        check_fe(graph_->build_operation_graph(rt_.handle), "build_operation_graph");
+        check_fe(graph_->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
+        check_fe(graph_->check_support(rt_.handle), "check_support");
+        check_fe(graph_->build_plans(rt_.handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+        std::int64_t ws = 0;
+        check_fe(graph_->get_workspace_size(ws), "get_workspace_size");
+        workspace_ = DeviceMem(static_cast<std::size_t>(ws));
+        std::string plan;
+        if (graph_->get_plan_name(plan).is_good()) notes_.push_back(fmt::format("cuDNN plan: {}", plan));
+        notes_.push_back(fmt::format("cuDNN {}: workspace {} bytes{}", desc_.backward ? "sdpa_backward" : "sdpa", ws,
+                desc_.deterministic ? ", deterministic" : ""));
+    }
+
+    void bind(const SdpaInputs& in) {
+        auto input = [&](Uid uid, const float* host) {
+            const TensorDesc* d = desc_.find(uid);
+            if (!d) return;
+            const std::vector<std::byte> bytes = pack(*d, host);
+            DeviceMem m(bytes.size());
+            check_cuda(cudaMemcpy(m.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy input");
+            pack_[static_cast<std::int64_t>(uid)] = m.get();
+            inputs_.push_back(std::move(m));
+        };
+        input(Uid::Q, in.Q.data.data());
+        input(Uid::K, in.K.data.data());
+        input(Uid::V, in.V.data.data());
+        if (desc_.find(Uid::bias)) input(Uid::bias, in.bias.data.data());
+        if (desc_.backward) {
+            input(Uid::O, in.O.data.data());
+            input(Uid::dO, in.dO.data.data());
+            input(Uid::stats, in.stats.data.data());
+        }
+        if (desc_.padding) {
+            for (const auto& [uid, lens] : {std::pair{Uid::seq_len_q, &desc_.seq_len_q}, std::pair{Uid::seq_len_kv, &desc_.seq_len_kv}}) {
+                DeviceMem m(lens->size() * sizeof(std::int32_t));
+                check_cuda(cudaMemcpy(m.get(), lens->data(), m.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy seq_len");
+                pack_[static_cast<std::int64_t>(uid)] = m.get();
+                inputs_.push_back(std::move(m));
+            }
+        }
+        for (const TensorDesc& d : desc_.outputs) {
+            const std::size_t es = size_of(host_type(d.type));
+            GuardedOut o{d, GuardedBuffer(static_cast<std::size_t>(d.span()) * es, es), DeviceMem()};
+            o.dev = DeviceMem(o.host.raw().size());
+            upload(o);
+            pack_[static_cast<std::int64_t>(d.uid)] = static_cast<std::byte*>(o.dev.get()) + GuardedBuffer::kGuardBytes;
+            outputs_.emplace(d.uid, std::move(o));
+        }
+    }
+
+    Problem p_;
+    Runtime& rt_;
+    GraphDesc desc_;
+    std::shared_ptr<fe::graph::Graph> graph_;
+    std::vector<DeviceMem> inputs_;
+    std::map<Uid, GuardedOut> outputs_;
+    DeviceMem workspace_;
+    std::unordered_map<std::int64_t, void*> pack_;
+    std::vector<std::string> notes_;
+    double compile_ms_ = 0;
+    unsigned char flush_byte_ = 0;
+};
+
+/// The cuDNN backend: SKIPPED without a device or libcudnn, UNIMPLEMENTED for f32 io and for
+/// graphs cuDNN rejects; one handle and stream per backend, created on the first prepare().
+class CudnnBackend final : public Backend {
+public:
+    std::string_view name() const override { return "cudnn"; }
+
+    std::string version() const override {
+        std::string loaded;
+        if (const std::string& err = load_cudnn(); !err.empty()) loaded = err;
+        else {
+            try {
+                loaded = fmt::format("loaded cuDNN {}", fe::detail::get_backend_version_string());
+            } catch (const std::exception& e) {
+                loaded = e.what();
+            }
+        }
+        const DeviceInfo& d = device_info();
+        return fmt::format("cudnn: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}",
+                CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION, CUDNN_MAJOR,
+                CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? d.name : d.reason);
+    }
+
+    std::optional<Unsupported> support(const Problem& p) const override {
+        if (const DeviceInfo& d = device_info(); !d.ok) return Unsupported{Status::skipped, d.reason};
+        if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
+        if (auto why = cudnn::cudnn_precheck(p)) return Unsupported{Status::unimplemented, *why};
+        return std::nullopt;
+    }
+
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        try {
+            if (!rt_) rt_ = std::make_unique<Runtime>();
+            return std::make_unique<CudnnPlan>(p, in, *rt_);
+        } catch (const BackendError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw BackendError(Status::failed, fmt::format("cuDNN: {}", e.what()));
+        }
+    }
+
+private:
+    std::unique_ptr<Runtime> rt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(); }
+
+}  // namespace sdpa
