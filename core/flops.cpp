@@ -5,7 +5,8 @@ namespace sdpa {
 std::int64_t flops(const Problem& p) {
     const Dims& d = p.dims;
     const std::int64_t n = visible_scores(p);
-    const std::int64_t per_score = p.dir == Dir::bwd ? 3 * d.D_qk + 2 * d.D_v : d.D_qk + d.D_v;
+    const std::int64_t fwd = d.D_qk + d.D_v, bwd = 3 * d.D_qk + 2 * d.D_v;
+    const std::int64_t per_score = p.dir == Dir::bwd ? bwd : p.dir == Dir::fwd_bwd ? fwd + bwd : fwd;
     return 2 * d.H_q * n * per_score;
 }
 
@@ -17,14 +18,15 @@ std::int64_t bytes_moved(const Problem& p) {
                        stats = d.B * d.H_q * d.S_q;
     std::int64_t bias = 0;
     if (p.mask == Mask::bias) {
-        const std::int64_t bb = p.bias_shape == BiasShape::one ? 1 : d.B;
-        const std::int64_t bh = p.bias_shape == BiasShape::bh ? d.H_q : 1;
-        bias = bb * bh * d.S_q * d.S_kv * static_cast<std::int64_t>(size_of(mask_dtype(p)));
+        const auto bd = bias_dims(p);
+        bias = bd[0] * bd[1] * bd[2] * bd[3] * static_cast<std::int64_t>(size_of(mask_dtype(p)));
     }
     switch (p.dir) {
         case Dir::fwd_i: return (q + k + v + o) * io + bias;
         case Dir::fwd_t: return (q + k + v + o) * io + stats * 4 + bias;
         case Dir::bwd: return (2 * (q + k + v) + 2 * o) * io + stats * 4 + bias;
+        case Dir::fwd_bwd:  // the forward's traffic, then the backward's
+            return (q + k + v + o) * io + stats * 4 + (2 * (q + k + v) + 2 * o) * io + stats * 4 + 2 * bias;
     }
     return 0;
 }

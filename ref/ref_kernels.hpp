@@ -174,23 +174,23 @@ inline void transpose_panels(const Tensor& X, float* dst) {
                 D, std::min(kB, S - kb * kB), D);
 }
 
-/// Offset that aligns key j with query i for the causal masks of batch b: visible when
-/// j <= i + causal_offset (valid lengths used for causal_br, as core's visible()).
-inline i64 causal_offset(const Problem& p, i64 b) {
-    return p.mask == Mask::causal_br ? valid_kv(p, b) - valid_q(p, b) : 0;
-}
-inline bool is_causal(const Problem& p) { return p.mask == Mask::causal_tl || p.mask == Mask::causal_br; }
-
-/// True when some (i, j) with i0 <= i < i1, j0 <= j < j1 is visible (core's visible()).
+/// True when some (i, j) with i0 <= i < i1, j0 <= j < j1 is visible. Every mask leaves each
+/// row an interval of keys (core's visible_keys), so one interval test per row suffices.
 inline bool block_any_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 j0, i64 j1) {
-    const i64 sq = std::min(i1, valid_q(p, b)), skv = std::min(j1, valid_kv(p, b));
-    if (i0 >= sq || j0 >= skv) return false;
-    return !is_causal(p) || j0 <= sq - 1 + causal_offset(p, b);
+    for (i64 i = i0; i < std::min(i1, valid_q(p, b)); ++i) {
+        const auto [lo, hi] = visible_keys(p, b, i);
+        if (lo < j1 && hi > j0 && lo < hi) return true;
+    }
+    return false;
 }
 /// True when every (i, j) of the block is visible, so per-element tests can be skipped.
-inline bool block_all_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 /*j0*/, i64 j1) {
+inline bool block_all_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 j0, i64 j1) {
     if (i1 > valid_q(p, b) || j1 > valid_kv(p, b)) return false;
-    return !is_causal(p) || j1 - 1 <= i0 + causal_offset(p, b);
+    for (i64 i = i0; i < i1; ++i) {
+        const auto [lo, hi] = visible_keys(p, b, i);
+        if (lo > j0 || hi < j1) return false;
+    }
+    return true;
 }
 
 /// Multiply-adds of the naive algorithm, to decide whether to go parallel.
