@@ -10,6 +10,7 @@
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
+#include "driver/isolation.hpp"
 #include "driver/run_case.hpp"
 #include "reports/console_reporter.hpp"
 
@@ -45,6 +46,7 @@ int run(int argc, char** argv) {
     std::vector<Reporter*> reporters{&console};
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
+    const RunLimits limits{opts.max_memory};
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const CaseEntry& e = entries[i];
         CaseResult r;
@@ -53,10 +55,13 @@ int run(int argc, char** argv) {
             r.index = i;
             r.status = Status::invalid_arguments;
             r.reason = e.error;
+        } else if (opts.isolate || opts.timeout_per_case > 0) {
+            // No vendor in this process: each child makes its own backend (driver/isolation.hpp).
+            r = run_case_isolated(*e.c, i, limits, opts.timeout_per_case);
         } else {
             auto& be = backends[e.c->backend];  // the parser accepted only registered names
             if (!be) be = make_backend(e.c->backend);
-            r = run_case(*e.c, *be, i);
+            r = run_case(*e.c, *be, i, limits);
         }
         summary.add(r.status);
         for (Reporter* rep : reporters) rep->on_case(r);

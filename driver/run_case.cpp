@@ -1,11 +1,14 @@
 #include "driver/run_case.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <exception>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "compare/compare.hpp"
+#include "core/memory_estimate.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -18,6 +21,18 @@ std::string failure_reason(const OutputCheck& c) {
 }
 
 namespace {
+
+/// The SKIPPED reason when the case's host memory estimate exceeds the limit, else nullopt.
+std::optional<std::string> memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
+    if (limits.max_memory_bytes == 0) return std::nullopt;
+    const MemoryEstimate est = estimate_host_memory(p, backend.name(), std::thread::hardware_concurrency());
+    if (est.total <= static_cast<double>(limits.max_memory_bytes)) return std::nullopt;
+    const auto largest = std::max_element(est.items.begin(), est.items.end(),
+            [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+    return fmt::format("not enough memory: the case needs about {} of host memory, more than --max-memory={} "
+                       "(largest part: {}, {})", format_bytes(est.total),
+            format_bytes(static_cast<double>(limits.max_memory_bytes)), largest->what, format_bytes(largest->bytes));
+}
 
 /// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
 /// non-finite (the case overflows f32), FAILED if any check failed, else MISTRUSTED if any
@@ -47,7 +62,7 @@ void judge(CaseResult& r) {
     }
 }
 
-void run_checked(const Case& c, Backend& backend, CaseResult& r) {
+void run_checked(const Case& c, Backend& backend, CaseResult& r, const RunLimits& limits) {
     const Problem& p = c.prb;
     if (auto err = validate(p)) {
         r.status = Status::invalid_arguments;
@@ -61,6 +76,11 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
     if (auto no = backend.support(p)) {
         r.status = no->status;
         r.reason = no->reason;
+        return;
+    }
+    if (auto over = memory_guard(p, backend, limits)) {
+        r.status = Status::skipped;
+        r.reason = *over;
         return;
     }
     SdpaInputs in = fill_inputs(p);
@@ -82,13 +102,13 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r) {
 
 }  // namespace
 
-CaseResult run_case(const Case& c, Backend& backend, std::size_t index) {
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const RunLimits& limits) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        run_checked(c, backend, r);
+        run_checked(c, backend, r, limits);
     } catch (const BackendError& e) {
         r.status = e.status;
         r.reason = e.what();
