@@ -8,6 +8,7 @@
 #ifdef SDPABENCH_HAVE_CUDNN
 #include "backends/cudnn/cudnn_backend.hpp"
 #endif
+#include "backends/test/test_backends.hpp"
 
 namespace sdpa {
 
@@ -31,7 +32,8 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
 #ifdef SDPABENCH_HAVE_CUDNN
     if (name == "cudnn") return make_cudnn_backend();
 #endif
-    return make_faulty_backend(name);  // "faulty:KIND", else nullptr
+    if (auto faulty = make_faulty_backend(name)) return faulty;  // "faulty:KIND"
+    return make_test_backend(name);  // test-only kinds ("test:*"), not in backend_names(); else nullptr
 }
 
 }  // namespace sdpa

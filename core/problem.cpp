@@ -1,4 +1,5 @@
 #include "core/problem.hpp"
+#include "core/validate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -195,10 +196,10 @@ std::optional<std::string> validate(const Problem& p) {
         if (v <= 0) return fmt::format("dimension rule: {} = {} must be positive", n, v);
     if (d.H_kv > d.H_q || d.H_q % d.H_kv != 0)
         return fmt::format("GQA rule: H_q = {} must be a multiple of H_kv = {}", d.H_q, d.H_kv);
-    // Every tensor's element count must fit comfortably in 64-bit byte counts.
-    const double biggest = static_cast<double>(d.B) * d.H_q * d.S_q * std::max(d.S_kv, std::max(d.D_qk, d.D_v));
-    if (biggest * 4.0 > 9.0e18)
-        return fmt::format("size rule: B*H_q*S_q*max(S_kv,D) = {:.3g} elements overflows 64-bit byte counts", biggest);
+    // Every tensor's byte count must fit in 64 bits (core/validate.cpp, checked products).
+    if (auto err = validate_sizes(p)) return err;
+    // The hipDNN-style structural rules on the shapes the problem implies (core/validate.hpp).
+    if (auto err = validate_shapes(shapes_of(p))) return err;
     for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {
         const bool is_q = lens == &p.seq_len_q;
         const std::int64_t full = is_q ? d.S_q : d.S_kv;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string_view>
 #include <system_error>
 #include <tuple>
@@ -30,6 +31,9 @@ struct Knob {
     std::string_view what;  ///< one-line description for --help
     bool (*apply)(std::string_view value, Case& c);  ///< false: value not accepted
     bool run_knob = false;  ///< says how to run (backend, mode), not what: --reset keeps it
+    /// Optional: why `value` was refused, when more can be said than "unknown value" (e.g. a
+    /// number out of range); "" falls back to the generic message.
+    std::string (*explain)(std::string_view value) = nullptr;
 };
 
 /// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
@@ -51,6 +55,31 @@ bool set_scale(std::string_view v, Case& c) {
     if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !std::isfinite(f)) return false;
     c.prb.scale = f;
     return true;
+}
+
+/// Why a --scale value was refused: out of the f32 range, or not finite.
+std::string explain_scale(std::string_view v) {
+    double d = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (v.empty() || ptr != v.data() + v.size()) return "";
+    if (ec == std::errc() && !std::isfinite(d)) return fmt::format("--scale={} must be a finite number", v);
+    if (ec == std::errc::result_out_of_range || std::fabs(d) > std::numeric_limits<float>::max())
+        return fmt::format("--scale={} is out of the f32 range (|scale| must be at most {} and must not underflow "
+                           "to 0)", v, std::numeric_limits<float>::max());
+    if (ec == std::errc() && std::fabs(d) > 0 && std::fabs(d) < std::numeric_limits<float>::min())
+        return fmt::format("--scale={} is out of the f32 range (|scale| must be at least {}: smaller values are "
+                           "subnormal or underflow to 0)", v, std::numeric_limits<float>::min());
+    return "";
+}
+
+/// Why a --seed value was refused: out of the unsigned 64-bit range.
+std::string explain_seed(std::string_view v) {
+    std::uint64_t s = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+    if (ec == std::errc::result_out_of_range && ptr == v.data() + v.size())
+        return fmt::format("--seed={} does not fit an unsigned 64-bit integer (at most {})", v,
+                std::numeric_limits<std::uint64_t>::max());
+    return "";
 }
 
 /// Parses the whole of `v` as an unsigned 64-bit seed.
@@ -170,13 +199,15 @@ const std::vector<Knob>& knob_table() {
                     return true;
                 }},
             {"scale", "default|<finite float>", "default",
-                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)", set_scale},
+                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)", set_scale, false,
+                explain_scale},
             {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
                 "apply the scale by multiplying or dividing QK^T",
                 [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
-            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed},
+            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
+                explain_seed},
             {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb},
             {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
                 "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
@@ -251,6 +282,10 @@ std::vector<std::pair<std::string_view, std::size_t>> split_tokens(std::string_v
     return out;
 }
 
+/// Most cases one run may expand to: a few comma lists multiply quickly, and a run this long
+/// is a typo (it also bounds the memory a hostile or fuzzed case file can make us take).
+constexpr std::size_t kMaxCases = 1'000'000;
+
 /// Parses tokens into entries; holds the --batch include chain for cycle detection.
 class Parser {
 public:
@@ -258,6 +293,9 @@ public:
 
     /// Handles one token with the knob state of its file (or of the command line).
     void token(std::string_view tok, KnobState& st, const Loc& loc) {
+        if (tok.starts_with('-') && !tok.starts_with("--"))
+            return error(loc, fmt::format("unknown option '{}' (the only short option is -v; knobs start with "
+                                          "'--': {}; see --help)", tok, all_knob_names()));
         if (!tok.starts_with("--")) return problem(tok, st, loc);
         const std::size_t eq = tok.find('=');
         const std::string_view name = tok.substr(2, eq == std::string_view::npos ? tok.npos : eq - 2);
@@ -301,10 +339,13 @@ public:
                         comma = c2;
                     }
                 }
-                if (!ok) v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
-                if (!ok)
+                if (!ok) {
+                    v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                    if (table[k].explain)
+                        if (std::string why = table[k].explain(v); !why.empty()) return error(loc, why);
                     return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
                                           table[k].choices));
+                }
                 values.emplace_back(v);
                 if (comma == value.npos) break;
                 pos = comma + 1;
@@ -336,12 +377,14 @@ private:
     std::vector<std::string> chain_;  ///< display paths of the files being read
     std::vector<fs::path> canon_;     ///< the same, canonical, for cycle detection
     std::size_t errors_ = 0;          ///< errors of the line being read (not of its includes)
+    std::size_t cases_ = 0;           ///< cases emitted so far (bounded by kMaxCases)
 
     void error(const Loc& loc, const std::string& msg) {
         CaseEntry e;
         e.usage = loc.command_line();
-        e.error = loc.command_line() ? fmt::format("command line: error: {}", msg)
-                                     : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, msg);
+        e.error = escape_for_message(loc.command_line()
+                        ? fmt::format("command line: error: {}", msg)
+                        : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, msg));
         entries.push_back(std::move(e));
         ++errors_;
     }
@@ -364,7 +407,10 @@ private:
         if (ec) canon = fs::absolute(p, ec).lexically_normal();
         for (const auto& c : canon_)
             if (c == canon) return error(loc, fmt::format("--batch cycle: {}", chain_with(shown)));
-        const bool readable = !fs::is_directory(p, ec) && std::ifstream(p).good();
+        // Regular files and pipes only: a device such as /dev/zero would never end a line.
+        const auto type = fs::status(p, ec).type();
+        const bool readable = (type == fs::file_type::regular || type == fs::file_type::fifo) &&
+                std::ifstream(p).good();
         if (!readable) {
             if (chain_.empty()) return error(loc, fmt::format("cannot open --batch file '{}'", shown));
             return error(loc, fmt::format("cannot open --batch file '{}' (include chain: {})", shown,
@@ -418,6 +464,13 @@ private:
         const auto dims = parse_descriptor(tok, &name, &err);
         if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));
         const auto& table = knob_table();
+        std::size_t expands = 1;  // saturates at the limit
+        for (const auto& values : st) expands = std::min(expands * values.size(), kMaxCases + 1);
+        if (cases_ + expands > kMaxCases)
+            return error(loc, fmt::format("'{}' expands to {}{} cases with the current knob lists, past the limit "
+                                          "of {} cases per run", tok, expands > kMaxCases ? "more than " : "",
+                                          std::min(expands, kMaxCases), kMaxCases));
+        cases_ += expands;
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
             Case c;
@@ -467,11 +520,40 @@ std::string case_language_help() {
     return s;
 }
 
+std::string escape_for_message(std::string_view text) {
+    // fmt's debug format escapes control bytes and invalid UTF-8 as \xNN; drop its quotes.
+    const std::string quoted = fmt::format("{:?}", text);
+    return quoted.substr(1, quoted.size() - 2);
+}
+
 std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
     Parser p;
     KnobState st = default_state();
+    std::string dangling;               // last knob after the last problem or --batch
+    std::vector<std::string> batches;   // --batch files named on the command line
+    bool targets = false;               // a problem or --batch was given
     for (const std::string& arg : tokens)
-        for (const auto& [tok, col] : split_tokens(arg)) p.token(tok, st, Loc{});
+        for (const auto& [tok, col] : split_tokens(arg)) {
+            p.token(tok, st, Loc{});
+            if (tok.starts_with("--batch=")) batches.emplace_back(tok.substr(8));
+            if (tok.starts_with("--batch=") || !tok.starts_with("-")) {
+                dangling.clear();
+                targets = true;
+            } else if (tok.starts_with("--")) {
+                dangling = tok;
+            }
+        }
+    if (!dangling.empty() && targets)
+        p.entries.push_back(CaseEntry{std::nullopt,
+                escape_for_message(fmt::format("command line: error: '{}' comes after the last problem and would "
+                                               "apply to nothing (knobs apply to the problems and --batch files "
+                                               "after them)", dangling)),
+                true});
+    if (p.entries.empty() && !batches.empty())
+        p.entries.push_back(CaseEntry{std::nullopt,
+                escape_for_message(fmt::format("command line: error: no problem given: --batch file '{}' holds no "
+                                               "problem descriptor", fmt::join(batches, "', '"))),
+                true});
     return std::move(p.entries);
 }
 

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.hpp"
@@ -24,6 +25,10 @@ struct CaseEntry {
     Status status = Status::invalid_arguments;
 };
 
+/// `text` with control bytes, quotes, backslashes and invalid UTF-8 escaped (\xNN, \n, \", ...) so
+/// that error messages about binary garbage stay one printable line. Valid UTF-8 is kept.
+std::string escape_for_message(std::string_view text);
+
 /// Knobs accepted by the case language with their values, for --help.
 std::string case_language_help();
 
@@ -31,7 +36,10 @@ std::string case_language_help();
 /// are relative to the current directory on the command line and to the including file
 /// inside files; a knob set inside a batch file lasts until the end of that file. Parsing
 /// goes on after an error, so one bad line costs only its own cases. A file that cannot be
-/// opened, or a --batch cycle, is one error entry naming the include chain.
+/// opened, or a --batch cycle, is one error entry naming the include chain. Command-line usage
+/// errors (usage = true): a knob after the last problem/--batch (it would apply to nothing),
+/// --batch files that hold no problem at all, an unknown single-dash option. At most
+/// 1,000,000 cases per run (an error names the descriptor that goes past it).
 std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens);
 
 }  // namespace sdpa

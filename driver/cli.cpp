@@ -1,10 +1,14 @@
 #include "driver/cli.hpp"
 
+#include <cmath>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
 #include "backends/faulty/faulty_backend.hpp"
+#include "backends/test/test_backends.hpp"
+#include "core/memory_estimate.hpp"
 #include "driver/case_parser.hpp"
 
 namespace sdpa {
@@ -15,14 +19,16 @@ std::string footer() {
     return fmt::format(
             "\n{}\n"
             "BACKENDS: {}\n"
-            "FAULT INJECTION (the reference with one bug, for self-tests): {}\n\n"
+            "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
+            "TEST-ONLY BACKENDS (for sdpabench's own tests, use with --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N'.\n"
             "  Statuses: PASSED, MISTRUSTED (matches, but the reference is mostly zeros), SKIPPED (platform\n"
             "  cannot run it), UNIMPLEMENTED (library has no kernel), INVALID_ARGUMENTS (case breaks a rule),\n"
             "  FAILED (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED.\n"
             "EXIT: 0 when no case FAILED/UNIMPLEMENTED/INVALID_ARGUMENTS, 1 otherwise, 2 for bad usage.\n",
-            case_language_help(), fmt::join(backend_names(), ", "), faulty_backend_names());
+            case_language_help(), fmt::join(backend_names(), ", "), faulty_backend_names(),
+            fmt::join(test_backend_names(), ", "));
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.
@@ -85,6 +91,25 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
             "into DIR (named after the case; run it with 'benchdnn --graph --case=FILE' or '--case=FILE' here)")
         ->option_text("DIR");
+
+    app.add_option("--max-memory", out.opts.max_memory,
+               "Memory guard: SKIP a case whose estimated host memory exceeds this many bytes (whole "
+               "numbers with binary units: 8G, 512M, 1536M; 0: no limit). Default: 80% of MemAvailable (and of ulimit -v/-d)")
+            ->transform(CLI::AsSizeValue(false));
+    app.add_option("--timeout-per-case", out.opts.timeout_per_case,
+               "Seconds a case may take; a case past it is killed and FAILED (timeout). Runs each case in a "
+               "child process, as --isolate does (0: no timeout)")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        double v = -1;
+                        return CLI::detail::lexical_cast(s, v) && v >= 0 && std::isfinite(v)
+                                ? std::string()
+                                : fmt::format("must be a number of seconds >= 0 (got '{}')", s);
+                    },
+                    "SECONDS"));
+    app.add_flag("--isolate", out.opts.isolate,
+            "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
+            "the run goes on");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -95,6 +120,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
         out.exit_code = 2;
         return out;
     }
+    if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
     out.opts.case_tokens = app.remaining();
     if (const std::string err = finish_perf_options(out.opts, perf_template, reports); !err.empty()) {
         fmt::print(stderr, "command line: error: {}\n", err);

@@ -2,6 +2,7 @@
 // tokens, to the case parser.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ struct GlobalOptions {
     int verbose = 0;               ///< -v: margins and backend notes per case
     bool version = false;          ///< --version: print versions and exit
     std::string emit_onednn_json;  ///< --emit-onednn-json=DIR: write each case's oneDNN graph as JSON there
+    /// --max-memory (bytes; "8G", "512M" accepted): memory guard limit; 0 turns it off.
+    /// Default: core/memory_estimate.hpp default_memory_limit() (80% of MemAvailable).
+    std::uint64_t max_memory = 0;
+    double timeout_per_case = 0;   ///< --timeout-per-case (seconds; 0: none): runs each case in a child
+    bool isolate = false;          ///< --isolate: run each case in a child process (driver/isolation.hpp)
     std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()
     TimingOptions timing;          ///< --max-ms-per-case, --min-runs, --fix-times, --cold-cache (P, CP)
     PerfTemplate perf_template;    ///< --perf-template (default kDefaultPerfTemplate)

@@ -13,6 +13,7 @@
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
+#include "driver/isolation.hpp"
 #include "driver/onednn_json_export.hpp"
 #include "driver/run_case.hpp"
 #include "reports/console_reporter.hpp"
@@ -75,6 +76,7 @@ int run(int argc, char** argv) {
     }
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
+    const RunLimits limits{opts.max_memory};
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const CaseEntry& e = entries[i];
         const std::string label = e.c ? repro(*e.c) : std::string();
@@ -93,11 +95,13 @@ int run(int argc, char** argv) {
                     fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
                 }
             }
-            auto& be = backends[e.c->backend];  // the parser accepted only registered names...
-            if (!be) be = make_backend(e.c->backend);
-            if (be) {
-                r = run_case(*e.c, *be, i, timing);
-            } else {  // ...but the default (onednn) may be left out of a build (-DSDPABENCH_ONEDNN=OFF)
+            if (opts.isolate || opts.timeout_per_case > 0) {
+                // No vendor in this process: each child makes its own backend (driver/isolation.hpp).
+                r = run_case_isolated(*e.c, i, timing, limits, opts.timeout_per_case);
+            } else if (auto& be = backends[e.c->backend]; be || (be = make_backend(e.c->backend))) {
+                r = run_case(*e.c, *be, i, timing, limits);
+            } else {  // the parser accepts only registered names, but the default (onednn) may be
+                      // left out of a build (-DSDPABENCH_ONEDNN=OFF)
                 r.index = i;
                 r.repro = repro(*e.c);
                 r.status = Status::invalid_arguments;

@@ -1,13 +1,16 @@
 #include "driver/run_case.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <exception>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "compare/compare.hpp"
 #include "core/flops.hpp"
 #include "driver/determinism.hpp"
+#include "core/memory_estimate.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -20,6 +23,18 @@ std::string failure_reason(const OutputCheck& c) {
 }
 
 namespace {
+
+/// The SKIPPED reason when the case's host memory estimate exceeds the limit, else nullopt.
+std::optional<std::string> memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
+    if (limits.max_memory_bytes == 0) return std::nullopt;
+    const MemoryEstimate est = estimate_host_memory(p, backend.name(), std::thread::hardware_concurrency());
+    if (est.total <= static_cast<double>(limits.max_memory_bytes)) return std::nullopt;
+    const auto largest = std::max_element(est.items.begin(), est.items.end(),
+            [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+    return fmt::format("not enough memory: the case needs about {} of host memory, more than --max-memory={} "
+                       "(largest part: {}, {})", format_bytes(est.total),
+            format_bytes(static_cast<double>(limits.max_memory_bytes)), largest->what, format_bytes(largest->bytes));
+}
 
 /// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
 /// non-finite (the case overflows f32), FAILED if any check failed, else MISTRUSTED if any
@@ -106,7 +121,8 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     judge(r);
 }
 
-void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing) {
+void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing,
+        const RunLimits& limits) {
     const Problem& p = c.prb;
     if (auto err = validate(p)) {
         r.status = Status::invalid_arguments;
@@ -117,6 +133,11 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     r.bytes = bytes_moved(p);
     if (c.mode == Mode::L) {
         r.status = Status::listed;
+        return;
+    }
+    if (auto over = memory_guard(p, backend, limits)) {
+        r.status = Status::skipped;
+        r.reason = *over;
         return;
     }
     if (p.dir == Dir::fwd_bwd) {
@@ -159,7 +180,8 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
 
 }  // namespace
 
-CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing) {
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing,
+        const RunLimits& limits) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
@@ -169,7 +191,7 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
         r.notes.push_back(fmt::format("graph: {} {}", knobs(c.prb), descriptor(c.prb.dims, c.prb.name)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        run_checked(c, backend, r, timing);
+        run_checked(c, backend, r, timing, limits);
     } catch (const BackendError& e) {
         r.status = e.status;
         r.reason = e.what();

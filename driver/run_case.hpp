@@ -2,6 +2,8 @@
 // compare, yielding exactly one CaseResult on every path.
 #pragma once
 
+#include <cstdint>
+
 #include "backends/backend.hpp"
 #include "driver/case.hpp"
 #include "driver/case_info.hpp"
@@ -10,11 +12,20 @@
 
 namespace sdpa {
 
+/// Limits of one run, from the global options.
+struct RunLimits {
+    /// Memory guard: a case whose estimate_host_memory() exceeds this many bytes is SKIPPED
+    /// (with the estimate and the limit) before anything is filled; 0: no limit.
+    std::uint64_t max_memory_bytes = 0;
+};
+
 /// Runs case `c` on `backend` (which must be the backend c.backend names) and returns its
 /// result; `index` is its 0-based position in the batch. Never throws for a vendor or
 /// reference failure: BackendError and std::exception become statuses. Modes P and CP time the
 /// prepared plan with `timing` (driver/timing.hpp) and fill r.perf; P skips the reference.
-CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing = {});
+/// `limits` holds the memory guard (a case estimated above it is SKIPPED before filling).
+CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing = {},
+        const RunLimits& limits = {});
 
 /// The FAILED reason for one output check: "dQ: <reason> at (b,h,i,j): got G expected E
 /// (|err| X > bound B)".

@@ -13,6 +13,9 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sud
   echo "setup.sh: needs root or sudo to install Debian packages" >&2; exit 1; fi
 
 apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3)
+# scripts/fuzz.sh sets SDPABENCH_FUZZ_DEPS=1: clang with libFuzzer and the sanitizer runtimes
+# (libclang-rt-14-dev) and clang's OpenMP (Debian 12's clang is 14).
+if [ "${SDPABENCH_FUZZ_DEPS:-0}" = 1 ]; then apt_pkgs+=(clang libclang-rt-14-dev libomp-14-dev); fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -104,6 +104,31 @@ cudnn_no_gpu)
   fi
   grep -qE "__REPRO: --backend=cudnn --dir=fwd_bwd" "$tmp/out" || fail "fwd_bwd repro missing"
   ;;
+isolation)
+  # A hang (past --timeout-per-case) and a crash (test-only backends) each cost one FAILED case;
+  # the cases after them still PASS. Exit 1 for the FAILED ones.
+  run --timeout-per-case=3 --backend=test:sleep b1hq1sq8d8 --backend=test:segv b1hq1sq8d8 --backend=ref b1hq1sq8d8 b1hq2sq16d8
+  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+  grep -qE '^0:FAILED \(timeout: the case ran longer than --timeout-per-case=3s and was killed\) \([0-9.]+ ms\) __REPRO: --backend=test:sleep b1hq1sq8d8$' "$tmp/out" || fail "timeout not FAILED"
+  grep -qE '^1:FAILED \(crashed: Segmentation fault \(SIGSEGV, signal 11\)\) .*__REPRO: --backend=test:segv b1hq1sq8d8$' "$tmp/out" || fail "crash not FAILED with its signal"
+  grep -qE '^2:PASSED .*__REPRO: --backend=ref b1hq1sq8d8$' "$tmp/out" || fail "case 2 after the crash must PASS"
+  grep -qE '^3:PASSED .*__REPRO: --backend=ref b1hq2sq16d8$' "$tmp/out" || fail "case 3 must PASS"
+  [ "$(summary_field failed)" = 2 ] && [ "$(summary_field passed)" = 2 ] || fail "expected 2 failed, 2 passed"
+  # --isolate alone (no timeout): the crash is FAILED, the next case runs.
+  run --isolate --backend=test:segv b1hq1sq8d8 --backend=ref b1hq1sq8d8
+  [ "$rc" -eq 1 ] || fail "--isolate: exit code $rc, expected 1"
+  grep -qE '^0:FAILED \(crashed: Segmentation fault \(SIGSEGV' "$tmp/out" || fail "--isolate: crash not FAILED"
+  grep -qE '^1:PASSED' "$tmp/out" || fail "--isolate: the case after the crash must PASS"
+  # Memory guard: a case past --max-memory is SKIPPED with its estimate and the limit.
+  run --max-memory=1M --backend=ref b1hq1sq512d64 b1hq1sq8d8
+  [ "$rc" -eq 0 ] || fail "memory guard: exit code $rc, expected 0"
+  grep -qE '^0:SKIPPED \(not enough memory: the case needs about [0-9.]+ MiB of host memory, more than --max-memory=1 MiB' "$tmp/out" || fail "memory skip not reported with estimate and limit"
+  grep -qE '^1:PASSED' "$tmp/out" || fail "the small case after the skipped one must PASS"
+  # Test-only backends are listed apart from the real ones in --help.
+  run --help
+  grep -qE '^BACKENDS: onednn, cudnn, ref$' "$tmp/out" || fail "--help: real backends line"
+  grep -q 'TEST-ONLY BACKENDS (for sdpabench.s own tests, use with --isolate): test:sleep, test:segv' "$tmp/out" || fail "--help: test-only heading"
+  ;;
 *) fail "unknown scenario" ;;
 esac
 echo "E2E OK ($scenario)"

@@ -1,0 +1,59 @@
+#include "backends/test/test_backends.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+namespace sdpa {
+
+namespace {
+
+/// What the plan does when executed.
+enum class Misbehaviour { sleep, segv };
+
+class MisbehavingPlan final : public Plan {
+public:
+    explicit MisbehavingPlan(Misbehaviour m) : m_(m) {}
+    void execute() override {
+        if (m_ == Misbehaviour::sleep) {
+            std::this_thread::sleep_for(std::chrono::hours(1));
+            throw BackendError(Status::failed, "test:sleep woke up after an hour");
+        }
+        // The default action (die by the signal), even where a sanitizer installed a handler.
+        std::signal(SIGSEGV, SIG_DFL);
+        std::raise(SIGSEGV);
+        throw BackendError(Status::failed, "test:segv: SIGSEGV did not end the process");
+    }
+    void poison_outputs() override {}
+    SdpaOutputs read_outputs() override { return {}; }
+
+private:
+    Misbehaviour m_;
+};
+
+class MisbehavingBackend final : public Backend {
+public:
+    MisbehavingBackend(std::string_view name, Misbehaviour m) : name_(name), m_(m) {}
+    std::string_view name() const override { return name_; }
+    std::string version() const override { return std::string(name_) + ": test-only backend"; }
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::unique_ptr<Plan> prepare(const Problem&, const SdpaInputs&) override {
+        return std::make_unique<MisbehavingPlan>(m_);
+    }
+
+private:
+    std::string_view name_;
+    Misbehaviour m_;
+};
+
+}  // namespace
+
+std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv"}; }
+
+std::unique_ptr<Backend> make_test_backend(std::string_view name) {
+    if (name == "test:sleep") return std::make_unique<MisbehavingBackend>("test:sleep", Misbehaviour::sleep);
+    if (name == "test:segv") return std::make_unique<MisbehavingBackend>("test:segv", Misbehaviour::segv);
+    return nullptr;
+}
+
+}  // namespace sdpa

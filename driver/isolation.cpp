@@ -1,0 +1,173 @@
+#include "driver/isolation.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace sdpa {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, mistrusted, reason, worst_ratio, worst_index, got,
+        expected, err, bound, nonfinite, ref_nonfinite, zero_fraction)
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
+        gflops_at_max, gbytes_per_s_at_median)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name)
+
+void to_json(nlohmann::json& j, const CaseResult& r) {
+    j = nlohmann::json{{"index", r.index}, {"status", r.status}, {"reason", r.reason}, {"ms", r.ms},
+        {"repro", r.repro}, {"checks", r.checks}, {"notes", r.notes}, {"info", r.info}, {"checked", r.checked},
+        {"flops", r.flops}, {"bytes", r.bytes}};
+    if (r.perf) j["perf"] = *r.perf;
+}
+
+void from_json(const nlohmann::json& j, CaseResult& r) {
+    j.at("index").get_to(r.index);
+    j.at("status").get_to(r.status);
+    j.at("reason").get_to(r.reason);
+    j.at("ms").get_to(r.ms);
+    j.at("repro").get_to(r.repro);
+    j.at("checks").get_to(r.checks);
+    j.at("notes").get_to(r.notes);
+    j.at("info").get_to(r.info);
+    j.at("checked").get_to(r.checked);
+    j.at("flops").get_to(r.flops);
+    j.at("bytes").get_to(r.bytes);
+    if (j.contains("perf")) r.perf = j.at("perf").get<PerfResult>();
+}
+
+std::string child_failure_reason(int wait_status) {
+    if (WIFSIGNALED(wait_status)) {
+        const int sig = WTERMSIG(wait_status);
+        const char* abbrev = sigabbrev_np(sig);
+        return fmt::format("crashed: {} (SIG{}, signal {})", strsignal(sig), abbrev ? abbrev : "?", sig);
+    }
+    if (WIFEXITED(wait_status))
+        return fmt::format("the case's child process exited with status {} without a result",
+                WEXITSTATUS(wait_status));
+    return fmt::format("the case's child process ended without a result (wait status {:#x})", wait_status);
+}
+
+namespace {
+
+/// Child side: runs the case with its own backend, writes the CBOR result, never returns.
+[[noreturn]] void child_main(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
+        int fd) {
+    int code = 0;
+    try {
+        const std::unique_ptr<Backend> backend = make_backend(c.backend);
+        CaseResult r;
+        if (!backend) {
+            r.index = index;
+            r.repro = repro(c);
+            r.status = Status::failed;
+            r.reason = fmt::format("no backend '{}'", c.backend);
+        } else {
+            r = run_case(c, *backend, index, timing, limits);
+        }
+        const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(nlohmann::json(r));
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                code = 3;
+                break;
+            }
+            done += static_cast<std::size_t>(n);
+        }
+    } catch (...) {
+        code = 4;
+    }
+    ::close(fd);
+    _exit(code);
+}
+
+}  // namespace
+
+CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
+        double timeout_s) {
+    using clock = std::chrono::steady_clock;
+    CaseResult r;
+    r.index = index;
+    r.repro = repro(c);
+    auto cannot_start = [&r](const char* what, int e) {
+        r.status = Status::failed;
+        r.reason = fmt::format("cannot start the case's child process: {}: {}", what, std::strerror(e));
+        return r;
+    };
+    int fds[2];
+    if (::pipe(fds) != 0) return cannot_start("pipe", errno);
+    std::fflush(nullptr);  // nothing buffered may be written twice
+    const auto t0 = clock::now();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        const int e = errno;
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return cannot_start("fork", e);
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        child_main(c, index, timing, limits, fds[1]);
+    }
+    ::close(fds[1]);
+
+    std::vector<std::uint8_t> bytes;
+    bool timed_out = false;
+    const auto deadline = t0 + std::chrono::duration<double>(timeout_s);
+    while (true) {  // read until EOF (the child exited or closed the pipe) or the deadline
+        int wait_ms = -1;
+        if (timeout_s > 0) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+            if (left <= 0) {
+                timed_out = true;
+                break;
+            }
+            wait_ms = static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
+        }
+        pollfd pfd{fds[0], POLLIN, 0};
+        const int ready = ::poll(&pfd, 1, wait_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) continue;  // re-checks the deadline
+        std::uint8_t buf[65536];
+        const ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        bytes.insert(bytes.end(), buf, buf + n);
+    }
+    ::close(fds[0]);
+    if (timed_out) ::kill(pid, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    if (timed_out) {
+        r.status = Status::failed;
+        r.reason = fmt::format("timeout: the case ran longer than --timeout-per-case={}s and was killed", timeout_s);
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !bytes.empty()) {
+        try {
+            r = nlohmann::json::from_cbor(bytes).get<CaseResult>();
+        } catch (const nlohmann::json::exception& e) {
+            r.status = Status::failed;
+            r.reason = fmt::format("the case's child process sent an unreadable result: {}", e.what());
+        }
+    } else {
+        r.status = Status::failed;
+        r.reason = child_failure_reason(st);
+    }
+    r.ms = ms;
+    return r;
+}
+
+}  // namespace sdpa

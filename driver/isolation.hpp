@@ -1,0 +1,44 @@
+// Running one case in a child process: --isolate (a crash costs one case) and
+// --timeout-per-case (a hung vendor call cannot be interrupted in-process, so the parent kills
+// the child at the deadline).
+//
+// Fork safety: fork() copies only the calling thread, so forking after oneDNN, SYCL or OpenMP
+// have started worker threads can leave the child with locks held by threads that no longer
+// exist. The driver therefore never touches a vendor in the parent when isolating: the parent
+// only parses cases and reports; each child creates its own backend (and with it the engine and
+// thread pools) from the case's backend name, runs the case, sends its CaseResult back and
+// exits with _exit() (no static destructors of vendor libraries). make_backend() is cheap and
+// touches no device, which is what makes this safe (backends/backend.hpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "driver/case.hpp"
+#include "driver/run_case.hpp"
+#include "reports/case_result.hpp"
+
+namespace sdpa {
+
+/// Runs `c` in a forked child (its own backend from c.backend) and returns its result:
+/// the child's CaseResult when it sends one; FAILED "timeout: ..." when `timeout_s` > 0 and
+/// the child has not finished after that many seconds (it is killed with SIGKILL); FAILED
+/// naming the signal (strsignal and SIG name) when it dies by one; FAILED with the exit
+/// status when it exits without a result, or when pipe()/fork() fail. `ms` is the parent's wall
+/// time around the child.
+CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
+        double timeout_s);
+
+/// A child's exit that carried no result, as a FAILED reason: "crashed: Segmentation fault
+/// (SIGSEGV, signal 11)" for a signal, "exited with status N without a result" otherwise.
+/// `wait_status` is as waitpid() returns it.
+std::string child_failure_reason(int wait_status);
+
+/// CaseResult to and from JSON (nlohmann). The pipe carries it as CBOR, which keeps NaN and
+/// infinities (JSON text would turn them into null).
+void to_json(nlohmann::json& j, const CaseResult& r);
+void from_json(const nlohmann::json& j, CaseResult& r);
+
+}  // namespace sdpa
