@@ -521,9 +521,16 @@ std::string case_language_help() {
 }
 
 std::string escape_for_message(std::string_view text) {
-    // fmt's debug format escapes control bytes and invalid UTF-8 as \xNN; drop its quotes.
+    // fmt's debug format escapes control bytes and invalid UTF-8 as \xNN; drop its quotes and
+    // its escaping of '"' (messages quote with '...', so a double quote needs no escape).
     const std::string quoted = fmt::format("{:?}", text);
-    return quoted.substr(1, quoted.size() - 2);
+    std::string out;
+    for (std::size_t i = 1; i + 1 < quoted.size(); ++i) {
+        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '"') continue;  // \" -> "
+        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '\\') out += quoted[i++];  // keep \\ as is
+        out += quoted[i];
+    }
+    return out;
 }
 
 std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
