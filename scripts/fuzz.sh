@@ -17,7 +17,7 @@ if [ ! -f build/fuzz/build.ninja ]; then
       -DSDPABENCH_TESTS=OFF -DSDPABENCH_FUZZ=ON -DCMAKE_CXX_FLAGS="$san" >/dev/null
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_case_language)  # add fuzz_json_import when issue 6 lands
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_case_language fuzz_json_import)
 cmake --build build/fuzz -j "$(nproc)" --target "${targets[@]}"
 status=0
 for t in "${targets[@]}"; do

@@ -4,10 +4,7 @@
 // tripping ASan/UBSan; every error must be one printable line; every case's repro must parse
 // back to the same problem.
 //
-// The JSON importer target is not here yet: the importer is being written on another branch
-// (issue 6). When it lands, add tests/fuzz/fuzz_json_import.cpp next to this file, calling the
-// importer on the bytes, with a seed corpus in tests/fuzz/corpus/json_import/, and list it in
-// tests/fuzz/CMakeLists.txt; scripts/fuzz.sh runs every fuzz_* target it finds.
+// The JSON importer has its own target, fuzz_json_import.cpp.
 #include <unistd.h>
 
 #include <cstddef>
