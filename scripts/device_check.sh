@@ -13,8 +13,7 @@
 # build/device-deps), SDPABENCH_CUDNN_FRONTEND_ROOT (frontend prefix; default: the pack's, else
 # /opt/sdpabench-deps/cudnn-frontend-1.19.1), CUDAToolkit_ROOT (default: CMake's search).
 #
-# P mode (--mode=P, --report=jsonl:PATH) comes from another branch; this script is written against
-# that announced interface and reads the JSONL defensively (see the parser below).
+# Timings come from P mode's JSON Lines report (--mode=P --report=jsonl:PATH: "perf"."min_ms").
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
