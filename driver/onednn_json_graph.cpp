@@ -1,5 +1,8 @@
 #include "driver/onednn_json_graph.hpp"
 
+#include <array>
+#include <map>
+
 #include <fmt/format.h>
 
 namespace sdpa::graph_json {
@@ -43,6 +46,20 @@ std::vector<RawOp> parse_ops(const json& root) {
     }
     std::vector<RawOp> ops;
     std::size_t n = 0;
+    // Inputs and outputs per op kind (oneDNN Graph API op definitions); the matcher relies on them.
+    const auto check_arity = [](const RawOp& op) {
+        static const std::map<std::string, std::array<std::size_t, 4>> arity{{"MatMul", {2, 2, 1, 1}},
+            {"Multiply", {2, 2, 1, 1}}, {"Divide", {2, 2, 1, 1}}, {"Add", {2, 2, 1, 1}}, {"Subtract", {2, 2, 1, 1}},
+            {"SoftMax", {1, 1, 1, 2}}, {"Exp", {1, 1, 1, 1}}, {"TypeCast", {1, 1, 1, 1}}, {"ReduceSum", {1, 1, 1, 1}},
+            {"SoftMaxBackward", {2, 2, 1, 1}}, {"End", {1, 1, 0, 0}}};
+        const auto it = arity.find(op.kind);
+        if (it == arity.end()) return;  // an unknown kind is UNIMPLEMENTED before matching
+        const auto [in_lo, in_hi, out_lo, out_hi] = it->second;
+        if (op.ins.size() < in_lo || op.ins.size() > in_hi || op.outs.size() < out_lo || op.outs.size() > out_hi)
+            invalid(fmt::format("{}: a {} op takes {}{} input(s) and {}{} output(s), this one has {} and {}", op.where(),
+                    op.kind, in_lo, in_hi != in_lo ? fmt::format("-{}", in_hi) : "", out_lo,
+                    out_hi != out_lo ? fmt::format("-{}", out_hi) : "", op.ins.size(), op.outs.size()));
+    };
     for (const json& o : root["graph"]) {
         const std::string what = fmt::format("graph[{}]", n++);
         RawOp op;
@@ -53,6 +70,7 @@ std::vector<RawOp> parse_ops(const json& root) {
         if (!op.attrs.is_object()) invalid(fmt::format("{}: \"attrs\" is not an object", op.where()));
         for (const json& t : get<json>(o, "inputs", op.where())) op.ins.push_back(parse_tensor(t, op.where()));
         for (const json& t : get<json>(o, "outputs", op.where())) op.outs.push_back(parse_tensor(t, op.where()));
+        check_arity(op);
         ops.push_back(std::move(op));
     }
     if (ops.empty()) invalid("\"graph\" has no ops");

@@ -42,8 +42,9 @@ void set_attr(op& o, const std::string& name, const GraphAttr& v) {
     static const std::pair<std::string_view, op::attr> table[] = {{"transpose_a", op::attr::transpose_a},
         {"transpose_b", op::attr::transpose_b}, {"axis", op::attr::axis}, {"axes", op::attr::axes},
         {"keep_dims", op::attr::keep_dims}, {"mode", op::attr::mode}};
-    for (const auto& [n, a] : table) {
-        if (n != name) continue;
+    for (const auto& row : table) {
+        if (row.first != name) continue;
+        const op::attr a = row.second;  // (clang 14 cannot capture structured bindings)
         std::visit([&](const auto& x) { o.set_attr(a, x); }, v);
         return;
     }
