@@ -1,7 +1,11 @@
 #include "driver/onednn_json_graph.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -9,10 +13,26 @@ namespace sdpa::graph_json {
 
 namespace {
 
+/// True when `v` is a JSON integer that fits T (nlohmann converts a float such as 1e44 to an
+/// integer type with undefined behaviour, so integers are checked before get<T>()).
+template <class T>
+bool fits_integer(const json& v) {
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    if (!v.is_number_integer()) return false;
+    const std::int64_t x = v.get<std::int64_t>();
+    return std::is_signed_v<T> || x >= 0;
+}
+
 /// Reads `key` of object `j` as T, or fails naming `what` and the key.
 template <class T>
 T get(const json& j, const char* key, const std::string& what) {
     if (!j.is_object() || !j.contains(key)) invalid(fmt::format("{}: missing \"{}\"", what, key));
+    const json& v = j.at(key);
+    bool ok = true;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) ok = fits_integer<T>(v);
+    if constexpr (std::is_same_v<T, dims_t>)
+        ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) { return fits_integer<std::int64_t>(e); });
+    if (!ok) invalid(fmt::format("{}: \"{}\" has the wrong type or range ({})", what, key, v.dump()));
     try {
         return j.at(key).get<T>();
     } catch (const json::exception&) {

@@ -17,7 +17,11 @@ void allow_attrs(const RawOp& op, std::initializer_list<const char*> allowed) {
     }
 }
 const json* attr(const RawOp& op, const char* name) {
-    return op.attrs.contains(name) ? &op.attrs[name]["value"] : nullptr;
+    if (!op.attrs.contains(name)) return nullptr;
+    const json& a = op.attrs.at(name);
+    if (!a.is_object() || !a.contains("value"))
+        invalid(fmt::format("{}: attribute '{}' has no \"value\"", op.where(), name));
+    return &a.at("value");
 }
 bool attr_bool(const RawOp& op, const char* name) {
     const json* v = attr(op, name);
@@ -57,7 +61,11 @@ void check_reduce(const RawOp& op, std::int64_t axis, std::int64_t rank) {
     allow_attrs(op, {"axes", "keep_dims"});
     const json* axes = attr(op, "axes");
     dims_t a;
-    if (axes && axes->is_array()) a = axes->get<dims_t>();
+    if (axes && axes->is_array())
+        for (const json& e : *axes) {
+            if (!e.is_number_integer()) invalid(fmt::format("{}: axes must be integers ({})", op.where(), axes->dump()));
+            a.push_back(e.get<std::int64_t>());
+        }
     for (auto& x : a)
         if (x < 0) x += rank;
     if (a != dims_t{axis} || !attr_bool(op, "keep_dims"))

@@ -235,7 +235,7 @@ TEST(OnednnJson, MalformedFilesNameThePosition) {
     r = import_text(R"({"graph": [{"id": 3, "kind": "MatMul", "inputs": []}]})");
     EXPECT_EQ(r.error, "g.json: error: op 3 (MatMul ''): missing \"outputs\"");
     r = import_text(R"({"graph": [{"id": "x", "kind": "MatMul"}]})");
-    EXPECT_EQ(r.error, "g.json: error: graph[0]: \"id\" has the wrong type (\"x\")");
+    EXPECT_EQ(r.error, "g.json: error: graph[0]: \"id\" has the wrong type or range (\"x\")");
     r = import_onednn_json("/nonexistent/x.json", {}, 1);
     EXPECT_EQ(r.error, "/nonexistent/x.json: error: cannot open the graph file");
 }
