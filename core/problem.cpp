@@ -163,13 +163,15 @@ bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
 }
 
 std::int64_t visible_scores(const Problem& p) {
+    // Without padding every batch sees the same keys: count batch 0 and multiply (B can be huge).
+    const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
     std::int64_t n = 0;
-    for (std::int64_t b = 0; b < p.dims.B; ++b)
+    for (std::int64_t b = 0; b < (padded ? p.dims.B : 1); ++b)
         for (std::int64_t i = 0; i < valid_q(p, b); ++i) {
             const auto [lo, hi] = visible_keys(p, b, i);
             n += hi - lo;
         }
-    return n;
+    return padded ? n : n * p.dims.B;
 }
 
 std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::string_view text) {

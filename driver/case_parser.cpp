@@ -233,8 +233,8 @@ const std::vector<Knob>& knob_table() {
                 }},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
-                "C: check correctness; L: list the repro lines, run nothing; B: C, then a second run "
-                "that must be bitwise equal",
+                "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "
+                "then time; B: C, then a second run that must be bitwise equal",
                 [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }, true},
         };
     }();

@@ -125,7 +125,9 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
 
     std::vector<std::uint8_t> bytes;
     bool timed_out = false;
-    const auto deadline = t0 + std::chrono::duration<double>(timeout_s);
+    // Past a year, a timeout is no timeout (and t0 + 1e30 s would overflow the clock).
+    if (timeout_s > 365.0 * 24 * 3600) timeout_s = 0;
+    const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
     while (true) {  // read until EOF (the child exited or closed the pipe) or the deadline
         int wait_ms = -1;
         if (timeout_s > 0) {

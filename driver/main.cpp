@@ -77,6 +77,7 @@ int run(int argc, char** argv) {
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
     const RunLimits limits{opts.max_memory};
+    bool write_failed = false;  // an --emit-onednn-json file could not be written: exit 1
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const CaseEntry& e = entries[i];
         const std::string label = e.c ? repro(*e.c) : std::string();
@@ -93,6 +94,7 @@ int run(int argc, char** argv) {
                     write_onednn_json(*e.c, opts.emit_onednn_json);
                 } catch (const std::exception& ex) {
                     fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
+                    write_failed = true;
                 }
             }
             if (opts.isolate || opts.timeout_per_case > 0) {
@@ -113,7 +115,7 @@ int run(int argc, char** argv) {
         for (Reporter* rep : reporters) rep->on_case(r);
     }
     for (Reporter* rep : reporters) rep->end(summary);
-    return summary.exit_code();
+    return write_failed ? 1 : summary.exit_code();
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "reports/csv_reporter.hpp"
+#include "reports/report_files.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -43,10 +44,10 @@ std::string csv_row(const CaseResult& r) {
     return line;
 }
 
-CsvReporter::CsvReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+CsvReporter::CsvReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {
     if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
     fmt::print(f_, "{}\n", csv_header());
-    std::fflush(f_);
+    flush_checked(f_, path_);
 }
 
 CsvReporter::~CsvReporter() {
@@ -55,9 +56,9 @@ CsvReporter::~CsvReporter() {
 
 void CsvReporter::on_case(const CaseResult& r) {
     fmt::print(f_, "{}\n", csv_row(r));
-    std::fflush(f_);
+    flush_checked(f_, path_);
 }
 
-void CsvReporter::end(const Summary&) { std::fflush(f_); }
+void CsvReporter::end(const Summary&) { flush_checked(f_, path_); }
 
 }  // namespace sdpa

@@ -1,4 +1,5 @@
 #include "reports/jsonl_reporter.hpp"
+#include "reports/report_files.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -85,7 +86,7 @@ std::string json_line(const nlohmann::json& record) {
     return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-JsonlReporter::JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+JsonlReporter::JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {
     if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
 }
 
@@ -95,9 +96,9 @@ JsonlReporter::~JsonlReporter() {
 
 void JsonlReporter::on_case(const CaseResult& r) {
     fmt::print(f_, "{}\n", json_line(json_record(r)));
-    std::fflush(f_);
+    flush_checked(f_, path_);
 }
 
-void JsonlReporter::end(const Summary&) { std::fflush(f_); }
+void JsonlReporter::end(const Summary&) { flush_checked(f_, path_); }
 
 }  // namespace sdpa

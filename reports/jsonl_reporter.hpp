@@ -38,6 +38,7 @@ public:
 
 private:
     std::FILE* f_ = nullptr;
+    std::string path_;  ///< for error messages
 };
 
 }  // namespace sdpa

@@ -79,7 +79,9 @@ void JunitReporter::end(const Summary& s) {
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));
     fmt::print(f, "{}", junit_document(results_, s));
+    const bool failed = std::fflush(f) != 0 || std::ferror(f);
     std::fclose(f);
+    if (failed) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));
     partial_.reset();
     std::remove((path_ + ".partial").c_str());
 }

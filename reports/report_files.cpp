@@ -1,5 +1,11 @@
 #include "reports/report_files.hpp"
 
+#include <stdexcept>
+
+#include <cstring>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "reports/csv_reporter.hpp"
@@ -30,6 +36,11 @@ std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec) {
     if (spec.format == "csv") return std::make_unique<CsvReporter>(spec.path);
     if (spec.format == "jsonl") return std::make_unique<JsonlReporter>(spec.path);
     return std::make_unique<JunitReporter>(spec.path);
+}
+
+void flush_checked(std::FILE* f, const std::string& path) {
+    if (std::fflush(f) != 0 || std::ferror(f))
+        throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
 }
 
 }  // namespace sdpa

@@ -97,7 +97,8 @@ TEST(CudnnMapping, BiasBroadcastShapesAndType) {
     Problem p = make("b2hq4hkv2sq16skv24d32", Dir::bwd, DType::bf16, Mask::bias);
     p.bias_shape = BiasShape::b;
     p.mask_dt = DType::f32;
-    const TensorDesc* b = describe_graph(p).find(Uid::bias);
+    const GraphDesc g = describe_graph(p);  // keep it alive: find() points into it
+    const TensorDesc* b = g.find(Uid::bias);
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->dims, (A4{2, 1, 16, 24}));
     EXPECT_EQ(b->strides, (A4{16 * 24, 16 * 24, 24, 1}));
