@@ -176,6 +176,10 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
         r.status = Status::invalid_arguments;
         r.error = fmt::format("{}: error: malformed JSON at line {}, column {}: {}", file, line, col, what);
         return r;
+    } catch (const json::exception& e) {  // e.g. out_of_range.406: a number like 4E2422 overflows
+        r.status = Status::invalid_arguments;
+        r.error = fmt::format("{}: error: malformed JSON: {}", file, e.what());
+        return r;
     }
     try {
         std::vector<RawOp> ops = parse_ops(root);
@@ -200,6 +204,9 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
     } catch (const ImportError& e) {
         r.status = e.status;
         r.error = fmt::format("{}: error: {}", file, e.msg);
+    } catch (const json::exception& e) {  // a value of an unexpected JSON type deep in the graph
+        r.status = Status::invalid_arguments;
+        r.error = fmt::format("{}: error: {}", file, e.what());
     }
     return r;
 }
