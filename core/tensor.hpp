@@ -31,6 +31,11 @@ struct Tensor {
     }
     float& at(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) { return data[offset(a, b, c, d)]; }
     float at(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const { return data[offset(a, b, c, d)]; }
+    /// Offset of (a, b, c, d) with numpy broadcasting: a dimension of size 1 takes index 0
+    /// (e.g. a [1,1,S_q,S_kv] bias read at (b, h, i, j)); no bounds check.
+    std::size_t broadcast_offset(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const {
+        return offset(dims[0] == 1 ? 0 : a, dims[1] == 1 ? 0 : b, dims[2] == 1 ? 0 : c, dims[3] == 1 ? 0 : d);
+    }
     /// Inverse of offset(): the 4-D index of flat element `i`.
     std::array<std::int64_t, 4> index(std::size_t i) const {
         std::array<std::int64_t, 4> idx{};

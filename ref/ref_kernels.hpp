@@ -225,9 +225,7 @@ SDPA_REF_INLINE void scores_tile(const Problem& p, const Tensor* bias, i64 b, i6
         const double* crow = s64 + ii * kB;
         const i64 i = i0 + ii;
         if (bias) {
-            const auto& bd = bias->dims;
-            const float* brow =
-                &bias->data[bias->offset(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j0)];
+            const float* brow = &bias->data[bias->broadcast_offset(b, h, i, j0)];
             for (i64 jj = 0; jj < nj; ++jj) {
                 float x = static_cast<float>(crow[jj]);
                 x = mul ? x * v : x / v;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/ref/ref_backend.hpp"
 #include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
@@ -15,29 +16,6 @@ namespace {
 
 using i64 = std::int64_t;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-Tensor rounded(Tensor t, DType dt) {
-    for (float& x : t.data) x = round_to(dt, x);
-    t.dt = dt;
-    return t;
-}
-
-/// Reference outputs of p.dir, rounded to the io dtype (stats f32), as RefBackend gives them.
-SdpaOutputs reference(const Problem& p, const SdpaInputs& in) {
-    SdpaOutputs out;
-    const RefOptions opt{true};
-    if (p.dir == Dir::bwd) {
-        RefBackward b = ref_backward(p, in, opt);
-        out.dQ = rounded(std::move(b.dQ), p.dt);
-        out.dK = rounded(std::move(b.dK), p.dt);
-        out.dV = rounded(std::move(b.dV), p.dt);
-    } else {
-        RefForward f = ref_forward(p, in, opt);
-        out.O = rounded(std::move(f.O), p.dt);
-        if (p.dir == Dir::fwd_t) out.stats = std::move(f.stats);
-    }
-    return out;
-}
 
 /// The problem and inputs with the mask replaced by a full [B,H_q,S_q,S_kv] f32 bias: the
 /// original bias value where `vis(b,h,i,j)` holds, -inf elsewhere (padding folded in too).
@@ -49,11 +27,7 @@ std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
         for (i64 h = 0; h < d.H_q; ++h)
             for (i64 i = 0; i < d.S_q; ++i)
                 for (i64 j = 0; j < d.S_kv; ++j) {
-                    float m = 0.f;
-                    if (p.mask == Mask::bias) {
-                        const auto& bd = in.bias.dims;
-                        m = in.bias.at(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j);
-                    }
+                    const float m = p.mask == Mask::bias ? in.bias.data[in.bias.broadcast_offset(b, h, i, j)] : 0.f;
                     bias.at(b, h, i, j) = vis(b, h, i, j) ? m : -std::numeric_limits<float>::infinity();
                 }
     Problem q = p;
@@ -73,22 +47,22 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
     const i64 group = d.H_q / d.H_kv;
     switch (kind) {
         case FaultKind::causal_off_by_one: {
-            if (!is_causal(p)) return reference(p, in);
+            if (!is_causal(p)) return reference_as_vendor(p, in);
             auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
                 return visible(p, b, i, j) || (j > 0 && j < valid_kv(p, b) && visible(p, b, i, j - 1));
             });
-            return reference(q, qin);
+            return reference_as_vendor(q, qin);
         }
         case FaultKind::causal_tl_br_swapped: {
             Problem q = p;
             if (p.mask == Mask::causal_tl) q.mask = Mask::causal_br;
             else if (p.mask == Mask::causal_br) q.mask = Mask::causal_tl;
-            return reference(q, in);
+            return reference_as_vendor(q, in);
         }
         case FaultKind::drop_last_key: {
             auto [q, qin] = with_visibility(
                     p, in, [&](i64 b, i64, i64 i, i64 j) { return visible(p, b, i, j) && j != valid_kv(p, b) - 1; });
-            return reference(q, qin);
+            return reference_as_vendor(q, qin);
         }
         case FaultKind::tail_unmasked: {
             const i64 tail = d.S_kv / 64 * 64;
@@ -99,10 +73,10 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
                 for (i64 h = 0; h < d.H_kv; ++h)
                     for (i64 j = tail; j < d.S_kv; ++j)
                         for (i64 k = 0; k < d.D_qk; ++k) qin.K.at(b, h, j, k) = 0.f;
-            return reference(q, qin);
+            return reference_as_vendor(q, qin);
         }
         case FaultKind::gqa_no_reduce: {
-            SdpaOutputs out = reference(p, in);
+            SdpaOutputs out = reference_as_vendor(p, in);
             if (p.dir != Dir::bwd) return out;
             SdpaInputs first = in;
             for (i64 b = 0; b < d.B; ++b)
@@ -110,13 +84,13 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
                     if (h % group != 0)
                         for (i64 i = 0; i < d.S_q; ++i)
                             for (i64 k = 0; k < d.D_v; ++k) first.dO.at(b, h, i, k) = 0.f;
-            SdpaOutputs part = reference(p, first);
+            SdpaOutputs part = reference_as_vendor(p, first);
             out.dK = std::move(part.dK);
             out.dV = std::move(part.dV);
             return out;
         }
         case FaultKind::do_strides_as_o: {
-            if (p.dir != Dir::bwd) return reference(p, in);
+            if (p.dir != Dir::bwd) return reference_as_vendor(p, in);
             SdpaInputs bad = in;
             for (i64 b = 0; b < d.B; ++b)
                 for (i64 h = 0; h < d.H_q; ++h)
@@ -124,12 +98,12 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
                         for (i64 k = 0; k < d.D_v; ++k)
                             bad.dO.at(b, h, i, k) =
                                     in.dO.data[static_cast<std::size_t>(((b * d.S_q + i) * d.H_q + h) * d.D_v + k)];
-            return reference(p, bad);
+            return reference_as_vendor(p, bad);
         }
         default: break;
     }
     // Faults applied to the correct outputs.
-    SdpaOutputs out = reference(p, in);
+    SdpaOutputs out = reference_as_vendor(p, in);
     switch (kind) {
         case FaultKind::stats_log2:
             for (float& x : out.stats.data) x = static_cast<float>(x / std::numbers::ln2);

@@ -86,10 +86,7 @@ std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
             for (std::int64_t i = 0; i < mq; ++i)
                 for (std::int64_t j = 0; j < d.S_kv; ++j, ++at) {
                     float v = 0.f;
-                    if (p.mask == Mask::bias) {
-                        const auto& bd = in.bias.dims;
-                        v = in.bias.at(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j);
-                    }
+                    if (p.mask == Mask::bias) v = in.bias.data[in.bias.broadcast_offset(b, h, i, j)];
                     m[at] = visible(p, b, i, j) ? v : -INFINITY;
                 }
     return m;

@@ -20,19 +20,7 @@ class RefPlan final : public Plan {
 public:
     RefPlan(const Problem& p, const SdpaInputs& in) : p_(p), in_(in) {}
 
-    void execute() override {
-        const RefOptions opt{true};
-        if (p_.dir == Dir::bwd) {
-            RefBackward b = ref_backward(p_, in_, opt);
-            out_.dQ = rounded(std::move(b.dQ), p_.dt);
-            out_.dK = rounded(std::move(b.dK), p_.dt);
-            out_.dV = rounded(std::move(b.dV), p_.dt);
-        } else {
-            RefForward f = ref_forward(p_, in_, opt);
-            out_.O = rounded(std::move(f.O), p_.dt);
-            if (p_.dir == Dir::fwd_t) out_.stats = std::move(f.stats);
-        }
-    }
+    void execute() override { out_ = reference_as_vendor(p_, in_); }
     void poison_outputs() override { out_ = SdpaOutputs{}; }
     SdpaOutputs read_outputs() override { return out_; }
 
@@ -43,6 +31,22 @@ private:
 };
 
 }  // namespace
+
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in) {
+    SdpaOutputs out;
+    const RefOptions opt{true};
+    if (p.dir == Dir::bwd) {
+        RefBackward b = ref_backward(p, in, opt);
+        out.dQ = rounded(std::move(b.dQ), p.dt);
+        out.dK = rounded(std::move(b.dK), p.dt);
+        out.dV = rounded(std::move(b.dV), p.dt);
+    } else {
+        RefForward f = ref_forward(p, in, opt);
+        out.O = rounded(std::move(f.O), p.dt);
+        if (p.dir == Dir::fwd_t) out.stats = std::move(f.stats);
+    }
+    return out;
+}
 
 std::string RefBackend::version() const {
     return fmt::format("ref: sdpabench f32 reference, OpenMP {} threads", omp_get_max_threads());

@@ -6,6 +6,11 @@
 
 namespace sdpa {
 
+/// The outputs of p.dir as a vendor kernel would store them: ref_forward/ref_backward with
+/// rounding emulation, O/dQ/dK/dV rounded to the io dtype, stats f32. Shapes as SdpaOutputs.
+/// Shared by RefBackend and the fault-injecting backend.
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in);
+
 /// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
 /// dtype, as a vendor kernel would store them (stats stay f32). Its plan copies the inputs.
 class RefBackend final : public Backend {
