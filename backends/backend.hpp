@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/memory_estimate.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 #include "core/status.hpp"
@@ -72,6 +73,14 @@ public:
     virtual std::string version() const = 0;
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
+    /// Host bytes this backend allocates for `p` beyond the harness's own tensors (its copies of
+    /// the inputs, guarded outputs, masks, library intermediates), for the memory guard
+    /// (core/memory_estimate.hpp). `threads`: the threads it may use. Default: nothing.
+    virtual std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const {
+        (void)p;
+        (void)threads;
+        return {};
+    }
     /// Cheap check before any allocation; nullopt when the backend will try to run `p`.
     virtual std::optional<Unsupported> support(const Problem& p) const = 0;
     /// Builds and compiles the vendor objects for `p`, allocates the guarded output buffers

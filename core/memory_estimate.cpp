@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -10,51 +11,64 @@
 
 namespace sdpa {
 
-MemoryEstimate estimate_host_memory(const Problem& p, std::string_view backend, unsigned threads) {
-    const Dims& d = p.dims;
-    // Element counts as doubles: products of valid dims fit in int64, sums may not.
-    const double nQ = double(d.B) * d.H_q * d.S_q * d.D_qk, nK = double(d.B) * d.H_kv * d.S_kv * d.D_qk,
-                 nV = double(d.B) * d.H_kv * d.S_kv * d.D_v, nO = double(d.B) * d.H_q * d.S_q * d.D_v,
-                 nS = double(d.B) * d.H_q * d.S_q, head_scores = double(d.S_q) * d.S_kv,
-                 all_scores = double(d.B) * d.H_q * head_scores;
-    double n_bias = 0;
-    if (p.mask == Mask::bias)
-        n_bias = head_scores * (p.bias_shape == BiasShape::one ? 1.0 : double(d.B)) *
-                 (p.bias_shape == BiasShape::bh ? double(d.H_q) : 1.0);
-    const bool bwd = p.dir == Dir::bwd;
-    const double io = static_cast<double>(size_of(p.dt)), mask_bytes = static_cast<double>(size_of(mask_dtype(p)));
-    const double t = std::max(1u, threads);
+namespace {
 
-    MemoryEstimate e;
-    auto add = [&e](std::string what, double bytes) {
-        if (bytes <= 0) return;
-        e.items.push_back({std::move(what), bytes});
-        e.total += bytes;
-    };
-    const double inputs = 4 * (nQ + nK + nV + n_bias) + (bwd ? 4 * (2 * nO + nS) : 0);
-    add("inputs (f32 host tensors)", inputs);
-    // Reference forward: O and M_O, stats and M_stats; per thread: scores, pre-mask scores and
-    // mask rows (f32), visibility (bytes), accumulators (f64).
-    const double ref_fwd = 4 * (2 * nO + 2 * nS) + t * (13.0 * d.S_kv + 16.0 * d.D_v);
-    // Reference backward: dQ, dK, dV and their magnitudes; P and dS of one head (f64); dK/dV
-    // accumulators (f64); per-thread rows.
-    const double ref_bwd = 8 * (nQ + nK + nV) + 16 * head_scores + 16.0 * d.S_kv * (d.D_qk + d.D_v) +
-                           t * (13.0 * d.S_kv + 16.0 * std::max(d.D_qk, d.D_v)) + 8.0 * d.S_q;
-    add("reference forward (outputs, magnitudes, working set)", ref_fwd);  // bwd: displacement
-    if (bwd) add("reference backward (outputs, magnitudes, P and dS of one head in f64)", ref_bwd);
-    add("decoded backend outputs (f32)", bwd ? 4 * (nQ + nK + nV) : 4 * (nO + nS));
-    if (backend == "onednn") {
-        const double in_copies = io * (nQ + nK + nV) + (bwd ? io * 2 * nO + 4 * nS : 0);
-        const double out_bufs = bwd ? io * (nQ + nK + nV) : io * nO + 4 * nS;
-        add("oneDNN input and guarded output buffers", in_copies + out_bufs);
-        if (p.mask == Mask::causal_tl || p.mask == Mask::causal_br)
-            add("oneDNN explicit causal mask (S_q x S_kv f32 plus the graph tensor)", head_scores * (4 + mask_bytes));
-        else if (p.mask == Mask::bias)
-            add("oneDNN bias copy and graph tensor", n_bias * (4 + mask_bytes));
-        add("oneDNN intermediates of a non-fused graph (S_q x S_kv f32 per head)", (bwd ? 3 : 2) * 4 * all_scores);
-    } else if (backend == "ref") {
-        add("ref backend: copy of the inputs and a second reference run", inputs + (bwd ? ref_bwd : ref_fwd));
+/// Element counts of p's tensors, as doubles: products of valid dims fit in int64, sums may not.
+struct Counts {
+    double q, k, v, o, stats, bias, k_panels, v_panels;
+    bool bwd;
+    explicit Counts(const Problem& p) {
+        const Dims& d = p.dims;
+        q = double(d.B) * d.H_q * d.S_q * d.D_qk;
+        k = double(d.B) * d.H_kv * d.S_kv * d.D_qk;
+        v = double(d.B) * d.H_kv * d.S_kv * d.D_v;
+        o = double(d.B) * d.H_q * d.S_q * d.D_v;
+        stats = double(d.B) * d.H_q * d.S_q;
+        bias = 0;
+        if (p.mask == Mask::bias) {
+            const auto bd = bias_dims(p);
+            bias = double(bd[0]) * bd[1] * bd[2] * bd[3];
+        }
+        const double padded_keys = double(d.B) * d.H_kv * std::ceil(double(d.S_kv) / 64.0) * 64.0;
+        k_panels = padded_keys * d.D_qk;
+        v_panels = padded_keys * d.D_v;
+        bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
     }
+};
+
+}  // namespace
+
+double input_host_bytes(const Problem& p) {
+    const Counts n(p);
+    return 4 * (n.q + n.k + n.v + n.bias) + (n.bwd ? 4 * (2 * n.o + n.stats) : 0);
+}
+
+std::vector<MemoryItem> reference_host_items(const Problem& p, unsigned threads) {
+    const Counts n(p);
+    const Dims& d = p.dims;
+    const double t = std::max(1u, threads);
+    // Per thread: a few 64 x 64 tiles (f32 and f64) and 64-row panels of Q, dO and accumulators.
+    const double scratch = t * (64.0 * 64 * 48 + 64.0 * (d.D_qk + d.D_v) * 48);
+    std::vector<MemoryItem> items{{"reference forward (O, stats, magnitudes, K panels, scratch)",
+        4 * (2 * n.o + 2 * n.stats) + 4 * n.k_panels + scratch}};
+    if (n.bwd)
+        items.push_back({"reference backward (dQ, dK, dV, magnitudes, K/V panels, D and r, scratch)",
+            8 * (n.q + n.k + n.v) + 4 * (n.k_panels + n.v_panels) + 16 * n.stats + scratch});
+    return items;
+}
+
+MemoryEstimate estimate_host_memory(const Problem& p, unsigned threads, const std::vector<MemoryItem>& backend_items) {
+    const Counts n(p);
+    MemoryEstimate e;
+    auto add = [&e](const MemoryItem& item) {
+        if (item.bytes <= 0) return;
+        e.items.push_back(item);
+        e.total += item.bytes;
+    };
+    add({"inputs (f32 host tensors)", input_host_bytes(p)});
+    for (const MemoryItem& item : reference_host_items(p, threads)) add(item);
+    add({"decoded backend outputs (f32)", n.bwd ? 4 * (n.q + n.k + n.v) : 4 * (n.o + n.stats)});
+    for (const MemoryItem& item : backend_items) add(item);
     return e;
 }
 

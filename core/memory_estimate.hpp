@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/problem.hpp"
@@ -18,26 +17,28 @@ struct MemoryItem {
 };
 
 /// Estimated peak host bytes of one case, and its parts. Conservative on purpose: it sums the
-/// parts as if all were alive at once. Parts (f32 = 4 bytes, io = the io dtype's size):
-///  - inputs: Q, K, V (and O, dO, stats for bwd) and the bias as f32 host tensors;
-///  - the reference: its outputs and tolerance magnitudes (f32), and its working set: for bwd
-///    the P and dS matrices of one head, 2 x S_q x S_kv f64, plus the dK/dV f64 accumulators,
-///    plus per-thread rows (S_kv scores, D accumulators) for `threads` threads; bwd also runs the
-///    reference forward to displace O and stats;
-///  - the backend's decoded outputs (f32);
-///  - backend "onednn": its io-dtype copies of inputs and guarded outputs, the explicit mask it
-///    builds for causal masks (S_q x S_kv f32 on the host plus the mask-dtype graph tensor), and
-///    the intermediates of a non-fused graph: S_q x S_kv f32 per head and batch, 2 of them for
-///    the forward (scores, P) and 3 for bwd (P, dP, dS);
-///  - backend "ref": a second reference run and its copy of the inputs;
-///  - other backends (test:*): nothing more.
-/// Valid problems only (validate() first). A new backend with large buffers should add its
-/// part here.
+/// parts as if all were alive at once.
 struct MemoryEstimate {
     double total = 0;
     std::vector<MemoryItem> items;
 };
-MemoryEstimate estimate_host_memory(const Problem& p, std::string_view backend, unsigned threads);
+
+/// Bytes of the f32 host input tensors of p: Q, K, V, the bias (at bias_dims), and for bwd and
+/// fwd_bwd O, dO and stats.
+double input_host_bytes(const Problem& p);
+
+/// One run of the tiled reference (ref/) for p.dir, in bytes: its outputs and tolerance
+/// magnitudes (f32), K (and for the backward V) as transposed 64-key panels, the per-row D and r
+/// of the backward (f64), and per thread the 64 x 64 tiles and 64-row panels of its scratch,
+/// for `threads` threads. The backward also counts the forward that displaces O and stats.
+/// Nothing grows with S_q x S_kv (the reference is flash-style).
+std::vector<MemoryItem> reference_host_items(const Problem& p, unsigned threads);
+
+/// The estimate for p on a backend whose own buffers are `backend_items`
+/// (Backend::host_memory): the f32 inputs, the reference the check runs (counted in every mode:
+/// the guard stays conservative), the decoded backend outputs (f32), and the backend's parts.
+/// Valid problems only (validate() first).
+MemoryEstimate estimate_host_memory(const Problem& p, unsigned threads, const std::vector<MemoryItem>& backend_items);
 
 /// MemAvailable from /proc/meminfo in bytes, or 0 when it cannot be read.
 std::uint64_t available_memory_bytes();

@@ -27,7 +27,8 @@ namespace {
 /// The SKIPPED reason when the case's host memory estimate exceeds the limit, else nullopt.
 std::optional<std::string> memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
     if (limits.max_memory_bytes == 0) return std::nullopt;
-    const MemoryEstimate est = estimate_host_memory(p, backend.name(), std::thread::hardware_concurrency());
+    const unsigned threads = std::thread::hardware_concurrency();
+    const MemoryEstimate est = estimate_host_memory(p, threads, backend.host_memory(p, threads));
     if (est.total <= static_cast<double>(limits.max_memory_bytes)) return std::nullopt;
     const auto largest = std::max_element(est.items.begin(), est.items.end(),
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });

@@ -172,6 +172,9 @@ public:
     std::string_view name() const override { return name_; }
     std::string version() const override { return fmt::format("{}: the reference with an injected fault", name_); }
     std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
+        return reference_backend_host_items(p, threads);
+    }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
         return std::make_unique<FaultyPlan>(kind_, p, in);
     }

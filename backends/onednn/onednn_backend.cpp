@@ -245,6 +245,29 @@ public:
 
     Conventions conventions() const override { return Conventions{0.0f}; }
 
+    /// Its io-dtype copies of the inputs and guarded outputs, the explicit mask it builds (f32
+    /// on the host plus the graph tensor), and the intermediates of a non-fused graph: S_q x S_kv
+    /// f32 per head and batch, 2 for the forward (scores, P), 3 for the backward (P, dP, dS).
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned) const override {
+        const Dims& d = p.dims;
+        const bool bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
+        const double io = static_cast<double>(size_of(p.dt));
+        const double nq = double(d.B) * d.H_q * d.S_q * d.D_qk, nk = double(d.B) * d.H_kv * d.S_kv * d.D_qk,
+                     nv = double(d.B) * d.H_kv * d.S_kv * d.D_v, no = double(d.B) * d.H_q * d.S_q * d.D_v,
+                     ns = double(d.B) * d.H_q * d.S_q;
+        const double in_copies = io * (nq + nk + nv) + (bwd ? io * 2 * no + 4 * ns : 0);
+        const double out_bufs = bwd ? io * (nq + nk + nv) : io * no + 4 * ns;
+        std::vector<MemoryItem> items{{"oneDNN input and guarded output buffers", in_copies + out_bufs}};
+        double mask = 0;
+        for (const auto m : onednn::mask_dims(p)) mask = (mask == 0 ? 1 : mask) * double(m);
+        if (mask > 0)
+            items.push_back({"oneDNN explicit mask (f32 on the host plus the graph tensor)",
+                mask * (4 + static_cast<double>(size_of(mask_dtype(p))))});
+        items.push_back({"oneDNN intermediates of a non-fused graph (S_q x S_kv f32 per head)",
+            (bwd ? 3 : 2) * 4 * double(d.B) * d.H_q * d.S_q * d.S_kv});
+        return items;
+    }
+
     std::optional<Unsupported> support(const Problem& p) const override {
         if (p.layout != Layout::bhsd)
             return Unsupported{Status::unimplemented, "--layout=bshd is not mapped to oneDNN logical tensor strides yet"};

@@ -48,6 +48,15 @@ SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in) {
     return out;
 }
 
+std::vector<MemoryItem> reference_backend_host_items(const Problem& p, unsigned threads) {
+    std::vector<MemoryItem> items{{"reference backend: its copy of the inputs", input_host_bytes(p)}};
+    for (MemoryItem item : reference_host_items(p, threads)) {
+        item.what = "reference backend: " + item.what;
+        items.push_back(std::move(item));
+    }
+    return items;
+}
+
 std::string RefBackend::version() const {
     return fmt::format("ref: sdpabench f32 reference, OpenMP {} threads", omp_get_max_threads());
 }
