@@ -3,13 +3,25 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/strided_buffer.hpp"
+
 namespace sdpa {
 
-GuardedBuffer::GuardedBuffer(std::size_t payload_bytes, std::size_t elem_size)
-    : bytes_(payload_bytes + 2 * kGuardBytes), payload_(payload_bytes), elem_size_(elem_size) {
+GuardedBuffer::GuardedBuffer(const TensorGeom& t, std::int64_t min_elements)
+    : geom_(t),
+      payload_(static_cast<std::size_t>(std::max(t.span(), min_elements)) * size_of(t.type)),
+      elem_size_(size_of(t.type)) {
+    bytes_.resize(payload_ + 2 * kGuardBytes);
     for (std::size_t i = 0; i < kGuardBytes; ++i) {
         bytes_[i] = canary(i);
         bytes_[kGuardBytes + payload_ + i] = canary(i + kGuardBytes);
+    }
+    if (payload_ / elem_size_ > static_cast<std::size_t>(t.elements())) {  // gaps: which elements are logical
+        logical_.assign(payload_ / elem_size_, false);
+        for (std::int64_t a = 0; a < t.dims[0]; ++a)
+            for (std::int64_t b = 0; b < t.dims[1]; ++b)
+                for (std::int64_t c = 0; c < t.dims[2]; ++c)
+                    for (std::int64_t d = 0; d < t.dims[3]; ++d) logical_[static_cast<std::size_t>(t.offset(a, b, c, d))] = true;
     }
     poison();
 }
@@ -23,9 +35,25 @@ OutputIntegrity GuardedBuffer::check() const {
         r.touched_after += bytes_[kGuardBytes + payload_ + i] != canary(i + kGuardBytes);
     }
     const auto* p = static_cast<const unsigned char*>(data());
-    for (std::size_t e = 0; e + elem_size_ <= payload_; e += elem_size_)
-        r.unwritten += std::all_of(p + e, p + e + elem_size_, [](unsigned char b) { return b == 0xFF; });
+    const std::size_t n = payload_ / elem_size_;
+    for (std::size_t e = 0; e < n; ++e) {
+        const bool poisoned = std::all_of(p + e * elem_size_, p + (e + 1) * elem_size_, [](unsigned char b) { return b == 0xFF; });
+        if (logical_.empty() || logical_[e]) {
+            r.unwritten += poisoned;
+        } else if (!poisoned && r.gap_written++ == 0) {
+            r.first_gap = static_cast<std::int64_t>(e);
+            r.first_gap_where = describe_offset(geom_, r.first_gap);
+        }
+    }
     return r;
+}
+
+Tensor GuardedBuffer::read() const {
+    return gather(geom_, static_cast<const std::byte*>(data()), static_cast<std::int64_t>(payload_ / elem_size_));
+}
+
+void GuardedBuffer::write(const Tensor& host) {
+    scatter(geom_, host, static_cast<std::byte*>(data()), static_cast<std::int64_t>(payload_ / elem_size_));
 }
 
 }  // namespace sdpa

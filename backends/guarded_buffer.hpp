@@ -1,39 +1,52 @@
-// Host buffer for one vendor output, surrounded by guard bands, prefilled with NaN.
+// Host buffer for one vendor output laid out as its geometry says, surrounded by guard bands,
+// prefilled with NaN (the gaps between strided rows included).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/geometry.hpp"
 #include "core/sdpa_tensors.hpp"
 
 namespace sdpa {
 
-/// [guard | payload | guard]. The guards (kGuardBytes each) hold a canary pattern that no
-/// kernel writes by accident; the payload is prefilled with 0xFF bytes, a NaN in f32, bf16 and
-/// f16, so an element the kernel never wrote stays NaN and is counted as unwritten.
+/// [guard | payload | guard] for one output role. The payload holds t.span() elements of t.type
+/// (or more, when the library asks for a larger buffer) at t's strides. The guards (kGuardBytes each) hold a canary pattern that no kernel writes by
+/// accident; the whole payload, stride gaps included, is prefilled with 0xFF bytes (a NaN in f32,
+/// bf16 and f16), so a logical element the kernel never wrote stays NaN (counted as unwritten)
+/// and a gap element that no longer holds 0xFF was written by the kernel (counted as a gap write).
 class GuardedBuffer {
 public:
     static constexpr std::size_t kGuardBytes = 4096;
 
-    /// `payload_bytes` of output, elements of `elem_size` bytes (2 or 4).
-    GuardedBuffer(std::size_t payload_bytes, std::size_t elem_size);
+    /// A buffer for output `t` (a validated, non-overlapping geometry) of t.span() elements, or
+    /// `min_elements` when a library asks for more (the elements past the span count as gap).
+    explicit GuardedBuffer(const TensorGeom& t, std::int64_t min_elements = 0);
 
     void* data() { return bytes_.data() + kGuardBytes; }
     const void* data() const { return bytes_.data() + kGuardBytes; }
+    /// Payload bytes (span x element size).
     std::size_t size() const { return payload_; }
+    const TensorGeom& geometry() const { return geom_; }
     /// The whole allocation, guards included (for backends that copy it to a device and back).
     std::vector<std::byte>& raw() { return bytes_; }
 
-    /// Refills the payload with the NaN pattern (before a run whose writes must be checked).
+    /// Refills the payload, gaps included, with the NaN pattern (before a run whose writes are checked).
     void poison();
-    /// Guard bytes that changed and payload elements still all-0xFF.
+    /// Guard bytes that changed, logical elements still all-0xFF, and gap elements that are not.
     OutputIntegrity check() const;
+    /// The logical elements decoded into a dense host tensor of the geometry's dims.
+    Tensor read() const;
+    /// Writes a dense host tensor at the geometry's offsets (a reference-computed "kernel").
+    void write(const Tensor& host);
 
 private:
     static std::byte canary(std::size_t i) { return static_cast<std::byte>(0x5Au ^ ((i * 37u) & 0xFFu)); }
-    std::vector<std::byte> bytes_;
+    TensorGeom geom_;
     std::size_t payload_, elem_size_;
+    std::vector<std::byte> bytes_;
+    std::vector<bool> logical_;  ///< per payload element: a logical element's offset (empty when dense)
 };
 
 }  // namespace sdpa

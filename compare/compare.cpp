@@ -36,12 +36,21 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.pass = false;
         r.reason = fmt::format("wrote outside {}: {} guard byte(s) before and {} after the buffer changed", out,
                 integrity.touched_before, integrity.touched_after);
+        r.located = false;
+        return r;
+    }
+    if (integrity.gap_written > 0) {
+        r.pass = false;
+        r.reason = fmt::format("wrote into the stride gap of {} at {}: {} element(s) between its strided rows "
+                               "changed", out, integrity.first_gap_where, integrity.gap_written);
+        r.located = false;
         return r;
     }
     if (got.dims != ref.dims || got.size() != ref.size()) {
         r.pass = false;
         r.reason = fmt::format("{} has shape [{}] but the reference has [{}]", out,
                 fmt::join(got.dims, ","), fmt::join(ref.dims, ","));
+        r.located = false;
         return r;
     }
     const Tolerance tol = tolerance(p.dt, out);
@@ -99,6 +108,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
         r.pass = false;
         r.reason = fmt::format("{} element(s) of {} not written (still the NaN prefill)", integrity.unwritten, out);
+        r.located = false;
     } else if (r.ref_nonfinite > 0) {
         r.pass = false;
         r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);

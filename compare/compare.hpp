@@ -22,6 +22,9 @@ struct OutputCheck {
     bool pass = true;
     bool mistrusted = false;  ///< the reference is mostly zeros: a pass proves little
     std::string reason;       ///< why it failed ("" when it passed)
+    /// worst_index, got, expected, err and bound describe one element (false when the failure
+    /// is about the buffer: guard bands, stride gaps, unwritten elements, shape)
+    bool located = true;
     double worst_ratio = 0;   ///< max over elements of |err| / bound (margins: < 1 passes)
     std::array<std::int64_t, 4> worst_index{0, 0, 0, 0};  ///< (b, h, i, j) of the worst element
     float got = 0, expected = 0;
@@ -44,8 +47,9 @@ struct OutputCheck {
 /// dK/dV rows of keys no query sees) must be exactly 0. `reduction_length` feeds effective_u().
 /// For stats, fully masked rows are exempt from the bound: they must hold exactly the
 /// backend's documented value `conv.masked_row_stats` (ref: +inf, oneDNN: 0).
-/// `integrity` is what the guard bands saw: any touched guard byte fails ("wrote outside"),
-/// any element still holding the NaN prefill fails ("not written").
+/// `integrity` is what the guard bands saw: any touched guard byte fails ("wrote outside"), any
+/// changed element of a stride gap fails ("wrote into the stride gap of X at ..."), any element
+/// still holding the NaN prefill fails ("not written").
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
         const Tensor& mag, std::int64_t reduction_length, const Conventions& conv = {},
         const OutputIntegrity& integrity = {});

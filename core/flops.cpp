@@ -1,5 +1,7 @@
 #include "core/flops.hpp"
 
+#include "core/geometry.hpp"
+
 namespace sdpa {
 
 std::int64_t flops(const Problem& p) {
@@ -11,24 +13,22 @@ std::int64_t flops(const Problem& p) {
 }
 
 std::int64_t bytes_moved(const Problem& p) {
-    const Dims& d = p.dims;
-    const std::int64_t io = static_cast<std::int64_t>(size_of(p.dt));
-    const std::int64_t q = d.B * d.H_q * d.S_q * d.D_qk, k = d.B * d.H_kv * d.S_kv * d.D_qk,
-                       v = d.B * d.H_kv * d.S_kv * d.D_v, o = d.B * d.H_q * d.S_q * d.D_v,
-                       stats = d.B * d.H_q * d.S_q;
-    std::int64_t bias = 0;
-    if (p.mask == Mask::bias) {
-        const auto bd = bias_dims(p);
-        bias = bd[0] * bd[1] * bd[2] * bd[3] * static_cast<std::int64_t>(size_of(mask_dtype(p)));
+    if (p.dir == Dir::fwd_bwd) {  // the forward's traffic, then the backward's
+        Problem f = p, b = p;
+        f.dir = Dir::fwd_t;
+        b.dir = Dir::bwd;
+        return bytes_moved(f) + bytes_moved(b);
     }
-    switch (p.dir) {
-        case Dir::fwd_i: return (q + k + v + o) * io + bias;
-        case Dir::fwd_t: return (q + k + v + o) * io + stats * 4 + bias;
-        case Dir::bwd: return (2 * (q + k + v) + 2 * o) * io + stats * 4 + bias;
-        case Dir::fwd_bwd:  // the forward's traffic, then the backward's
-            return (q + k + v + o) * io + stats * 4 + (2 * (q + k + v) + 2 * o) * io + stats * 4 + 2 * bias;
+    std::int64_t total = 0;
+    for (const TensorGeom* t : geometry(p).all()) {
+        if ((!t->input && !t->output) || t->role == Role::seq_len_q || t->role == Role::seq_len_kv) continue;
+        // Distinct elements: a broadcast (stride-0) dimension is read once.
+        std::int64_t n = 1;
+        for (std::size_t k = 0; k < 4; ++k)
+            if (t->strides[k] != 0) n *= t->dims[k];
+        total += n * static_cast<std::int64_t>(size_of(t->type));
     }
-    return 0;
+    return total;
 }
 
 }  // namespace sdpa

@@ -15,9 +15,11 @@ namespace sdpa {
 std::int64_t flops(const Problem& p);
 
 /// Bytes a run must move at least: every input read once and every output written once, at its
-/// dtype (io dtype for Q, K, V, O, dO, dQ, dK, dV; f32 for stats; mask_dtype(p) for an explicit
-/// bias of its broadcast shape; the causal masks count 0, being structural). fwd_i: Q, K, V -> O;
-/// fwd_t: also stats out; bwd: Q, K, V, O, dO, stats -> dQ, dK, dV.
+/// element type (io dtype for Q, K, V, O, dO, dQ, dK, dV; f32 for stats; mask_dtype(p) for an
+/// explicit bias of its broadcast shape; the causal masks and padding lengths count 0), over the
+/// roles of its geometry (core/geometry.hpp); a stride-0 (broadcast) dimension is read once.
+/// fwd_i: Q, K, V -> O; fwd_t: also stats out; bwd: Q, K, V, O, dO, stats -> dQ, dK, dV;
+/// fwd_bwd: fwd_t's bytes plus bwd's.
 std::int64_t bytes_moved(const Problem& p);
 
 }  // namespace sdpa

@@ -1,5 +1,7 @@
 #include "core/memory_estimate.hpp"
 
+#include "core/geometry.hpp"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -13,26 +15,26 @@ namespace sdpa {
 
 namespace {
 
-/// Element counts of p's tensors, as doubles: products of valid dims fit in int64, sums may not.
+/// Element counts of p's tensors (from its geometry), as doubles: products of valid dims fit in
+/// int64, sums may not. Absent roles count 0.
 struct Counts {
     double q, k, v, o, stats, bias, k_panels, v_panels;
     bool bwd;
     explicit Counts(const Problem& p) {
-        const Dims& d = p.dims;
-        q = double(d.B) * d.H_q * d.S_q * d.D_qk;
-        k = double(d.B) * d.H_kv * d.S_kv * d.D_qk;
-        v = double(d.B) * d.H_kv * d.S_kv * d.D_v;
-        o = double(d.B) * d.H_q * d.S_q * d.D_v;
-        stats = double(d.B) * d.H_q * d.S_q;
-        bias = 0;
-        if (p.mask == Mask::bias) {
-            const auto bd = bias_dims(p);
-            bias = double(bd[0]) * bd[1] * bd[2] * bd[3];
-        }
-        const double padded_keys = double(d.B) * d.H_kv * std::ceil(double(d.S_kv) / 64.0) * 64.0;
-        k_panels = padded_keys * d.D_qk;
-        v_panels = padded_keys * d.D_v;
-        bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
+        const Geometry g = geometry(p);
+        auto n = [&](Role r) { return g.has(r) ? static_cast<double>(g.at(r).elements()) : 0.0; };
+        q = n(Role::Q);
+        k = n(Role::K);
+        v = n(Role::V);
+        o = n(Role::O);
+        const auto& rows = g.at(Role::scores).dims;  // the reference keeps one stats value per query row
+        stats = double(rows[0]) * double(rows[1]) * double(rows[2]);
+        bias = n(Role::bias);
+        // The reference keeps K (and V) transposed in panels of 64 keys.
+        const double padded = std::ceil(double(p.dims.S_kv) / 64.0) * 64.0 / double(p.dims.S_kv);
+        k_panels = k * padded;
+        v_panels = v * padded;
+        bwd = g.has(Role::dQ);
     }
 };
 
@@ -41,6 +43,13 @@ struct Counts {
 double input_host_bytes(const Problem& p) {
     const Counts n(p);
     return 4 * (n.q + n.k + n.v + n.bias) + (n.bwd ? 4 * (2 * n.o + n.stats) : 0);
+}
+
+double vendor_buffer_bytes(const Problem& p) {
+    double bytes = 0;
+    for (const TensorGeom* t : geometry(p).all())
+        if (t->input || t->output) bytes += static_cast<double>(t->span()) * static_cast<double>(size_of(t->type));
+    return bytes;
 }
 
 std::vector<MemoryItem> reference_host_items(const Problem& p, unsigned threads) {

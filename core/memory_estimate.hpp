@@ -24,8 +24,13 @@ struct MemoryEstimate {
 };
 
 /// Bytes of the f32 host input tensors of p: Q, K, V, the bias (at bias_dims), and for bwd and
-/// fwd_bwd O, dO and stats.
+/// fwd_bwd O, dO and stats (element counts from the geometry, core/geometry.hpp).
 double input_host_bytes(const Problem& p);
+
+/// Bytes of one strided vendor buffer per input and output role of p at its element type: the
+/// span of its strides (core/geometry.hpp), stride gaps included. What a backend allocates for
+/// its copies of the inputs and its guarded outputs (guards excluded).
+double vendor_buffer_bytes(const Problem& p);
 
 /// One run of the tiled reference (ref/) for p.dir, in bytes: its outputs and tolerance
 /// magnitudes (f32), K (and for the backward V) as transposed 64-key panels, the per-row D and r

@@ -1,4 +1,5 @@
 #include "core/problem.hpp"
+#include "core/geometry.hpp"
 #include "core/validate.hpp"
 
 #include <algorithm>
@@ -100,15 +101,6 @@ std::string descriptor(const Dims& d, std::string_view name) {
     return s;
 }
 
-std::array<std::int64_t, 4> bias_dims(const Problem& p) {
-    const Dims& d = p.dims;
-    const BiasShape s = p.bias_shape;
-    const bool per_b = s == BiasShape::b || s == BiasShape::bh || s == BiasShape::b_row || s == BiasShape::bh_row;
-    const bool per_h = s == BiasShape::bh || s == BiasShape::h || s == BiasShape::h_row || s == BiasShape::bh_row;
-    const bool row = s == BiasShape::one_row || s == BiasShape::b_row || s == BiasShape::h_row || s == BiasShape::bh_row;
-    return {per_b ? d.B : 1, per_h ? d.H_q : 1, row ? 1 : d.S_q, d.S_kv};
-}
-
 float scale_tensor_value(const Problem& p) {
     float v = 0.f;
     if (p.scale)
@@ -198,8 +190,8 @@ std::optional<std::string> validate(const Problem& p) {
         if (v <= 0) return fmt::format("dimension rule: {} = {} must be positive", n, v);
     if (d.H_kv > d.H_q || d.H_q % d.H_kv != 0)
         return fmt::format("GQA rule: H_q = {} must be a multiple of H_kv = {}", d.H_q, d.H_kv);
-    // Every tensor's byte count must fit in 64 bits (core/validate.cpp, checked products).
-    if (auto err = validate_sizes(p)) return err;
+    // Strides non-negative, byte counts within 64 bits, outputs non-overlapping (core/geometry.cpp).
+    if (auto err = validate_geometry(geometry(p))) return err;
     // The hipDNN-style structural rules on the shapes the problem implies (core/validate.hpp).
     if (auto err = validate_shapes(shapes_of(p))) return err;
     for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {
@@ -256,6 +248,7 @@ std::string knobs(const Problem& p) {
     if (!p.seq_len_q.empty()) add(fmt::format("--seq-len-q={}", fmt::join(p.seq_len_q, ":")));
     if (!p.seq_len_kv.empty()) add(fmt::format("--seq-len-kv={}", fmt::join(p.seq_len_kv, ":")));
     if (p.layout != def.layout) add(fmt::format("--layout={}", p.layout));
+    if (!p.strides.empty()) add(fmt::format("--strides={}", role_layouts_name(p.strides)));
     if (p.deterministic) add("--deterministic=true");
     return s;
 }

@@ -11,6 +11,7 @@
 
 #include "core/dtype.hpp"
 #include "core/enum_table.hpp"
+#include "core/layout.hpp"
 
 namespace sdpa {
 
@@ -27,6 +28,7 @@ enum class Dir { fwd_i, fwd_t, bwd, fwd_bwd };
 enum class Mask { none, causal_tl, causal_br, bias, window };
 /// Memory layout of the vendor's Q, K, V, O, dO, dQ, dK, dV buffers (host tensors stay bhsd):
 /// bhsd dense [B,H,S,D]; bshd: the same dims with strides of a dense [B,S,H,D] buffer.
+/// Problem::strides overrides it per tensor (core/layout.hpp, core/geometry.hpp).
 enum class Layout { bhsd, bshd };
 /// Broadcast shape of an additive bias [1|B, 1|H_q, 1|S_q, S_kv]: one [1,1,S_q,S_kv],
 /// b [B,1,S_q,S_kv], bh [B,H_q,S_q,S_kv], h [1,H_q,S_q,S_kv]; the *_row forms have 1 for S_q
@@ -108,7 +110,10 @@ struct Problem {
     /// Sliding window bounds (only with Mask::window): keys before / after the (bottom-right
     /// aligned) diagonal that stay visible; FlashAttention's window_left / window_right.
     std::int64_t window_left = 0, window_right = 0;
-    Layout layout = Layout::bhsd;  ///< vendor buffer layout (CPU backends: see their support())
+    Layout layout = Layout::bhsd;  ///< vendor buffer layout of the io tensors (--layout)
+    /// Per-tensor layouts overriding --layout and the dense defaults (--strides); canonical
+    /// (core/geometry.hpp canonicalize_layouts) in every Problem the parser or importer builds.
+    RoleLayouts strides;
     bool deterministic = false;    ///< ask the vendor for a deterministic backward
 
     friend bool operator==(const Problem&, const Problem&) = default;
@@ -119,9 +124,6 @@ inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(p.dt); }
 
 /// Data type of the scale tensor ([1], one value).
 inline DType scale_dtype(const Problem& p) { return p.scale_dt.value_or(p.dt); }
-
-/// Dims [1|B, 1|H_q, 1|S_q, S_kv] of the additive bias tensor for p.bias_shape (bhsd order).
-std::array<std::int64_t, 4> bias_dims(const Problem& p);
 
 /// Value stored in the scale tensor, rounded to the scale dtype (the vendor graph keeps the
 /// scale in the io dtype, as oneDNN's SDPA examples do; the reference uses the same value).

@@ -6,42 +6,21 @@ namespace {
 
 using dims_t = std::vector<std::int64_t>;
 
-/// Shapes of one problem in the graph's rank: 4-D for MHA, 5-D [B,H_kv,G,...] for GQA/MQA.
-struct Shapes {
-    bool gqa = false;
-    dims_t q, k, v, o, stats, score, dk_full, dv_full;
-
-    explicit Shapes(const Dims& d) : gqa(d.H_kv != d.H_q) {
-        const std::int64_t G = d.H_q / d.H_kv;
-        // [B, heads, s, last] or [B, H_kv, G|1, s, last]; kv tensors have one head per group.
-        auto mk = [&](std::int64_t s, std::int64_t last, bool kv) {
-            if (!gqa) return dims_t{d.B, kv ? d.H_kv : d.H_q, s, last};
-            return dims_t{d.B, d.H_kv, kv ? 1 : G, s, last};
-        };
-        q = mk(d.S_q, d.D_qk, false);
-        k = mk(d.S_kv, d.D_qk, true);
-        v = mk(d.S_kv, d.D_v, true);
-        o = mk(d.S_q, d.D_v, false);
-        stats = mk(d.S_q, 1, false);
-        score = mk(d.S_q, d.S_kv, false);
-        dk_full = mk(d.S_kv, d.D_qk, false);  // per query head, before the group ReduceSum
-        dv_full = mk(d.S_kv, d.D_v, false);
-    }
-};
-
 /// Hands out ids (one counter for tensors and ops, as oneDNN's examples do) and collects ops.
 class Builder {
 public:
+    /// A dense intermediate.
     GraphTensor tensor(DType dt, const dims_t& dims) { return GraphTensor{next_++, dt, dims, dense_strides(dims)}; }
+    /// A port with the strides of its geometry view.
+    GraphTensor tensor(DType dt, const GraphView& v) { return GraphTensor{next_++, dt, v.dims, v.strides}; }
     GraphOp& add(std::string kind, std::string name, std::vector<GraphTensor> ins, std::vector<GraphTensor> outs,
             std::vector<std::pair<std::string, GraphAttr>> attrs = {}) {
         ops_.push_back(GraphOp{next_++, std::move(kind), std::move(name), std::move(attrs), std::move(ins), std::move(outs)});
         return ops_.back();
     }
-    /// Adds an op with one output of (dt, dims) and returns that output.
-    GraphTensor op1(std::string kind, std::string name, std::vector<GraphTensor> ins, DType dt, const dims_t& dims,
+    /// Adds an op with one output and returns that output.
+    GraphTensor op1(std::string kind, std::string name, std::vector<GraphTensor> ins, GraphTensor out,
             std::vector<std::pair<std::string, GraphAttr>> attrs = {}) {
-        GraphTensor out = tensor(dt, dims);
         add(std::move(kind), std::move(name), std::move(ins), {out}, std::move(attrs));
         return out;
     }
@@ -54,99 +33,131 @@ private:
 
 const char* scale_kind(const Problem& p) { return p.scale_op == ScaleOp::mul ? "Multiply" : "Divide"; }
 
+bool gqa(const Problem& p) { return p.dims.H_kv != p.dims.H_q; }
+
 }  // namespace
 
-std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims) {
-    std::vector<std::int64_t> s(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-    return s;
-}
-
-bool graph_has_mask(const Problem& p) {
-    return p.mask != Mask::none || !p.seq_len_q.empty() || !p.seq_len_kv.empty();
-}
-
-std::vector<std::int64_t> graph_mask_dims(const Problem& p) {
-    const Dims& d = p.dims;
-    if (!graph_has_mask(p)) return {};
-    const bool gqa = d.H_kv != d.H_q;
-    std::array<std::int64_t, 4> b{1, 1, d.S_q, d.S_kv};
-    if (p.mask == Mask::bias) b = bias_dims(p);
-    if (!p.seq_len_q.empty() || !p.seq_len_kv.empty()) {
-        b[0] = d.B;  // padding: per-batch -inf rows and columns
-        b[2] = d.S_q;
+std::optional<Role> port_role(const Problem& p, GraphPort port) {
+    switch (port) {
+        case GraphPort::Q: return Role::Q;
+        case GraphPort::K: return Role::K;
+        case GraphPort::V: return Role::V;
+        case GraphPort::O: return Role::O;
+        case GraphPort::dO: return Role::dO;
+        case GraphPort::stats: return Role::stats;
+        case GraphPort::dQ: return Role::dQ;
+        case GraphPort::dK: return Role::dK;
+        case GraphPort::dV: return Role::dV;
+        case GraphPort::mask: return graph_mask_is_bias(p) ? std::optional<Role>(Role::bias) : std::nullopt;
+        case GraphPort::scale: return std::nullopt;
     }
-    if (!gqa) return {b[0], b[1], b[2], b[3]};
-    if (b[1] == 1) return {b[0], 1, 1, b[2], b[3]};
-    return {b[0], d.H_kv, d.H_q / d.H_kv, b[2], b[3]};
+    return std::nullopt;
+}
+
+GraphView graph_view(const Problem& p, const TensorGeom& t) {
+    const auto& n = t.dims;
+    const auto& s = t.strides;
+    if (!gqa(p)) return {{n[0], n[1], n[2], n[3]}, {s[0], s[1], s[2], s[3]}};
+    const std::int64_t G = p.dims.H_q / p.dims.H_kv;
+    if (n[1] == p.dims.H_q) return {{n[0], p.dims.H_kv, G, n[2], n[3]}, {s[0], G * s[1], s[1], s[2], s[3]}};
+    return {{n[0], n[1], 1, n[2], n[3]}, {s[0], s[1], s[1], s[2], s[3]}};
+}
+
+bool graph_has_mask(const Problem& p) { return !merged_mask_dims(p).empty(); }
+
+bool graph_mask_is_bias(const Problem& p) {
+    return p.mask == Mask::bias && p.seq_len_q.empty() && p.seq_len_kv.empty();
+}
+
+GraphView graph_mask_view(const Problem& p) {
+    if (!graph_has_mask(p)) return {};
+    if (graph_mask_is_bias(p)) return graph_view(p, geometry(p).at(Role::bias));
+    const dims_t m = merged_mask_dims(p);
+    TensorGeom t;
+    t.dims = {m[0], m[1], m[2], m[3]};
+    const dims_t st = dense_strides(m);
+    t.strides = {st[0], st[1], st[2], st[3]};
+    return graph_view(p, t);
 }
 
 SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
-    const Shapes s(p.dims);
+    const Geometry geo = geometry(p);
     const DType io = p.dt, f32 = DType::f32;
+    const GraphView score = graph_view(p, geo.at(Role::scores));
     Builder b;
     SdpaGraphDesc g;
-    auto input = [&](GraphPort port, DType dt, const dims_t& dims) {
-        GraphTensor t = b.tensor(dt, dims);
-        g.inputs[port] = t;
+    // A port's tensor: the view of its geometry role.
+    auto port = [&](GraphPort pt, Role r) {
+        const TensorGeom& t = geo.at(r);
+        return b.tensor(*float_type(t.type), graph_view(p, t));
+    };
+    auto input = [&](GraphPort pt, GraphTensor t) {
+        g.inputs[pt] = t;
         return t;
     };
-    const GraphTensor q = input(GraphPort::Q, io, s.q);
-    const GraphTensor k = input(GraphPort::K, io, s.k);
-    const GraphTensor v = input(GraphPort::V, io, s.v);
-    const GraphTensor scale = input(GraphPort::scale, scale_dtype(p), {1});
+    const GraphTensor q = input(GraphPort::Q, port(GraphPort::Q, Role::Q));
+    const GraphTensor k = input(GraphPort::K, port(GraphPort::K, Role::K));
+    const GraphTensor v = input(GraphPort::V, port(GraphPort::V, Role::V));
+    const GraphTensor scale = input(GraphPort::scale, b.tensor(scale_dtype(p), dims_t{1}));
     GraphTensor mask;
-    if (graph_has_mask(p)) mask = input(GraphPort::mask, mask_dtype(p), graph_mask_dims(p));
+    if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(mask_dtype(p), graph_mask_view(p)));
 
     // scores = mask + scale_op(Q K^T, scale), all f32.
-    GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, f32, s.score, {{"transpose_b", true}});
-    scores = b.op1(scale_kind(p), "scale", {scores, scale}, f32, s.score);
-    if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, f32, s.score);
+    GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, b.tensor(f32, score.dims), {{"transpose_b", true}});
+    scores = b.op1(scale_kind(p), "scale", {scores, scale}, b.tensor(f32, score.dims));
+    if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, b.tensor(f32, score.dims));
 
     if (p.dir != Dir::bwd) {
-        const GraphTensor probs = b.tensor(io, s.score);
+        const GraphTensor probs = b.tensor(io, score.dims);
         std::vector<GraphTensor> sm_out{probs};
         if (p.dir == Dir::fwd_t) {
-            const GraphTensor stats = b.tensor(f32, s.stats);
+            const GraphTensor stats = port(GraphPort::stats, Role::stats);
             sm_out.push_back(stats);
             g.outputs[GraphPort::stats] = stats;
         }
         b.add("SoftMax", "softmax", {scores}, sm_out, {{"axis", std::int64_t{-1}}, {"mode", std::string("inf_as_zero")}});
-        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {probs, v}, io, s.o);
+        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {probs, v}, port(GraphPort::O, Role::O));
     } else {
-        const GraphTensor o = input(GraphPort::O, io, s.o);
-        const GraphTensor d_o = input(GraphPort::dO, io, s.o);
-        const GraphTensor stats = input(GraphPort::stats, f32, s.stats);
-        const std::int64_t last = s.gqa ? 4 : 3;
+        const GraphTensor o = input(GraphPort::O, port(GraphPort::O, Role::O));
+        const GraphTensor d_o = input(GraphPort::dO, port(GraphPort::dO, Role::dO));
+        const GraphTensor stats = input(GraphPort::stats, port(GraphPort::stats, Role::stats));
+        const auto last = static_cast<std::int64_t>(score.dims.size()) - 1;
+        // The per-row vector D = rowsum(O * dO) has the shape of stats; O * dO that of O.
+        dims_t row = score.dims, o_dims = o.dims;
+        row.back() = 1;
+        // dK, dV per query head (before the group ReduceSum): K's and V's dims with Q's heads.
+        dims_t dk_full = k.dims, dv_full = v.dims;
+        if (gqa(p)) dk_full[2] = dv_full[2] = q.dims[2];
 
         // P = exp(scores - stats), recomputed from the forward's stats.
-        const GraphTensor shifted = b.op1("Subtract", "sub_stats", {scores, stats}, f32, s.score);
-        const GraphTensor probs = b.op1("Exp", "exp", {shifted}, f32, s.score);
+        const GraphTensor shifted = b.op1("Subtract", "sub_stats", {scores, stats}, b.tensor(f32, score.dims));
+        const GraphTensor probs = b.op1("Exp", "exp", {shifted}, b.tensor(f32, score.dims));
         GraphTensor probs_io = probs;
-        if (io != f32) probs_io = b.op1("TypeCast", "cast_p", {probs}, io, s.score);
+        if (io != f32) probs_io = b.op1("TypeCast", "cast_p", {probs}, b.tensor(io, score.dims));
 
         // dV = P^T dO (summed over the group for GQA).
-        GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, io, s.dv_full, {{"transpose_a", true}});
+        GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, gqa(p) ? b.tensor(io, dv_full) : port(GraphPort::dV, Role::dV),
+                {{"transpose_a", true}});
         // dP = dO V^T; D = rowsum(O * dO); dS = P * (dP - D).
-        const GraphTensor dp = b.op1("MatMul", "bmm_dp", {d_o, v}, f32, s.score, {{"transpose_b", true}});
-        const GraphTensor o_do = b.op1("Multiply", "mul_o_do", {o, d_o}, f32, s.o);
-        const GraphTensor dsum = b.op1("ReduceSum", "rowsum_o_do", {o_do}, f32, s.stats,
+        const GraphTensor dp = b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}});
+        const GraphTensor o_do = b.op1("Multiply", "mul_o_do", {o, d_o}, b.tensor(f32, o_dims));
+        const GraphTensor dsum = b.op1("ReduceSum", "rowsum_o_do", {o_do}, b.tensor(f32, row),
                 {{"axes", std::vector<std::int64_t>{last}}, {"keep_dims", true}});
-        const GraphTensor dp_c = b.op1("Subtract", "sub_dp_d", {dp, dsum}, f32, s.score);
-        const GraphTensor ds = b.op1("Multiply", "mul_p_dpd", {probs, dp_c}, f32, s.score);
-        const GraphTensor ds_scaled = b.op1(scale_kind(p), "scale_ds", {ds, scale}, f32, s.score);
+        const GraphTensor dp_c = b.op1("Subtract", "sub_dp_d", {dp, dsum}, b.tensor(f32, score.dims));
+        const GraphTensor ds = b.op1("Multiply", "mul_p_dpd", {probs, dp_c}, b.tensor(f32, score.dims));
+        const GraphTensor ds_scaled = b.op1(scale_kind(p), "scale_ds", {ds, scale}, b.tensor(f32, score.dims));
         GraphTensor ds_io = ds_scaled;
-        if (io != f32) ds_io = b.op1("TypeCast", "cast_ds", {ds_scaled}, io, s.score);
+        if (io != f32) ds_io = b.op1("TypeCast", "cast_ds", {ds_scaled}, b.tensor(io, score.dims));
         // dQ = dS K; dK = dS^T Q (summed over the group for GQA).
-        const GraphTensor dq = b.op1("MatMul", "bmm_dq", {ds_io, k}, io, s.q);
-        GraphTensor dk = b.op1("MatMul", "bmm_dk", {ds_io, q}, io, s.dk_full, {{"transpose_a", true}});
-        if (s.gqa) {
-            auto reduce = [&](const GraphTensor& x, const dims_t& dims, const char* name) {
-                return b.op1("ReduceSum", name, {x}, io, dims,
-                        {{"axes", std::vector<std::int64_t>{2}}, {"keep_dims", true}});
+        const GraphTensor dq = b.op1("MatMul", "bmm_dq", {ds_io, k}, port(GraphPort::dQ, Role::dQ));
+        GraphTensor dk = b.op1("MatMul", "bmm_dk", {ds_io, q}, gqa(p) ? b.tensor(io, dk_full) : port(GraphPort::dK, Role::dK),
+                {{"transpose_a", true}});
+        if (gqa(p)) {
+            auto reduce = [&](const GraphTensor& x, GraphPort pt, Role r, const char* name) {
+                return b.op1("ReduceSum", name, {x}, port(pt, r), {{"axes", std::vector<std::int64_t>{2}}, {"keep_dims", true}});
             };
-            dk = reduce(dk, s.k, "reduce_dk");
-            dv = reduce(dv, s.v, "reduce_dv");
+            dk = reduce(dk, GraphPort::dK, Role::dK, "reduce_dk");
+            dv = reduce(dv, GraphPort::dV, Role::dV, "reduce_dv");
         }
         g.outputs[GraphPort::dQ] = dq;
         g.outputs[GraphPort::dK] = dk;

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/geometry.hpp"
 #include "core/problem.hpp"
 
 namespace sdpa {
@@ -22,8 +23,9 @@ enum class GraphPort { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV };
 /// string, s64[] (e.g. ReduceSum axes), f32[].
 using GraphAttr = std::variant<bool, std::int64_t, float, std::string, std::vector<std::int64_t>, std::vector<float>>;
 
-/// One logical tensor: id (unique among tensors and ops), data type, dims and dense
-/// row-major strides (in elements).
+/// One logical tensor: id (unique among tensors and ops), data type, dims and strides (in
+/// elements): the geometry's strides for the ports (core/geometry.hpp), dense row-major for
+/// the intermediates.
 struct GraphTensor {
     std::size_t id = 0;
     DType dt = DType::f32;
@@ -46,22 +48,37 @@ struct SdpaGraphDesc {
     std::map<GraphPort, GraphTensor> inputs, outputs;
 };
 
-/// Dense row-major strides of `dims` (elements).
-std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims);
+/// The geometry role behind a port: Q, K, V, O, dO, stats, dQ, dK, dV as such; the mask is
+/// the bias when the graph's mask is the bias itself (graph_mask_is_bias); nullopt otherwise
+/// (the scale, a merged mask).
+std::optional<Role> port_role(const Problem& p, GraphPort port);
 
-/// Dims of the additive mask tensor in the graph (empty when !graph_has_mask(p)): 4-D
-/// bias_dims(p) for MHA; 5-D [1|B, 1|H_kv, 1|G, 1|S_q, S_kv] for GQA/MQA (G = H_q/H_kv).
-/// Causal and window masks are [1,1,S_q,S_kv] (or [1,1,1,S_q,S_kv]); padding makes the batch
-/// dim B and the query dim S_q.
-std::vector<std::int64_t> graph_mask_dims(const Problem& p);
+/// A role's tensor in the graph's rank: 4-D as the geometry gives it for MHA; for GQA/MQA the
+/// 5-D view [B, H_kv, G, S, D] (head h = h_kv * G + g) of a tensor with H_q heads, or
+/// [B, H, 1, S, D] of one with H_kv heads or a broadcast head (the same memory either way).
+struct GraphView {
+    std::vector<std::int64_t> dims, strides;
+};
+GraphView graph_view(const Problem& p, const TensorGeom& t);
 
 /// True when the graph takes an additive mask tensor: any mask but none (causal and window
 /// masks become explicit 0 / -inf tensors), or padding lengths (per-batch -inf rows/columns).
 bool graph_has_mask(const Problem& p);
 
+/// True when the graph's mask tensor is the bias itself, with the bias's geometry (--mask=bias
+/// without padding); otherwise the mask is a dense tensor of merged_mask_dims(p) that the
+/// backend builds (bias + -inf for causal, window and padding).
+bool graph_mask_is_bias(const Problem& p);
+
+/// The graph's mask tensor (dims and strides in the graph's rank; empty dims when
+/// !graph_has_mask(p)): graph_view of the bias when graph_mask_is_bias(p), else of a dense
+/// merged_mask_dims(p) tensor.
+GraphView graph_mask_view(const Problem& p);
+
 /// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV), following oneDNN's
 /// documented SDPA training patterns (doc/graph_api/fusion_patterns/sdpa.md, gqa.md): 4-D
-/// bhsd tensors for MHA, 5-D [B,H_kv,G,S,D] for GQA/MQA with ReduceSum over G for dK/dV.
+/// [B,H,S,D] tensors for MHA, 5-D [B,H_kv,G,S,D] for GQA/MQA with ReduceSum over G for dK/dV;
+/// every port has the dims and strides of its geometry role (graph_view).
 /// Intermediates are f32; P (forward, and before the dV matmul) and the scaled dS (before
 /// the dQ/dK matmuls) are in the io dtype. Causal masks become explicit additive masks of
 /// 0 / -inf in the mask dtype; SoftMax uses mode inf_as_zero. Ids count up from 1.

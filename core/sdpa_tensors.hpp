@@ -4,20 +4,37 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/enum_table.hpp"
+#include "core/layout.hpp"
 #include "core/tensor.hpp"
 
 namespace sdpa {
 
-/// Inputs of an SDPA training case, all dense bhsd:
-/// Q [B,H_q,S_q,D_qk], K [B,H_kv,S_kv,D_qk], V [B,H_kv,S_kv,D_v] in the io dtype;
-/// bias [1|B,1|H_q,S_q,S_kv] in the mask dtype (empty unless --mask=bias);
-/// bwd only: O and dO [B,H_q,S_q,D_v] in the io dtype and stats [B,H_q,S_q,1] f32, where O
-/// and stats come from the reference forward on the same Q, K, V (displacement).
+/// Inputs of an SDPA training case as dense host tensors with the dims of their geometry roles
+/// (core/geometry.hpp): Q, K, V in the io dtype; bias in the mask dtype (empty unless
+/// --mask=bias); bwd only: O and dO in the io dtype and stats f32, where O and stats come from
+/// the reference forward on the same Q, K, V (displacement). The vendor's buffers have the
+/// geometry's strides (backends/strided_buffer.hpp); these host tensors hold what they hold.
 struct SdpaInputs {
     Tensor Q, K, V, bias, O, dO, stats;
+    /// The tensor of input role r, or nullptr for a role that is never an input here.
+    Tensor* of(Role r) {
+        switch (r) {
+            case Role::Q: return &Q;
+            case Role::K: return &K;
+            case Role::V: return &V;
+            case Role::bias: return &bias;
+            case Role::O: return &O;
+            case Role::dO: return &dO;
+            case Role::stats: return &stats;
+            default: return nullptr;
+        }
+    }
+    const Tensor* of(Role r) const { return const_cast<SdpaInputs*>(this)->of(r); }
 };
 
 /// The outputs of SDPA training, in report order.
@@ -25,23 +42,55 @@ enum class Output { O, stats, dQ, dK, dV };
 inline constexpr std::array<EnumName<Output>, 5> kOutputNames{{{Output::O, "O"},
     {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}}};
 inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
+/// The geometry role of an output.
+constexpr Role role_of(Output o) {
+    switch (o) {
+        case Output::O: return Role::O;
+        case Output::stats: return Role::stats;
+        case Output::dQ: return Role::dQ;
+        case Output::dK: return Role::dK;
+        case Output::dV: return Role::dV;
+    }
+    return Role::O;
+}
+/// The output of a geometry role; nullopt for a role that is never an output.
+constexpr std::optional<Output> output_of(Role r) {
+    for (const auto& row : kOutputNames)
+        if (role_of(row.value) == r) return row.value;
+    return std::nullopt;
+}
 
 /// What the guard bands around one vendor output buffer saw (backends/guarded_buffer.hpp):
-/// bytes of the leading/trailing guard that changed, and elements still holding the NaN
-/// prefill pattern after the run.
+/// bytes of the leading/trailing guard that changed, logical elements still holding the NaN
+/// prefill pattern after the run, and elements of the stride gaps (memory between strided rows
+/// that belongs to no logical element) that no longer hold it, with the first one's offset and
+/// a description of where it is.
 struct OutputIntegrity {
     std::size_t touched_before = 0, touched_after = 0;
     std::int64_t unwritten = 0;
-    bool clean() const { return touched_before == 0 && touched_after == 0 && unwritten == 0; }
+    std::int64_t gap_written = 0;
+    std::int64_t first_gap = -1;
+    std::string first_gap_where;
+    bool clean() const { return touched_before == 0 && touched_after == 0 && unwritten == 0 && gap_written == 0; }
 };
 
 /// Outputs a backend produced (empty tensors for outputs the direction does not have):
-/// fwd_i: O; fwd_t: O, stats; bwd: dQ, dK, dV. Shapes as in SdpaInputs; values exactly
+/// fwd_i: O; fwd_t: O, stats; bwd: dQ, dK, dV. Dense, with the dims of their geometry roles; values exactly
 /// representable in the io dtype (stats f32). `integrity` is indexed by Output; backends
 /// without guard bands leave it clean.
 struct SdpaOutputs {
     Tensor O, stats, dQ, dK, dV;
     std::array<OutputIntegrity, 5> integrity{};
+    Tensor& of(Output o) {
+        switch (o) {
+            case Output::O: return O;
+            case Output::stats: return stats;
+            case Output::dQ: return dQ;
+            case Output::dK: return dK;
+            case Output::dV: return dV;
+        }
+        return O;
+    }
     const OutputIntegrity& integrity_of(Output o) const { return integrity[static_cast<std::size_t>(o)]; }
     OutputIntegrity& integrity_of(Output o) { return integrity[static_cast<std::size_t>(o)]; }
 };

@@ -1,5 +1,7 @@
 #include "core/validate.hpp"
 
+#include "core/geometry.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -28,34 +30,27 @@ std::optional<std::string> need_same(const char* name, const TensorDesc& got, co
     return std::nullopt;
 }
 
-/// a*b, or nullopt when it overflows a signed 64-bit integer.
-std::optional<i64> mul(i64 a, i64 b) {
-    i64 r = 0;
-    if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-    return r;
-}
-
 }  // namespace
 
 GraphShapes shapes_of(const Problem& p) {
-    const Dims& d = p.dims;
+    const Geometry geo = geometry(p);
     GraphShapes g;
-    const std::string io{fmt::format("{}", p.dt)};
-    g.Q = {true, {d.B, d.H_q, d.S_q, d.D_qk}, io};
-    g.K = {true, {d.B, d.H_kv, d.S_kv, d.D_qk}, io};
-    g.V = {true, {d.B, d.H_kv, d.S_kv, d.D_v}, io};
-    if (p.dir == Dir::bwd) {
-        g.O = {true, {d.B, d.H_q, d.S_q, d.D_v}, io};
-        g.dO = g.O;
+    auto desc = [&](Role r) {
+        const TensorGeom* t = geo.find(r);
+        if (!t) return TensorDesc{};
+        return TensorDesc{true, {t->dims.begin(), t->dims.end()}, fmt::format("{}", t->type)};
+    };
+    g.Q = desc(Role::Q);
+    g.K = desc(Role::K);
+    g.V = desc(Role::V);
+    if (p.dir == Dir::bwd) {  // O and dO are graph inputs of the backward only
+        g.O = desc(Role::O);
+        g.dO = desc(Role::dO);
     }
-    if (p.dir != Dir::fwd_i) g.stats = {true, {d.B, d.H_q, d.S_q, 1}, "f32"};
-    if (p.mask == Mask::bias) {
-        const i64 b = p.bias_shape == BiasShape::one ? 1 : d.B;
-        const i64 h = p.bias_shape == BiasShape::bh ? d.H_q : 1;
-        g.bias = {true, {b, h, d.S_q, d.S_kv}, fmt::format("{}", mask_dtype(p))};
-    }
-    if (!p.seq_len_q.empty()) g.seq_len_q = {true, {d.B, 1, 1, 1}, "s32"};
-    if (!p.seq_len_kv.empty()) g.seq_len_kv = {true, {d.B, 1, 1, 1}, "s32"};
+    g.stats = desc(Role::stats);
+    g.bias = desc(Role::bias);
+    g.seq_len_q = desc(Role::seq_len_q);
+    g.seq_len_kv = desc(Role::seq_len_kv);
     return g;
 }
 
@@ -123,31 +118,6 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
     }
     if (g.scale_count != 1)
         return fmt::format("scale rule: the scale must be given exactly once, got {}", g.scale_count);
-    return std::nullopt;
-}
-
-std::optional<std::string> validate_sizes(const Problem& p) {
-    const Dims& d = p.dims;
-    struct Item {
-        const char* what;
-        std::vector<i64> dims;
-        i64 bytes_per_element;
-    };
-    const Item items[] = {
-        {"Q [B,H_q,S_q,D_qk]", {d.B, d.H_q, d.S_q, d.D_qk}, 4},
-        {"K [B,H_kv,S_kv,D_qk]", {d.B, d.H_kv, d.S_kv, d.D_qk}, 4},
-        {"V [B,H_kv,S_kv,D_v]", {d.B, d.H_kv, d.S_kv, d.D_v}, 4},
-        {"O [B,H_q,S_q,D_v]", {d.B, d.H_q, d.S_q, d.D_v}, 4},
-        {"scores [B,H_q,S_q,S_kv]", {d.B, d.H_q, d.S_q, d.S_kv}, 8},
-    };
-    for (const Item& it : items) {
-        std::optional<i64> n = it.bytes_per_element;
-        for (const i64 x : it.dims)
-            if (n) n = mul(*n, x);
-        if (!n)
-            return fmt::format("size rule: {} = [{}] at {} bytes per element overflows 64-bit byte counts", it.what,
-                    fmt::join(it.dims, ", "), it.bytes_per_element);
-    }
     return std::nullopt;
 }
 

@@ -33,17 +33,13 @@ struct GraphShapes {
     int scale_count = 1;
 };
 
-/// The shapes a Problem implies (bhsd): O/dO only for bwd, stats for fwd_t and bwd, bias for
-/// --mask=bias with its BiasShape, seq_len_* when padding lengths are given (s32 [B,1,1,1]).
+/// The shapes a Problem implies, read from its geometry (core/geometry.hpp): O/dO only for bwd
+/// (inputs of the graph), stats for fwd_t and bwd, bias for --mask=bias with its BiasShape,
+/// seq_len_* when padding lengths are given (s32 [B,1,1,1]).
 GraphShapes shapes_of(const Problem& p);
 
 /// First broken structural rule as "<rule> rule: ..." naming the values, or nullopt. Checks
 /// every dimension positive first, then the hipDNN-style rules listed in this file's header.
 std::optional<std::string> validate_shapes(const GraphShapes& g);
-
-/// Size rule: every tensor of the case and the reference's per-head score matrices
-/// (B*H_q*S_q*S_kv f64, 8 bytes each) must have a byte count that fits in a signed 64-bit
-/// integer (checked multiplication, no floating-point estimate). nullopt when it fits.
-std::optional<std::string> validate_sizes(const Problem& p);
 
 }  // namespace sdpa

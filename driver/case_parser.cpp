@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "core/geometry.hpp"
 #include "driver/onednn_json_import.hpp"
 
 namespace sdpa {
@@ -225,6 +226,23 @@ const std::vector<Knob>& knob_table() {
             {"layout", enum_choices(kLayoutNames), fmt::format("{}", d.prb.layout),
                 "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd)",
                 [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); }},
+            {"strides", "none|ROLE:LAYOUT[+ROLE:LAYOUT...]", role_layouts_name(d.prb.strides),
+                "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a "
+                "dimension order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (a view of one packed "
+                "[B,S,H_q+2*H_kv,D] buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = broadcast), "
+                "e.g. --strides=dO:bshd+K:0x2048x64x1",
+                [](std::string_view v, Case& c) {
+                    auto l = parse_role_layouts(v);
+                    if (!l) return false;
+                    c.prb.strides = std::move(*l);
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    std::string why;
+                    parse_role_layouts(v, &why);
+                    return why.empty() ? std::string() : fmt::format("--strides={}: {}", v, why);
+                }},
             {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
                 [](std::string_view v, Case& c) {
                     if (v != "true" && v != "false") return false;
@@ -484,6 +502,7 @@ private:
             // (which omits it) gives back an equal problem.
             if (c.prb.mask != Mask::bias) c.prb.bias_shape = Problem{}.bias_shape;
             if (c.prb.mask != Mask::bias) c.prb.mask_fill = Problem{}.mask_fill;
+            canonicalize_layouts(c.prb);  // one spelling per geometry, so the repro parses back equal
             c.where = loc.where();
             entries.push_back(CaseEntry{std::move(c), {}, false});
             std::size_t k = table.size();

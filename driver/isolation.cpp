@@ -16,7 +16,7 @@
 
 namespace sdpa {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, mistrusted, reason, worst_ratio, worst_index, got,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, mistrusted, reason, located, worst_ratio, worst_index, got,
         expected, err, bound, nonfinite, ref_nonfinite, zero_fraction)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)

@@ -1,5 +1,6 @@
 #include "driver/onednn_json_import.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/geometry.hpp"
 #include "core/sdpa_graph.hpp"
 #include "driver/onednn_json_graph.hpp"
 #include "driver/onednn_json_match.hpp"
@@ -20,6 +22,40 @@ namespace {
 using namespace graph_json;
 
 std::string shape_str(const dims_t& d) { return fmt::format("[{}]", fmt::join(d, ",")); }
+
+/// "Q", "mask", ...: a port as import errors name it.
+std::string_view port_name(GraphPort port) {
+    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV"};
+    return names[static_cast<std::size_t>(port)];
+}
+
+/// The [B,H,S,D] strides of file tensor t for a role of dims `want`: a 4-D tensor's own, a 5-D
+/// GQA tensor's [B,H_kv,G,S,D] strides with H_kv and G merged into one head stride. When t's
+/// shape is not `want` (an output whose shape --in-shapes changed), its memory order applied to
+/// `want`. nullopt when t gives no strides (the dense default applies). UNIMPLEMENTED when the
+/// 5-D head strides cannot be merged (h = h_kv * G + g is not one stride).
+std::optional<std::array<std::int64_t, 4>> file_strides(const RawTensor& t, const std::array<std::int64_t, 4>& want,
+        std::string_view pname) {
+    if (t.layout != "strided" || t.stride.empty() || t.stride.size() != t.shape.size()) return std::nullopt;
+    dims_t shape = t.shape, stride = t.stride;
+    if (shape.size() == 5) {
+        const std::int64_t n1 = shape[1], n2 = shape[2], s1 = stride[1], s2 = stride[2];
+        std::int64_t merged = s2;
+        if (n2 == 1) merged = s1;
+        else if (n1 != 1 && s1 != n2 * s2)
+            unimplemented(fmt::format("tensor {} ({}): 5-D strides {} of shape {} do not merge H_kv and G into one head "
+                                      "stride", t.id, pname, shape_str(stride), shape_str(shape)));
+        shape = {shape[0], n1 * n2, shape[3], shape[4]};
+        stride = {stride[0], merged, stride[3], stride[4]};
+    }
+    if (shape.size() != 4) return std::nullopt;
+    std::array<std::int64_t, 4> out{stride[0], stride[1], stride[2], stride[3]};
+    if (!std::equal(shape.begin(), shape.end(), want.begin())) {  // stale shape: keep the memory order
+        const dims_t s = tag_strides({want.begin(), want.end()}, memory_tag(shape, stride));
+        std::copy(s.begin(), s.end(), out.begin());
+    }
+    return out;
+}
 
 /// Derives the problem from the matched ports and checks every port against the graph
 /// sdpabench would build for it.
@@ -94,21 +130,31 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
         p.mask_fill = row ? MaskFill::zero : MaskFill::causal_last_row;
     }
 
-    // Every port against the graph sdpabench builds for p (shapes, dtypes, dense strides).
+    // Strides: every port's, as the [B,H,S,D] strides of its geometry role (5-D GQA forms merged).
+    const Geometry dense_geo = geometry(p);
+    for (const auto* ports : {&m.in, &m.out})
+        for (const auto& [port, t] : *ports)
+            if (const auto role = port_role(p, port))
+                if (const auto st = file_strides(t, dense_geo.at(*role).dims, port_name(port)))
+                    p.strides[*role] = TensorLayout{TensorLayout::Kind::strides, {0, 1, 2, 3}, *st};
+
+    // Every port against the graph sdpabench builds for p (shapes, dtypes, strides).
     const SdpaGraphDesc want = describe_sdpa_graph(p);
     auto check = [&](GraphPort port, const RawTensor& t, const GraphTensor& w, bool shape) {
-        const std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV"};
-        const auto pname = names[static_cast<std::size_t>(port)];
+        const auto pname = port_name(port);
         if (shape && t.shape != w.dims && port != GraphPort::scale)
             invalid(fmt::format("tensor {} ({}): shape {} does not match {} implied by Q {}, K {}, V {}", t.id, pname,
                     shape_str(t.shape), shape_str(w.dims), shape_str(q.shape), shape_str(k.shape), shape_str(v.shape)));
         if (t.dtype != fmt::format("{}", w.dt))
             unimplemented(fmt::format("tensor {} ({}): dtype {} (sdpabench's graph has {} here)", t.id, pname, t.dtype, w.dt));
-        if (t.layout == "strided" && !dense(t.shape, t.stride))
-            unimplemented(fmt::format("tensor {} ({}): strides {} are not dense row-major for shape {}", t.id, pname,
-                    shape_str(t.stride), shape_str(t.shape)));
         if (t.layout != "strided" && t.layout != "undef" && t.layout != "any")
             unimplemented(fmt::format("tensor {} ({}): layout_type {} is not supported", t.id, pname, t.layout));
+        if (shape && port != GraphPort::scale && t.layout == "strided" && t.stride.size() == t.shape.size())
+            for (std::size_t i = 0; i < t.shape.size(); ++i)
+                if (t.shape[i] > 1 && t.stride[i] != w.strides[i])
+                    unimplemented(fmt::format("tensor {} ({}): strides {} of shape {} are not those of one [B,H,S,D] "
+                                              "tensor in the graph's rank ({})", t.id, pname, shape_str(t.stride),
+                            shape_str(t.shape), shape_str(w.strides)));
     };
     for (const auto& [port, t] : m.in) {
         if (port == GraphPort::O && !want.inputs.count(port)) continue;
@@ -194,11 +240,23 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
             p.mask_dt.reset();
             p.scale_dt.reset();
         }
-        if (rw.mb > 0) p.dims.B = rw.mb;
+        if (rw.mb > 0 && rw.mb != p.dims.B) {
+            // A file batch of 1 says nothing about the batch stride: make it the natural one.
+            const bool from_one = p.dims.B == 1;
+            p.dims.B = rw.mb;
+            const Geometry g = geometry(p);
+            for (auto& [role, l] : p.strides)
+                if (from_one && l.kind == TensorLayout::Kind::strides && g.at(role).dims[0] > 1) {
+                    TensorGeom inner = g.at(role);
+                    inner.dims[0] = 1;
+                    l.strides[0] = inner.span();
+                }
+        }
         std::string name = std::filesystem::path(file).stem().string();
         for (char& ch : name)
             if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
         p.name = name;
+        canonicalize_layouts(p);
         if (auto err = validate(p)) invalid(*err);
         r.prb = std::move(p);
     } catch (const ImportError& e) {

@@ -23,14 +23,16 @@ struct GraphRewrites {
     /// intermediates stay f32). nullopt keeps the file's types.
     std::optional<DType> dt;
     /// --in-shapes: "ID:SHAPE[*STRIDES|*TAG][+ID:...]" (benchdnn syntax; SHAPE "2x16x384x64");
-    /// empty keeps the file's shapes. Strides and tags must describe a dense row-major layout.
+    /// empty keeps the file's shapes. Strides are kept as given; a tag (benchdnn's letters, "acbd")
+    /// gives a dim order; a shape alone keeps the tensor's memory order (benchdnn's rule).
     std::string in_shapes;
     /// --mb: batch B of every tensor that has one (0 keeps the file's). A mask whose batch
     /// dim is 1 stays broadcast.
     std::int64_t mb = 0;
 };
 
-/// Result of an import: the problem, or the status (INVALID_ARGUMENTS: malformed file, not
+/// Result of an import: the problem (its strides those of the file's ports, canonical), or the
+/// status (INVALID_ARGUMENTS: malformed file, not
 /// an SDPA training graph, bad rewrite; UNIMPLEMENTED: an SDPA graph using an op, attribute,
 /// layout or output sdpabench cannot express) and an error "FILE: error: MESSAGE" naming the
 /// op (id, kind, name) or tensor (id) that broke the match.

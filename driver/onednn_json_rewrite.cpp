@@ -76,13 +76,23 @@ std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* er
     }
 }
 
-bool dense(const dims_t& shape, const dims_t& stride) {
-    if (stride.empty()) return true;
-    if (stride.size() != shape.size()) return false;
-    const dims_t want = dense_strides(shape);
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        if (shape[i] != 1 && stride[i] != want[i]) return false;
-    return true;
+std::string memory_tag(const dims_t& shape, const dims_t& stride) {
+    std::string tag;
+    for (std::size_t i = 0; i < shape.size(); ++i) tag += static_cast<char>('a' + i);
+    if (stride.size() != shape.size()) return tag;
+    std::stable_sort(tag.begin(), tag.end(), [&](char x, char y) { return stride[x - 'a'] > stride[y - 'a']; });
+    return tag;
+}
+
+dims_t tag_strides(const dims_t& shape, const std::string& tag) {
+    dims_t s(shape.size(), 1);
+    std::int64_t n = 1;
+    for (std::size_t k = tag.size(); k-- > 0;) {
+        const auto dim = static_cast<std::size_t>(tag[k] - 'a');
+        s[dim] = n;
+        n *= std::max<std::int64_t>(shape[dim], 1);
+    }
+    return s;
 }
 
 void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text) {
@@ -102,20 +112,27 @@ void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text) {
             for (auto* ts : {&op.ins, &op.outs})
                 for (auto& t : *ts) {
                     if (t.id != r.id) continue;
+                    const std::string old_tag = memory_tag(t.shape, t.stride);
                     if (r.shape) t.shape = *r.shape;
-                    t.stride = dense_strides(t.shape);
-                    if (!r.tag.empty()) {
-                        std::string id_tag;
-                        for (std::size_t i = 0; i < t.shape.size(); ++i) id_tag += static_cast<char>('a' + i);
-                        if (r.tag != id_tag)
-                            unimplemented(fmt::format("--in-shapes: tensor {}: tag {} is not dense row-major ({})", r.id,
-                                    r.tag, id_tag));
-                    }
                     if (r.strides) {
-                        if (!dense(t.shape, *r.strides))
-                            unimplemented(fmt::format("--in-shapes: tensor {}: strides {} are not dense row-major for {}",
-                                    r.id, fmt::join(*r.strides, "x"), fmt::join(t.shape, "x")));
+                        if (r.strides->size() != t.shape.size())
+                            invalid(fmt::format("--in-shapes: tensor {}: strides {} have {} values for the rank-{} "
+                                                "shape {}", r.id, fmt::join(*r.strides, "x"), r.strides->size(),
+                                    t.shape.size(), fmt::join(t.shape, "x")));
+                        t.stride = *r.strides;
+                    } else {
+                        std::string tag = r.tag;
+                        if (tag.empty())  // a shape alone keeps the memory order (plain when the rank changed)
+                            tag = old_tag.size() == t.shape.size() ? old_tag : memory_tag(t.shape, {});
+                        std::string sorted = tag;
+                        std::sort(sorted.begin(), sorted.end());
+                        if (sorted != memory_tag(t.shape, {}))
+                            invalid(fmt::format("--in-shapes: tensor {}: tag {} is not a permutation of {} for the "
+                                                "rank-{} shape {}", r.id, tag, memory_tag(t.shape, {}), t.shape.size(),
+                                    fmt::join(t.shape, "x")));
+                        t.stride = tag_strides(t.shape, tag);
                     }
+                    t.layout = "strided";
                 }
     }
 }

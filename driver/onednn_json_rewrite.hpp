@@ -1,5 +1,5 @@
 // Internals of the oneDNN graph JSON import: benchdnn's --in-shapes rewrite
-// ("ID:SHAPE[*STRIDES|*TAG][+ID:...]") and the dense-layout check.
+// ("ID:SHAPE[*STRIDES|*TAG][+ID:...]") and memory orders of strided tensors.
 #pragma once
 
 #include "driver/onednn_json_graph.hpp"
@@ -18,12 +18,19 @@ struct ShapeRewrite {
 /// `err` to a sentence quoting the bad entry.
 std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* err);
 
-/// True when `stride` is dense row-major for `shape` (dims of size 1 may have any stride;
-/// empty strides count as dense).
-bool dense(const dims_t& shape, const dims_t& stride);
+/// benchdnn's memory tag of `stride` ("acbd"): the dims sorted by decreasing stride, ties in
+/// logical order (benchdnn's strides2memory_tag); "abcd..." when `stride` is empty or not one
+/// value per dim.
+std::string memory_tag(const dims_t& shape, const dims_t& stride);
 
-/// Applies --in-shapes to every occurrence of the named graph boundary tensors (dense strides);
-/// INVALID_ARGUMENTS for unknown or internal ids, UNIMPLEMENTED for non-dense strides or tags.
+/// Dense strides of `shape` in the dim order of benchdnn tag `tag` (letters a.. outermost
+/// first, as oneDNN's format tags: "acbd" for a [B,H,S,D] tensor stored [B,S,H,D]).
+dims_t tag_strides(const dims_t& shape, const std::string& tag);
+
+/// Applies --in-shapes to every occurrence of the named graph boundary tensors, as benchdnn does:
+/// explicit strides are kept as given, a tag gives that dim order, and a shape alone keeps the
+/// tensor's memory order (memory_tag of its strides). INVALID_ARGUMENTS for unknown or internal
+/// ids, a tag that is not a permutation of the shape's letters, strides of another rank.
 void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text);
 
 }  // namespace sdpa::graph_json

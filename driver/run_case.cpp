@@ -17,6 +17,7 @@
 namespace sdpa {
 
 std::string failure_reason(const OutputCheck& c) {
+    if (!c.located) return fmt::format("{}: {}", c.output, c.reason);
     const auto& w = c.worst_index;
     return fmt::format("{}: {} at ({},{},{},{}): got {} expected {} (|err| {:.3g} vs bound {:.3g})", c.output,
             c.reason, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound);

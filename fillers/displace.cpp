@@ -10,6 +10,9 @@ void displace(const Problem& p, SdpaInputs& in) {
     f.O.dt = p.dt;
     in.O = std::move(f.O);
     in.stats = std::move(f.stats);
+    const Geometry g = geometry(p);
+    fold_aliases(g.at(Role::O), in.O);
+    fold_aliases(g.at(Role::stats), in.stats);
 }
 
 }  // namespace sdpa

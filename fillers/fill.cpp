@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
+#include <unordered_map>
+
+#include "core/geometry.hpp"
 
 namespace sdpa {
 
@@ -90,26 +93,42 @@ void fill_causal_last_row(Tensor& t) {
 
 }  // namespace
 
+void fold_aliases(const TensorGeom& t, Tensor& host) {
+    if (non_overlapping(t)) return;
+    // The first logical element (row-major) at each memory offset gives the value of all of them.
+    std::unordered_map<std::int64_t, float> first;
+    std::size_t i = 0;
+    for (std::int64_t a = 0; a < t.dims[0]; ++a)
+        for (std::int64_t b = 0; b < t.dims[1]; ++b)
+            for (std::int64_t c = 0; c < t.dims[2]; ++c)
+                for (std::int64_t d = 0; d < t.dims[3]; ++d, ++i) {
+                    const auto [it, fresh] = first.try_emplace(t.offset(a, b, c, d), host.data[i]);
+                    if (!fresh) host.data[i] = it->second;
+                }
+}
+
 SdpaInputs fill_inputs(const Problem& p) {
-    const Dims& d = p.dims;
+    const Geometry g = geometry(p);
     SdpaInputs in;
-    in.Q = Tensor({d.B, d.H_q, d.S_q, d.D_qk}, p.dt);
-    in.K = Tensor({d.B, d.H_kv, d.S_kv, d.D_qk}, p.dt);
-    in.V = Tensor({d.B, d.H_kv, d.S_kv, d.D_v}, p.dt);
     // Integers in [-2, 2]: |q.k| <= 4*D_qk, exact in f32 for D_qk < 2^22; exact in bf16/f16.
-    fill_tensor(in.Q, p, TensorId::Q, -2, 2);
-    fill_tensor(in.K, p, TensorId::K, -2, 2);
-    fill_tensor(in.V, p, TensorId::V, -2, 2);
-    if (p.dir == Dir::bwd || p.dir == Dir::fwd_bwd) {
-        in.dO = Tensor({d.B, d.H_q, d.S_q, d.D_v}, p.dt);
-        fill_tensor(in.dO, p, TensorId::dO, -2, 2);
-    }
-    if (p.mask == Mask::bias) {
-        in.bias = Tensor(bias_dims(p), mask_dtype(p));
-        if (p.mask_fill == MaskFill::random) fill_tensor(in.bias, p, TensorId::bias, -4, 0);
+    auto make = [&](Role r, TensorId id, int lo, int hi) {
+        const TensorGeom& t = g.at(r);
+        Tensor& x = *in.of(r);
+        x = Tensor(t.dims, *float_type(t.type));
+        fill_tensor(x, p, id, lo, hi);
+    };
+    make(Role::Q, TensorId::Q, -2, 2);
+    make(Role::K, TensorId::K, -2, 2);
+    make(Role::V, TensorId::V, -2, 2);
+    if (g.has(Role::dO)) make(Role::dO, TensorId::dO, -2, 2);
+    if (g.has(Role::bias)) {
+        make(Role::bias, TensorId::bias, -4, 0);
+        if (p.mask_fill == MaskFill::zero) std::fill(in.bias.data.begin(), in.bias.data.end(), 0.f);
         else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(in.bias);
     }
     plant_adversarial(p, in);
+    for (const Role r : {Role::Q, Role::K, Role::V, Role::dO, Role::bias})
+        if (const TensorGeom* t = g.find(r)) fold_aliases(*t, *in.of(r));
     return in;
 }
 

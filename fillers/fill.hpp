@@ -1,6 +1,7 @@
 // Input fill policies. Seeded and reproducible: the same Problem gives the same bytes.
 #pragma once
 
+#include "core/geometry.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 
@@ -10,7 +11,8 @@ namespace sdpa {
 ///  - exact: small integers (benchdnn style). Q and K take values in [-2, 2] with a density
 ///    that keeps |q.k| <= 2^24 for any D_qk, so every dot product of QK^T is exact in f32;
 ///    V and dO take integers in [-2, 2]; bias takes integers in [-4, 0].
-///  The bias has dims bias_dims(p); p.mask_fill other than random overrides its values
+///  Every tensor has the dims of its geometry role (core/geometry.hpp); the bias (dims
+///  bias_dims(p)) gets p.mask_fill's values when that is not random
 ///  (zero: all 0; causal_last_row: 0 / -inf, see MaskFill).
 ///  - normal: N(0, 1) rounded to the io dtype (bias: N(0,1) rounded to the mask dtype).
 ///  - peaky: N(0, 3^2) rounded to the io dtype for Q, K, V, dO (near one-hot softmax rows);
@@ -18,8 +20,16 @@ namespace sdpa {
 ///  - sparse: 80% zeros, the rest integers in {-2, -1, 1, 2} (Q, K, V, dO); bias as exact.
 ///  - lse_underflow, spike_k, tile_spikes: exact, then plant_adversarial() plants its pattern.
 /// Each tensor has its own stream derived from (p.seed, tensor id), so changing one tensor's
-/// shape does not change another's values. O and stats are left empty (see displace()).
+/// shape does not change another's values. O and stats are left empty (see displace()). Inputs
+/// whose strides alias (stride 0, overlapping rows) are then folded (fold_aliases), so the host
+/// tensors hold exactly what the vendor's strided buffers can hold.
 SdpaInputs fill_inputs(const Problem& p);
+
+/// Makes `host` (dense, dims t.dims) consistent with t's strides: every logical element that
+/// shares a memory offset with an earlier one (row-major order) takes that element's value, as
+/// a vendor reading the aliased buffer sees it (an expanded K with stride 0 over the batch holds
+/// batch 0's values for every batch). No-op when t does not overlap.
+void fold_aliases(const TensorGeom& t, Tensor& host);
 
 /// Plants the pattern of an adversarial family into exact-filled inputs (no-op otherwise):
 ///  - lse_underflow: K integers in [1, 2] (all positive); every query row i with i % 4 == 1 is
@@ -35,8 +45,8 @@ void plant_adversarial(const Problem& p, SdpaInputs& in);
 
 /// Displacement for bwd: computes O and stats with the reference forward from the filled
 /// Q, K, V (same mask and scale), rounds O to the io dtype, keeps stats in f32 (+inf for
-/// fully masked rows), and stores both into `in`, so the vendor and the reference see the
-/// same bytes. No-op for the forward directions.
+/// fully masked rows), and stores both into `in` (folded like the fill when their strides
+/// alias), so the vendor and the reference see the same bytes. No-op for the forward directions.
 void displace(const Problem& p, SdpaInputs& in);
 
 }  // namespace sdpa

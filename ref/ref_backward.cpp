@@ -206,12 +206,10 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     check_inputs(p, in, true);
     const Dims& d = p.dims;
     RefBackward r;
-    r.dQ = Tensor({d.B, d.H_q, d.S_q, d.D_qk}, DType::f32);
-    r.M_dQ = Tensor({d.B, d.H_q, d.S_q, d.D_qk}, DType::f32);
-    r.dK = Tensor({d.B, d.H_kv, d.S_kv, d.D_qk}, DType::f32);
-    r.M_dK = Tensor({d.B, d.H_kv, d.S_kv, d.D_qk}, DType::f32);
-    r.dV = Tensor({d.B, d.H_kv, d.S_kv, d.D_v}, DType::f32);
-    r.M_dV = Tensor({d.B, d.H_kv, d.S_kv, d.D_v}, DType::f32);
+    const Geometry g = ref_geometry(p, true);
+    r.dQ = r.M_dQ = Tensor(g.at(Role::dQ).dims, DType::f32);
+    r.dK = r.M_dK = Tensor(g.at(Role::dK).dims, DType::f32);
+    r.dV = r.M_dV = Tensor(g.at(Role::dV).dims, DType::f32);
     const bool mul = p.scale_op == ScaleOp::mul;
     const float v = scale_tensor_value(p);
     const i64 nkb0 = (d.S_kv + kB - 1) / kB;

@@ -168,10 +168,9 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     check_inputs(p, in, false);
     const Dims& d = p.dims;
     RefForward r;
-    r.O = Tensor({d.B, d.H_q, d.S_q, d.D_v}, DType::f32);
-    r.M_O = Tensor({d.B, d.H_q, d.S_q, d.D_v}, DType::f32);
-    r.stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
-    r.M_stats = Tensor({d.B, d.H_q, d.S_q, 1}, DType::f32);
+    const Geometry g = ref_geometry(p, false);
+    r.O = r.M_O = Tensor(g.at(Role::O).dims, DType::f32);
+    r.stats = r.M_stats = Tensor(g.at(Role::stats).dims, DType::f32);
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
     FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),

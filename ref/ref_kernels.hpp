@@ -26,6 +26,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/geometry.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 
@@ -199,9 +200,13 @@ inline double work(const Dims& d) {
            static_cast<double>(d.S_kv) * static_cast<double>(d.D_qk + d.D_v);
 }
 
+/// The geometry of p's training forward (fwd_t: O and stats) or backward (bwd), whatever p.dir
+/// is: the shapes of the reference's inputs and outputs (core/geometry.hpp).
+Geometry ref_geometry(const Problem& p, bool backward);
+
 /// Throws std::invalid_argument naming the tensor and the dims when an input does not fit
 /// `p` (dimensions positive, H_q a multiple of H_kv, Q/K/V/bias and, for the backward,
-/// O/dO/stats shaped as in SdpaInputs).
+/// O/dO/stats with the dims of their roles in ref_geometry(p, backward)).
 void check_inputs(const Problem& p, const SdpaInputs& in, bool backward);
 
 }  // namespace sdpa::refk

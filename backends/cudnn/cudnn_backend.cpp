@@ -17,6 +17,7 @@
 
 #include "backends/cudnn/cudnn_mapping.hpp"
 #include "backends/guarded_buffer.hpp"
+#include "backends/strided_buffer.hpp"
 
 // The frontend's dynamic loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves every cuDNN
 // symbol from this handle, which the application owns.
@@ -31,7 +32,6 @@ namespace {
 namespace fe = cudnn_frontend;
 using cudnn::GraphDesc;
 using cudnn::TensorDesc;
-using cudnn::TensorType;
 using cudnn::Uid;
 
 /// What the CUDA runtime says about device 0, probed once per process.
@@ -99,22 +99,14 @@ void check_fe(fe::error_t e, const char* step) {
     if (e.is_bad()) throw BackendError(Status::unimplemented, fmt::format("cuDNN {}: {}", step, e.get_message()));
 }
 
-/// cuDNN frontend data type of a mapped tensor type.
-fe::DataType_t fe_type(TensorType t) {
+/// cuDNN frontend data type of a tensor's element type.
+fe::DataType_t fe_type(ElemType t) {
     switch (t) {
-        case TensorType::bf16: return fe::DataType_t::BFLOAT16;
-        case TensorType::f16: return fe::DataType_t::HALF;
-        case TensorType::i32: return fe::DataType_t::INT32;
+        case ElemType::bf16: return fe::DataType_t::BFLOAT16;
+        case ElemType::f16: return fe::DataType_t::HALF;
+        case ElemType::s32: return fe::DataType_t::INT32;
+        case ElemType::u8: return fe::DataType_t::UINT8;
         default: return fe::DataType_t::FLOAT;
-    }
-}
-
-/// Host dtype used to encode/decode a mapped tensor type (int32 tensors are copied raw).
-DType host_type(TensorType t) {
-    switch (t) {
-        case TensorType::bf16: return DType::bf16;
-        case TensorType::f16: return DType::f16;
-        default: return DType::f32;
     }
 }
 
@@ -169,20 +161,6 @@ struct Runtime {
     }
 };
 
-/// Host bytes of tensor `t` (strided as t says) from the dense bhsd host values `h`.
-std::vector<std::byte> pack(const TensorDesc& t, const float* h) {
-    const DType dt = host_type(t.type);
-    const std::size_t es = size_of(dt);
-    std::vector<std::byte> out(static_cast<std::size_t>(t.span()) * es);
-    std::size_t n = 0;
-    for (std::int64_t a = 0; a < t.dims[0]; ++a)
-        for (std::int64_t b = 0; b < t.dims[1]; ++b)
-            for (std::int64_t c = 0; c < t.dims[2]; ++c)
-                for (std::int64_t d = 0; d < t.dims[3]; ++d, ++n)
-                    encode(dt, h + n, out.data() + static_cast<std::size_t>(t.offset(a, b, c, d)) * es, 1);
-    return out;
-}
-
 /// One cuDNN graph with its plan, guarded device outputs and bound inputs.
 class CudnnPlan final : public Plan {
 public:
@@ -225,30 +203,13 @@ public:
 
     SdpaOutputs read_outputs() override {
         SdpaOutputs out;
-        auto read = [&](Uid uid, Output which, Tensor& dst) {
-            const auto it = outputs_.find(uid);
-            if (it == outputs_.end()) return;
-            GuardedOut& o = it->second;
+        for (auto& [uid, o] : outputs_) {
             check_cuda(cudaMemcpy(o.host.raw().data(), o.dev.get(), o.host.raw().size(), cudaMemcpyDeviceToHost),
                     "cudaMemcpy output to host");
-            const DType dt = host_type(o.desc.type);
-            const std::size_t es = size_of(dt);
-            const auto& t = o.desc;
-            dst = Tensor(t.dims, dt);
-            const auto* base = static_cast<const std::byte*>(o.host.data());
-            std::size_t n = 0;
-            for (std::int64_t a = 0; a < t.dims[0]; ++a)
-                for (std::int64_t b = 0; b < t.dims[1]; ++b)
-                    for (std::int64_t c = 0; c < t.dims[2]; ++c)
-                        for (std::int64_t d = 0; d < t.dims[3]; ++d, ++n)
-                            decode(dt, base + static_cast<std::size_t>(t.offset(a, b, c, d)) * es, &dst.data[n], 1);
+            const Output which = *output_of(o.desc.geom.role);
+            out.of(which) = o.host.read();
             out.integrity_of(which) = o.host.check();
-        };
-        read(Uid::O, Output::O, out.O);
-        read(Uid::stats, Output::stats, out.stats);
-        read(Uid::dQ, Output::dQ, out.dQ);
-        read(Uid::dK, Output::dK, out.dK);
-        read(Uid::dV, Output::dV, out.dV);
+        }
         return out;
     }
 
@@ -276,7 +237,7 @@ private:
     void build_graph() {
         using fe::graph::Tensor_attributes;
         graph_ = std::make_shared<fe::graph::Graph>();
-        const TensorType io = desc_.find(Uid::Q)->type;
+        const ElemType io = desc_.find(Uid::Q)->geom.type;
         graph_->set_io_data_type(fe_type(io))
                 .set_intermediate_data_type(fe::DataType_t::FLOAT)
                 .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -285,16 +246,16 @@ private:
             t[d.uid] = graph_->tensor(Tensor_attributes()
                                               .set_name(d.name)
                                               .set_uid(static_cast<std::int64_t>(d.uid))
-                                              .set_dim(vec(d.dims))
-                                              .set_stride(vec(d.strides))
-                                              .set_data_type(fe_type(d.type)));
+                                              .set_dim(vec(d.geom.dims))
+                                              .set_stride(vec(d.geom.strides))
+                                              .set_data_type(fe_type(d.geom.type)));
         auto mark_output = [&](std::shared_ptr<Tensor_attributes>& x, Uid uid) {
             const TensorDesc* d = desc_.find(uid);
             x->set_output(true)
                     .set_uid(static_cast<std::int64_t>(uid))
-                    .set_dim(vec(d->dims))
-                    .set_stride(vec(d->strides))
-                    .set_data_type(fe_type(d->type));
+                    .set_dim(vec(d->geom.dims))
+                    .set_stride(vec(d->geom.strides))
+                    .set_data_type(fe_type(d->geom.type));
         };
         // Attributes shared by SDPA_attributes and SDPA_backward_attributes.
         auto common = [&](auto& a) {
@@ -337,35 +298,26 @@ private:
     }
 
     void bind(const SdpaInputs& in) {
-        auto input = [&](Uid uid, const float* host) {
-            const TensorDesc* d = desc_.find(uid);
-            if (!d) return;
-            const std::vector<std::byte> bytes = pack(*d, host);
+        // Inputs: the host tensor packed at the role's strides (gaps hold the canary); the padding
+        // lengths from the mapping.
+        auto upload_input = [&](Uid uid, const std::vector<std::byte>& bytes) {
             DeviceMem m(bytes.size());
             check_cuda(cudaMemcpy(m.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy input");
             pack_[static_cast<std::int64_t>(uid)] = m.get();
             inputs_.push_back(std::move(m));
         };
-        input(Uid::Q, in.Q.data.data());
-        input(Uid::K, in.K.data.data());
-        input(Uid::V, in.V.data.data());
-        if (desc_.find(Uid::bias)) input(Uid::bias, in.bias.data.data());
-        if (desc_.backward) {
-            input(Uid::O, in.O.data.data());
-            input(Uid::dO, in.dO.data.data());
-            input(Uid::stats, in.stats.data.data());
-        }
-        if (desc_.padding) {
-            for (const auto& [uid, lens] : {std::pair{Uid::seq_len_q, &desc_.seq_len_q}, std::pair{Uid::seq_len_kv, &desc_.seq_len_kv}}) {
-                DeviceMem m(lens->size() * sizeof(std::int32_t));
-                check_cuda(cudaMemcpy(m.get(), lens->data(), m.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy seq_len");
-                pack_[static_cast<std::int64_t>(uid)] = m.get();
-                inputs_.push_back(std::move(m));
+        for (const TensorDesc& d : desc_.inputs) {
+            if (d.uid == Uid::seq_len_q || d.uid == Uid::seq_len_kv) {
+                const auto& lens = d.uid == Uid::seq_len_q ? desc_.seq_len_q : desc_.seq_len_kv;
+                std::vector<std::byte> bytes(lens.size() * sizeof(std::int32_t));
+                std::memcpy(bytes.data(), lens.data(), bytes.size());
+                upload_input(d.uid, bytes);
+            } else {
+                upload_input(d.uid, pack_input(d.geom, *in.of(d.geom.role)));
             }
         }
         for (const TensorDesc& d : desc_.outputs) {
-            const std::size_t es = size_of(host_type(d.type));
-            GuardedOut o{d, GuardedBuffer(static_cast<std::size_t>(d.span()) * es, es), DeviceMem()};
+            GuardedOut o{d, GuardedBuffer(d.geom), DeviceMem()};
             o.dev = DeviceMem(o.host.raw().size());
             upload(o);
             pack_[static_cast<std::int64_t>(d.uid)] = static_cast<std::byte*>(o.dev.get()) + GuardedBuffer::kGuardBytes;

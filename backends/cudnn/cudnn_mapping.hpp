@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/geometry.hpp"
 #include "core/problem.hpp"
 
 namespace sdpa::cudnn {
@@ -17,22 +18,13 @@ namespace sdpa::cudnn {
 /// Fixed tensor uids of the variant pack (stable across graphs, used by the executor).
 enum class Uid : std::int64_t { Q = 1, K, V, O, stats, dO, dQ, dK, dV, bias, seq_len_q, seq_len_kv };
 
-/// Element type of a cuDNN tensor: the io/mask dtypes, plus int32 for the padding lengths.
-enum class TensorType { f32, bf16, f16, i32 };
-
-/// One tensor as cuDNN sees it: 4-D dims and strides in elements (cuDNN's [B,H,S,D] order for
-/// every tensor; the layout lives in the strides only).
+/// One tensor as cuDNN sees it: its geometry role (4-D dims and strides in elements in cuDNN's
+/// [B,H,S,D] order for every tensor, the layout living in the strides only; element type, s32
+/// for the padding lengths) and its variant-pack uid and name.
 struct TensorDesc {
     Uid uid = Uid::Q;
     std::string name;
-    std::array<std::int64_t, 4> dims{}, strides{};
-    TensorType type = TensorType::f32;
-    /// Elements a buffer for this tensor spans (max offset + 1).
-    std::int64_t span() const;
-    /// Element offset (not bytes) of logical element (a, b, c, d).
-    std::int64_t offset(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const {
-        return a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3];
-    }
+    TensorGeom geom;
 };
 
 /// cuDNN's diagonal alignment of the causal / sliding-window band.
@@ -57,12 +49,9 @@ struct GraphDesc {
     const TensorDesc* find(Uid uid) const;
 };
 
-/// Strides of a dense tensor with logical dims [B,H,S,D] in `layout` (bhsd: row-major over
-/// B,H,S,D; bshd: row-major over B,S,H,D).
-std::array<std::int64_t, 4> layout_strides(const std::array<std::int64_t, 4>& dims, Layout layout);
-
 /// The cuDNN graph for problem `p` (p.dir must be fwd_i, fwd_t or bwd; fwd_bwd is chained by the
-/// driver). The sliding window `window:L,R` (FlashAttention's window_left/right, keys
+/// driver). Every tensor is its role in geometry(p) (core/geometry.hpp), strides included: the
+/// bias has bias_dims(p) for every --mask-shape, stats the stats role's strides. The sliding window `window:L,R` (FlashAttention's window_left/right, keys
 /// i' - L <= j <= i' + R with i' = i + S_kv - S_q) maps to BOTTOM_RIGHT alignment, right bound R
 /// and cuDNN left bound L + 1 (cuDNN keeps j > i' - left_bound, its band includes the diagonal).
 /// Throws std::invalid_argument for fwd_bwd.

@@ -20,11 +20,12 @@ enum class FaultKind {
     tail_unmasked,              ///< keys past the last multiple of 64 of S_kv: score 0, never masked
     stale_head_pad,             ///< dQ columns past the last multiple of 16 of D_qk hold stale values
     nan_masked_rows,            ///< fully masked rows of O and dQ are NaN instead of 0
-    stats_strides_ignored,      ///< stats written with [B,S_q,H_q] strides into a [B,H_q,S_q] buffer
-    do_strides_as_o,            ///< dO read with O's strides (bshd) although it is bhsd
+    stats_strides_ignored,      ///< stats written densely ([B,H_q,S_q]) whatever the stats strides are
+    do_strides_as_o,            ///< dO read with O's strides, whatever dO's strides are
+    stride_gap_write,           ///< every output row also stores one element past its last column
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 12> kFaultNames{{
+inline constexpr std::array<EnumName<FaultKind>, 13> kFaultNames{{
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -37,6 +38,7 @@ inline constexpr std::array<EnumName<FaultKind>, 12> kFaultNames{{
     {FaultKind::nan_masked_rows, "nan_masked_rows"},
     {FaultKind::stats_strides_ignored, "stats_strides_ignored"},
     {FaultKind::do_strides_as_o, "do_strides_as_o"},
+    {FaultKind::stride_gap_write, "stride_gap_write"},
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/ref/ref_backend.hpp"
+#include "core/geometry.hpp"
 #include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
@@ -22,7 +23,14 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
         const std::function<bool(i64, i64, i64, i64)>& vis) {
     const Dims& d = p.dims;
-    Tensor bias({d.B, d.H_q, d.S_q, d.S_kv}, DType::f32);
+    Problem q = p;
+    q.mask = Mask::bias;
+    q.bias_shape = BiasShape::bh;
+    q.mask_dt = DType::f32;
+    q.seq_len_q.clear();
+    q.seq_len_kv.clear();
+    q.strides.erase(Role::bias);
+    Tensor bias(geometry(q).at(Role::bias).dims, DType::f32);
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h)
             for (i64 i = 0; i < d.S_q; ++i)
@@ -30,12 +38,6 @@ std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
                     const float m = p.mask == Mask::bias ? in.bias.data[in.bias.broadcast_offset(b, h, i, j)] : 0.f;
                     bias.at(b, h, i, j) = vis(b, h, i, j) ? m : -std::numeric_limits<float>::infinity();
                 }
-    Problem q = p;
-    q.mask = Mask::bias;
-    q.bias_shape = BiasShape::bh;
-    q.mask_dt = DType::f32;
-    q.seq_len_q.clear();
-    q.seq_len_kv.clear();
     in.bias = std::move(bias);
     return {std::move(q), std::move(in)};
 }
@@ -89,17 +91,6 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
             out.dV = std::move(part.dV);
             return out;
         }
-        case FaultKind::do_strides_as_o: {
-            if (p.dir != Dir::bwd) return reference_as_vendor(p, in);
-            SdpaInputs bad = in;
-            for (i64 b = 0; b < d.B; ++b)
-                for (i64 h = 0; h < d.H_q; ++h)
-                    for (i64 i = 0; i < d.S_q; ++i)
-                        for (i64 k = 0; k < d.D_v; ++k)
-                            bad.dO.at(b, h, i, k) =
-                                    in.dO.data[static_cast<std::size_t>(((b * d.S_q + i) * d.H_q + h) * d.D_v + k)];
-            return reference_as_vendor(p, bad);
-        }
         default: break;
     }
     // Faults applied to the correct outputs.
@@ -112,16 +103,6 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
             for (i64 b = 0; b < d.B && !out.stats.empty(); ++b)
                 for (i64 h = 0; h < d.H_q; ++h)
                     for (i64 i = 0; i < d.S_q; ++i) out.stats.at(b, h, i, 0) = out.stats.at(b, h / group * group, i, 0);
-            break;
-        case FaultKind::stats_strides_ignored:
-            if (!out.stats.empty()) {
-                Tensor t = out.stats;
-                for (i64 b = 0; b < d.B; ++b)
-                    for (i64 h = 0; h < d.H_q; ++h)
-                        for (i64 i = 0; i < d.S_q; ++i)
-                            t.data[static_cast<std::size_t>((b * d.S_q + i) * d.H_q + h)] = out.stats.at(b, h, i, 0);
-                out.stats = std::move(t);
-            }
             break;
         case FaultKind::dq_no_scale: {
             const float v = scale_tensor_value(p);
@@ -151,20 +132,54 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
     return out;
 }
 
-class FaultyPlan final : public Plan {
-public:
-    FaultyPlan(FaultKind k, const Problem& p, const SdpaInputs& in) : kind_(k), p_(p), in_(in) {}
-    void execute() override { out_ = run_fault(kind_, p_, in_); }
-    void poison_outputs() override { out_ = SdpaOutputs{}; }
-    SdpaOutputs read_outputs() override { return out_; }
-    std::vector<std::string> notes() const override { return {fmt::format("injected fault: {}", kind_)}; }
+/// Writes 0 one element past the last column of every row of `buf`'s output where that position
+/// is in a stride gap (no logical element there).
+void write_past_rows(GuardedBuffer& buf) {
+    const TensorGeom& t = buf.geometry();
+    const auto n = static_cast<i64>(buf.size() / size_of(t.type));
+    const float zero = 0.f;
+    for (i64 a = 0; a < t.dims[0]; ++a)
+        for (i64 b = 0; b < t.dims[1]; ++b)
+            for (i64 c = 0; c < t.dims[2]; ++c) {
+                const i64 o = t.offset(a, b, c, t.dims[3] - 1) + t.strides[3];
+                const auto x = t.coords_of(o);
+                bool logical = true;
+                for (std::size_t k = 0; k < 4; ++k) logical = logical && x[k] < t.dims[k];
+                if ((logical && t.offset(x[0], x[1], x[2], x[3]) == o) || o >= n) continue;
+                encode(*float_type(t.type), &zero, static_cast<std::byte*>(buf.data()) + o * static_cast<i64>(size_of(t.type)), 1);
+            }
+}
 
-private:
-    FaultKind kind_;
-    Problem p_;
-    SdpaInputs in_;
-    SdpaOutputs out_;
-};
+/// The reference kernel with fault `kind` injected at the step where that bug lives.
+RefKernel faulty_kernel(FaultKind kind) {
+    RefKernel k;
+    k.notes = {fmt::format("injected fault: {}", kind)};
+    switch (kind) {
+        case FaultKind::do_strides_as_o:
+            k.read_as = [](const Geometry& g, Role r) {
+                TensorGeom t = g.at(r);
+                if (r == Role::dO) t.strides = g.at(Role::O).strides;
+                return t;
+            };
+            break;
+        case FaultKind::stats_strides_ignored:
+            k.write_as = [](const Geometry& g, Role r) {
+                TensorGeom t = g.at(r);
+                if (r == Role::stats) {
+                    const auto s = dense_strides({t.dims.begin(), t.dims.end()});
+                    std::copy(s.begin(), s.end(), t.strides.begin());
+                }
+                return t;
+            };
+            break;
+        case FaultKind::stride_gap_write:
+            k.after_write = [](Role, GuardedBuffer& buf) { write_past_rows(buf); };
+            break;
+        default:
+            k.compute = [kind](const Problem& p, const SdpaInputs& in) { return run_fault(kind, p, in); };
+    }
+    return k;
+}
 
 class FaultyBackend final : public Backend {
 public:
@@ -176,7 +191,7 @@ public:
         return reference_backend_host_items(p, threads);
     }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        return std::make_unique<FaultyPlan>(kind_, p, in);
+        return make_reference_plan(p, in, faulty_kernel(kind_));
     }
 
 private:

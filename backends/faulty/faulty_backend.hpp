@@ -15,8 +15,9 @@ namespace sdpa {
 inline constexpr std::string_view kFaultyPrefix = "faulty:";
 
 /// The backend "faulty:KIND" for `name`, or nullptr when `name` is not that prefix followed by
-/// a known kind. Its plans compute the reference (rounding emulation on, outputs rounded to the
-/// io dtype, masked-row stats +inf like the reference) with the fault applied:
+/// a known kind. Its plans are reference plans on real strided buffers (backends/ref/ref_backend.hpp
+/// make_reference_plan: rounding emulation on, outputs rounded to the io dtype, masked-row stats
+/// +inf like the reference) with the fault applied:
 /// - causal_off_by_one: mask j <= i + 1 (tl) / j <= i + 1 + S_kv - S_q (br); no-op without a causal mask.
 /// - causal_tl_br_swapped: the other causal alignment (no-op unless S_q != S_kv).
 /// - stats_log2: stats / ln 2.  - stats_first_head_of_group: stats[h] = stats[group's first head].
@@ -26,8 +27,13 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 ///   to every valid query.
 /// - stale_head_pad: dQ column d >= 16 * floor(D_qk / 16) holds column d - 16 (0.5 when d < 16).
 /// - nan_masked_rows: O and dQ rows of fully masked queries are NaN.
-/// - stats_strides_ignored: stats element (b,h,i) stored at b*H_q*S_q + i*H_q + h.
-/// - do_strides_as_o: dO element (b,h,i,d) read from offset ((b*S_q + i)*H_q + h)*D_v + d.
+/// - stats_strides_ignored: stats written with dense [B,H_q,S_q,1] strides into the stats buffer,
+///   whatever its strides (no-op when they are dense; e.g. --strides=stats:bshd catches it).
+/// - do_strides_as_o: dO read from its buffer with O's strides (no-op when they agree; e.g.
+///   --strides=dO:bshd catches it).
+/// - stride_gap_write: after the outputs are written, each row (b,h,s) of every output also
+///   stores 0 one element past its last column, at offset(b,h,s,D-1) + stride_d, where that
+///   position is in a stride gap (an unmasked tail store; no-op for layouts without gaps).
 std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
 
 /// "faulty:causal_off_by_one, faulty:..." for --help.

@@ -8,10 +8,13 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_graph.hpp>
 
 #include "backends/guarded_buffer.hpp"
+#include "backends/strided_buffer.hpp"
+#include "core/geometry.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 
 namespace sdpa {
@@ -129,20 +132,11 @@ public:
 
     SdpaOutputs read_outputs() override {
         SdpaOutputs out;
-        const Dims& d = p_.dims;
-        auto read = [&](Port port, Output which, Tensor& dst, std::array<std::int64_t, 4> dims4) {
-            const auto it = outputs_.find(port);
-            if (it == outputs_.end()) return;
-            const GraphOutput& o = it->second;
-            dst = Tensor(dims4, o.dt);
-            decode(o.dt, o.buffer.data(), dst.data.data(), std::min(dst.size(), o.buffer.size() / size_of(o.dt)));
+        for (const auto& [port, o] : outputs_) {
+            const Output which = *output_of(*port_role(p_, port));
+            out.of(which) = o.buffer.read();
             out.integrity_of(which) = o.buffer.check();
-        };
-        read(Port::O, Output::O, out.O, {d.B, d.H_q, d.S_q, d.D_v});
-        read(Port::stats, Output::stats, out.stats, {d.B, d.H_q, d.S_q, 1});
-        read(Port::dQ, Output::dQ, out.dQ, {d.B, d.H_q, d.S_q, d.D_qk});
-        read(Port::dK, Output::dK, out.dK, {d.B, d.H_kv, d.S_kv, d.D_qk});
-        read(Port::dV, Output::dV, out.dV, {d.B, d.H_kv, d.S_kv, d.D_v});
+        }
         return out;
     }
 
@@ -156,7 +150,6 @@ private:
     };
     struct GraphOutput {
         GuardedBuffer buffer;
-        DType dt;
     };
 
     void build(const SdpaInputs& in) {
@@ -165,22 +158,25 @@ private:
         sg.graph.finalize();
         const std::vector<dnnl::graph::partition> parts = sg.graph.get_partitions();
 
-        auto bind_input = [&](Port port, const std::vector<float>& values) {
+        const Geometry geo = geometry(p_);
+        // Inputs: a role's host tensor packed at its geometry's strides (gaps hold the canary);
+        // the scale and a merged mask are dense tensors the graph alone has.
+        auto bind_values = [&](Port port, const std::vector<float>& values) {
             const auto& pt = sg.inputs.at(port);
             const DType dt = from_ldt(pt.lt.get_data_type());
             auto& b = buffers_[pt.lt.get_id()];
             b.resize(count(pt.dims) * size_of(dt));
             encode(dt, values.data(), b.data(), count(pt.dims));
         };
-        bind_input(Port::Q, in.Q.data);
-        bind_input(Port::K, in.K.data);
-        bind_input(Port::V, in.V.data);
-        bind_input(Port::scale, {scale_tensor_value(p_)});
-        if (onednn::has_mask_tensor(p_)) bind_input(Port::mask, mask_values(p_, in));
-        if (p_.dir == Dir::bwd) {
-            bind_input(Port::O, in.O.data);
-            bind_input(Port::dO, in.dO.data);
-            bind_input(Port::stats, in.stats.data);
+        for (const auto& [port, pt] : sg.inputs) {
+            // At least the bytes oneDNN says the strided tensor needs (it may round up past the span).
+            if (const auto role = port_role(p_, port)) {
+                const TensorGeom& t = geo.at(*role);
+                buffers_[pt.lt.get_id()] = pack_input(t, *in.of(*role),
+                        static_cast<std::int64_t>(pt.lt.get_mem_size() / size_of(t.type)));
+            }
+            else if (port == Port::scale) bind_values(port, {scale_tensor_value(p_)});
+            else bind_values(port, mask_values(p_, in));
         }
         std::map<std::size_t, Port> output_ids;
         for (const auto& [port, pt] : sg.outputs) output_ids[pt.lt.get_id()] = port;
@@ -204,8 +200,15 @@ private:
                 const logical_tensor q = step.cp.query_logical_tensor(lt.get_id());
                 void* handle = nullptr;
                 if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end()) {
-                    const DType dt = from_ldt(q.get_data_type());
-                    auto [it, _] = outputs_.try_emplace(port->second, GraphOutput{GuardedBuffer(q.get_mem_size(), size_of(dt)), dt});
+                    const TensorGeom& want = geo.at(*port_role(p_, port->second));
+                    const GraphView v = graph_view(p_, want);
+                    if (q.get_strides() != v.strides)
+                        throw BackendError(Status::unimplemented,
+                                fmt::format("oneDNN would write {} with strides [{}] instead of the requested [{}]",
+                                        want.role, fmt::join(q.get_strides(), ","), fmt::join(v.strides, ",")));
+                    // The bytes oneDNN asks for may exceed the span: the excess is checked as gap.
+                    const auto need = static_cast<std::int64_t>((q.get_mem_size() + size_of(want.type) - 1) / size_of(want.type));
+                    auto [it, _] = outputs_.try_emplace(port->second, GraphOutput{GuardedBuffer(want, need)});
                     handle = it->second.buffer.data();
                 } else {
                     auto& b = buffers_[lt.get_id()];
@@ -245,32 +248,29 @@ public:
 
     Conventions conventions() const override { return Conventions{0.0f}; }
 
-    /// Its io-dtype copies of the inputs and guarded outputs, the explicit mask it builds (f32
-    /// on the host plus the graph tensor), and the intermediates of a non-fused graph: S_q x S_kv
-    /// f32 per head and batch, 2 for the forward (scores, P), 3 for the backward (P, dP, dS).
+    /// Its strided copies of the inputs and guarded outputs (core/memory_estimate.hpp
+    /// vendor_buffer_bytes), the explicit mask it builds (f32 on the host plus the graph tensor),
+    /// and the intermediates of a non-fused graph: S_q x S_kv f32 per head and batch, 2 for the
+    /// forward (scores, P), 3 for the backward (P, dP, dS).
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned) const override {
-        const Dims& d = p.dims;
-        const bool bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
-        const double io = static_cast<double>(size_of(p.dt));
-        const double nq = double(d.B) * d.H_q * d.S_q * d.D_qk, nk = double(d.B) * d.H_kv * d.S_kv * d.D_qk,
-                     nv = double(d.B) * d.H_kv * d.S_kv * d.D_v, no = double(d.B) * d.H_q * d.S_q * d.D_v,
-                     ns = double(d.B) * d.H_q * d.S_q;
-        const double in_copies = io * (nq + nk + nv) + (bwd ? io * 2 * no + 4 * ns : 0);
-        const double out_bufs = bwd ? io * (nq + nk + nv) : io * no + 4 * ns;
-        std::vector<MemoryItem> items{{"oneDNN input and guarded output buffers", in_copies + out_bufs}};
+        const Geometry g = geometry(p);
+        std::vector<MemoryItem> items{{"oneDNN strided input and guarded output buffers", vendor_buffer_bytes(p)}};
         double mask = 0;
         for (const auto m : onednn::mask_dims(p)) mask = (mask == 0 ? 1 : mask) * double(m);
-        if (mask > 0)
+        if (mask > 0 && !graph_mask_is_bias(p))
             items.push_back({"oneDNN explicit mask (f32 on the host plus the graph tensor)",
                 mask * (4 + static_cast<double>(size_of(mask_dtype(p))))});
+        const double scores = static_cast<double>(g.at(Role::scores).elements());
         items.push_back({"oneDNN intermediates of a non-fused graph (S_q x S_kv f32 per head)",
-            (bwd ? 3 : 2) * 4 * double(d.B) * d.H_q * d.S_q * d.S_kv});
+            (g.has(Role::dQ) ? 3 : 2) * 4 * scores});
         return items;
     }
 
     std::optional<Unsupported> support(const Problem& p) const override {
-        if (p.layout != Layout::bhsd)
-            return Unsupported{Status::unimplemented, "--layout=bshd is not mapped to oneDNN logical tensor strides yet"};
+        // The adapter merges padding into one dense explicit mask, which cannot keep a bias's own strides.
+        if (p.mask == Mask::bias && !graph_mask_is_bias(p) && p.strides.count(Role::bias))
+            return Unsupported{Status::unimplemented, "the oneDNN adapter merges padding (--seq-len-q/kv) and the bias "
+                    "into one dense explicit mask, so --strides=bias:... cannot be honoured with padding"};
         const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
         // oneDNN's CPU kernels need AVX-512 (bf16: avx512_core, emulated below avx512_core_bf16)
         // or AVX2-VNNI-2 for the 16-bit types; f16 needs AVX512-FP16 (avx10_1_512) or AVX2-VNNI-2.

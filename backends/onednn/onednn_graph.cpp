@@ -22,9 +22,8 @@ ldt to_ldt(DType dt) {
     return ldt::f32;
 }
 
-logical_tensor to_lt(const GraphTensor& t) {
-    return logical_tensor(t.id, to_ldt(t.dt), t.dims, logical_tensor::layout_type::strided);
-}
+/// A strided logical tensor with the description's dims and strides (the geometry's for ports).
+logical_tensor to_lt(const GraphTensor& t) { return logical_tensor(t.id, to_ldt(t.dt), t.dims, t.strides); }
 
 /// The op kinds describe_sdpa_graph() uses.
 op::kind to_kind(std::string_view k) {
@@ -53,7 +52,7 @@ void set_attr(op& o, const std::string& name, const GraphAttr& v) {
 
 }  // namespace
 
-std::vector<std::int64_t> mask_dims(const Problem& p) { return graph_mask_dims(p); }
+std::vector<std::int64_t> mask_dims(const Problem& p) { return graph_mask_view(p).dims; }
 
 bool has_mask_tensor(const Problem& p) { return graph_has_mask(p); }
 

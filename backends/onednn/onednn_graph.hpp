@@ -18,8 +18,8 @@ namespace sdpa::onednn {
 /// Graph inputs and outputs that the backend binds to host data (core/sdpa_graph.hpp).
 using Port = GraphPort;
 
-/// Logical tensor of a port, with its dims (4-D bhsd for MHA; 5-D [B,H_kv,G,S,D] for GQA/MQA,
-/// G = H_q/H_kv, which has the same memory order as bhsd).
+/// Logical tensor of a port, with its dims (4-D [B,H,S,D] for MHA; 5-D [B,H_kv,G,S,D] for
+/// GQA/MQA, G = H_q/H_kv; strides from the geometry, core/sdpa_graph.hpp graph_view).
 struct PortTensor {
     dnnl::graph::logical_tensor lt;
     std::vector<std::int64_t> dims;
@@ -40,6 +40,7 @@ struct SdpaGraph {
 /// cast to the io dtype, as the documented patterns do. Causal masks are explicit additive
 /// masks [1,1,S_q,S_kv] of 0 / -inf in the mask dtype (the training backward pattern takes
 /// explicit masks only); the softmax uses mode inf_as_zero so fully masked rows give O = 0.
+/// Every port is a strided logical tensor with its geometry's strides.
 /// Throws dnnl::error when the library rejects an op.
 SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind);
 
@@ -47,8 +48,8 @@ SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind);
 /// (per-batch lengths become -inf entries of a [B,1,S_q,S_kv] mask).
 bool has_mask_tensor(const Problem& p);
 
-/// Dims of the additive mask tensor for p (empty when !has_mask_tensor(p)), 4-D or 5-D like Q:
-/// batch B with a [B,..] bias or with padding, else 1; heads H_q only with a [B,H_q,..] bias.
+/// Dims of the additive mask tensor for p (empty when !has_mask_tensor(p)), 4-D or 5-D like Q
+/// (core/sdpa_graph.hpp graph_mask_view).
 std::vector<std::int64_t> mask_dims(const Problem& p);
 
 }  // namespace sdpa::onednn

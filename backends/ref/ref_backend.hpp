@@ -2,7 +2,11 @@
 // checks the harness against itself (every case must PASS).
 #pragma once
 
+#include <functional>
+
 #include "backends/backend.hpp"
+#include "backends/guarded_buffer.hpp"
+#include "core/geometry.hpp"
 
 namespace sdpa {
 
@@ -11,12 +15,36 @@ namespace sdpa {
 /// Shared by RefBackend and the fault-injecting backend.
 SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in);
 
-/// Host bytes of a backend that runs the reference as its kernel: its copy of the inputs and a
-/// second reference run (core/memory_estimate.hpp). Shared with the fault-injecting backend.
+/// Host bytes of a backend that runs the reference as its kernel: its strided buffers (inputs and
+/// guarded outputs at their spans) and a second reference run (core/memory_estimate.hpp). Shared
+/// with the fault-injecting backend.
 std::vector<MemoryItem> reference_backend_host_items(const Problem& p, unsigned threads);
 
+/// What a reference-backed plan does on each run; the reference backend uses the defaults, the
+/// fault-injecting backend (backends/faulty/) replaces some to inject its bug.
+struct RefKernel {
+    /// The geometry with which input `role` is read from its strided buffer (default: its own).
+    std::function<TensorGeom(const Geometry&, Role)> read_as;
+    /// Computes the outputs from the inputs read back (default: reference_as_vendor).
+    std::function<SdpaOutputs(const Problem&, const SdpaInputs&)> compute;
+    /// The geometry with which output `role` is written into its guarded buffer (default: its own).
+    std::function<TensorGeom(const Geometry&, Role)> write_as;
+    /// Called after every output is written, with the output's buffer (default: nothing).
+    std::function<void(Role, GuardedBuffer&)> after_write;
+    /// Lines for -v.
+    std::vector<std::string> notes;
+};
+
+/// A plan that behaves like a vendor kernel on real strided buffers: prepare() packs every input
+/// role into a buffer with its geometry's strides (gaps hold kInputGapCanary,
+/// backends/strided_buffer.hpp) and makes a guarded, NaN-prefilled buffer per output; execute()
+/// reads the inputs back from those buffers, computes, and writes the outputs at their strides,
+/// so the guard, unwritten-element and stride-gap checks apply as to any vendor.
+std::unique_ptr<Plan> make_reference_plan(const Problem& p, const SdpaInputs& in, RefKernel kernel = {});
+
 /// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
-/// dtype, as a vendor kernel would store them (stats stay f32). Its plan copies the inputs.
+/// dtype, as a vendor kernel would store them (stats stay f32), on strided buffers
+/// (make_reference_plan).
 class RefBackend final : public Backend {
 public:
     std::string_view name() const override { return "ref"; }

@@ -247,7 +247,7 @@ TEST(CaseParser, CommandLineErrors) {
     EXPECT_EQ(es[0].error,
         "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
         "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --fill, --seed, --mb, --in-shapes, --seq-len-q, "
-        "--seq-len-kv, --layout, --deterministic, --backend, --mode, --batch, --case, --reset)");
+        "--seq-len-kv, --layout, --strides, --deterministic, --backend, --mode, --batch, --case, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
     EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default)");

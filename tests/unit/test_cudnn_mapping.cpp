@@ -22,12 +22,16 @@ Problem make(const char* desc, Dir dir, DType dt, Mask mask = Mask::none) {
     return p;
 }
 
-TEST(CudnnMapping, LayoutStrides) {
-    EXPECT_EQ(layout_strides({2, 8, 128, 64}, Layout::bhsd), (A4{65536, 8192, 64, 1}));
-    EXPECT_EQ(layout_strides({2, 8, 128, 64}, Layout::bshd), (A4{65536, 64, 512, 1}));
-    const TensorDesc t{Uid::Q, "Q", {2, 3, 5, 4}, layout_strides({2, 3, 5, 4}, Layout::bshd), TensorType::bf16};
-    EXPECT_EQ(t.span(), 2 * 3 * 5 * 4);  // dense: no holes, so the NaN prefill check covers it all
-    EXPECT_EQ(t.offset(1, 2, 3, 1), 1 * 60 + 2 * 4 + 3 * 12 + 1);
+TEST(CudnnMapping, TensorsAreTheirGeometryRoles) {
+    Problem p = make("b2hq3sq5d4", Dir::fwd_t, DType::bf16);
+    p.layout = Layout::bshd;
+    const GraphDesc g = describe_graph(p);
+    const TensorDesc* q = g.find(Uid::Q);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->geom, geometry(p).at(Role::Q));
+    EXPECT_EQ(q->geom.strides, (A4{5 * 3 * 4, 4, 3 * 4, 1}));  // [B,S,H,D] memory
+    EXPECT_EQ(q->geom.span(), 2 * 3 * 5 * 4);  // dense: no holes, so the NaN prefill check covers it all
+    EXPECT_EQ(q->geom.offset(1, 2, 3, 1), 1 * 60 + 2 * 4 + 3 * 12 + 1);
 }
 
 TEST(CudnnMapping, ForwardTrainingGqaCausalBr) {
@@ -36,17 +40,17 @@ TEST(CudnnMapping, ForwardTrainingGqaCausalBr) {
     EXPECT_TRUE(g.generate_stats);
     ASSERT_EQ(g.inputs.size(), 3u);
     ASSERT_EQ(g.outputs.size(), 2u);
-    EXPECT_EQ(g.find(Uid::Q)->dims, (A4{2, 8, 128, 64}));
-    EXPECT_EQ(g.find(Uid::K)->dims, (A4{2, 2, 256, 64}));
-    EXPECT_EQ(g.find(Uid::V)->dims, (A4{2, 2, 256, 32}));
-    EXPECT_EQ(g.find(Uid::V)->strides, (A4{2 * 256 * 32, 256 * 32, 32, 1}));
-    EXPECT_EQ(g.find(Uid::O)->dims, (A4{2, 8, 128, 32}));
-    EXPECT_EQ(g.find(Uid::O)->type, TensorType::bf16);
+    EXPECT_EQ(g.find(Uid::Q)->geom.dims, (A4{2, 8, 128, 64}));
+    EXPECT_EQ(g.find(Uid::K)->geom.dims, (A4{2, 2, 256, 64}));
+    EXPECT_EQ(g.find(Uid::V)->geom.dims, (A4{2, 2, 256, 32}));
+    EXPECT_EQ(g.find(Uid::V)->geom.strides, (A4{2 * 256 * 32, 256 * 32, 32, 1}));
+    EXPECT_EQ(g.find(Uid::O)->geom.dims, (A4{2, 8, 128, 32}));
+    EXPECT_EQ(g.find(Uid::O)->geom.type, ElemType::bf16);
     const TensorDesc* st = g.find(Uid::stats);
     ASSERT_NE(st, nullptr);
-    EXPECT_EQ(st->dims, (A4{2, 8, 128, 1}));
-    EXPECT_EQ(st->strides, (A4{8 * 128, 128, 1, 1}));
-    EXPECT_EQ(st->type, TensorType::f32);
+    EXPECT_EQ(st->geom.dims, (A4{2, 8, 128, 1}));
+    EXPECT_EQ(st->geom.strides, (A4{8 * 128, 128, 1, 1}));
+    EXPECT_EQ(st->geom.type, ElemType::f32);
     EXPECT_EQ(g.alignment, Alignment::bottom_right);
     EXPECT_EQ(g.right_bound, 0);
     EXPECT_FALSE(g.left_bound.has_value());
@@ -59,7 +63,7 @@ TEST(CudnnMapping, InferenceHasNoStatsAndCausalTl) {
     EXPECT_FALSE(g.generate_stats);
     ASSERT_EQ(g.outputs.size(), 1u);
     EXPECT_EQ(g.outputs[0].uid, Uid::O);
-    EXPECT_EQ(g.outputs[0].type, TensorType::f16);
+    EXPECT_EQ(g.outputs[0].geom.type, ElemType::f16);
     EXPECT_EQ(g.alignment, Alignment::top_left);
     EXPECT_EQ(g.right_bound, 0);
     EXPECT_EQ(g.find(Uid::stats), nullptr);
@@ -76,9 +80,9 @@ TEST(CudnnMapping, BackwardBshdDeterministic) {
     for (Uid u : {Uid::Q, Uid::K, Uid::V, Uid::O, Uid::dO, Uid::stats}) EXPECT_NE(g.find(u), nullptr);
     ASSERT_EQ(g.outputs.size(), 3u);
     EXPECT_EQ(g.outputs[0].uid, Uid::dQ);
-    EXPECT_EQ(g.find(Uid::dQ)->strides, (A4{32 * 4 * 16, 16, 4 * 16, 1}));  // [B,S,H,D] memory
-    EXPECT_EQ(g.find(Uid::dK)->strides, (A4{32 * 1 * 16, 16, 16, 1}));
-    EXPECT_EQ(g.find(Uid::stats)->strides, (A4{4 * 32, 32, 1, 1}));  // stats stay dense bhsd
+    EXPECT_EQ(g.find(Uid::dQ)->geom.strides, (A4{32 * 4 * 16, 16, 4 * 16, 1}));  // [B,S,H,D] memory
+    EXPECT_EQ(g.find(Uid::dK)->geom.strides, (A4{32 * 1 * 16, 16, 16, 1}));
+    EXPECT_EQ(g.find(Uid::stats)->geom.strides, (A4{4 * 32, 32, 1, 1}));  // stats stay dense bhsd
     // --deterministic is a backward knob: the forward graph ignores it.
     p.dir = Dir::fwd_t;
     EXPECT_FALSE(describe_graph(p).deterministic);
@@ -100,15 +104,22 @@ TEST(CudnnMapping, BiasBroadcastShapesAndType) {
     const GraphDesc g = describe_graph(p);  // keep it alive: find() points into it
     const TensorDesc* b = g.find(Uid::bias);
     ASSERT_NE(b, nullptr);
-    EXPECT_EQ(b->dims, (A4{2, 1, 16, 24}));
-    EXPECT_EQ(b->strides, (A4{16 * 24, 16 * 24, 24, 1}));
-    EXPECT_EQ(b->type, TensorType::f32);
-    p.bias_shape = BiasShape::bh;
+    EXPECT_EQ(b->geom.dims, (A4{2, 1, 16, 24}));
+    EXPECT_EQ(b->geom.strides, (A4{16 * 24, 16 * 24, 24, 1}));
+    EXPECT_EQ(b->geom.type, ElemType::f32);
     p.mask_dt.reset();
-    EXPECT_EQ(describe_graph(p).find(Uid::bias)->dims, (A4{2, 4, 16, 24}));
-    EXPECT_EQ(describe_graph(p).find(Uid::bias)->type, TensorType::bf16);
-    p.bias_shape = BiasShape::one;
-    EXPECT_EQ(describe_graph(p).find(Uid::bias)->dims, (A4{1, 1, 16, 24}));
+    // Every --mask-shape: the dims of the bias the filler makes (a wrong dim here made cuDNN read
+    // S_q * S_kv values from an S_kv-sized buffer).
+    const std::pair<BiasShape, A4> shapes[] = {{BiasShape::one, {1, 1, 16, 24}}, {BiasShape::b, {2, 1, 16, 24}},
+        {BiasShape::bh, {2, 4, 16, 24}}, {BiasShape::h, {1, 4, 16, 24}}, {BiasShape::one_row, {1, 1, 1, 24}},
+        {BiasShape::b_row, {2, 1, 1, 24}}, {BiasShape::h_row, {1, 4, 1, 24}}, {BiasShape::bh_row, {2, 4, 1, 24}}};
+    for (const auto& [shape, dims] : shapes) {
+        p.bias_shape = shape;
+        const GraphDesc gs = describe_graph(p);
+        EXPECT_EQ(gs.find(Uid::bias)->geom.dims, dims) << format_as(shape);
+        EXPECT_EQ(gs.find(Uid::bias)->geom.span(), dims[0] * dims[1] * dims[2] * dims[3]) << format_as(shape);
+        EXPECT_EQ(gs.find(Uid::bias)->geom.type, ElemType::bf16);
+    }
 }
 
 TEST(CudnnMapping, PaddingLengthsPerBatch) {
@@ -120,8 +131,8 @@ TEST(CudnnMapping, PaddingLengthsPerBatch) {
     EXPECT_EQ(g.seq_len_kv, (std::vector<std::int32_t>{32, 32, 32}));  // unpadded side: full length
     const TensorDesc* t = g.find(Uid::seq_len_kv);
     ASSERT_NE(t, nullptr);
-    EXPECT_EQ(t->dims, (A4{3, 1, 1, 1}));
-    EXPECT_EQ(t->type, TensorType::i32);
+    EXPECT_EQ(t->geom.dims, (A4{3, 1, 1, 1}));
+    EXPECT_EQ(t->geom.type, ElemType::s32);
 }
 
 // cuDNN keeps key j for query i when j <= i' + right_bound and, with a left bound,

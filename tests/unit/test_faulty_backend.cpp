@@ -21,11 +21,12 @@ SdpaOutputs run(const std::string& backend, const Problem& p) {
     return plan->read_outputs();
 }
 
-Problem prb(Dir dir, Mask mask, Dims d) {
+Problem prb(Dir dir, Mask mask, Dims d, const char* strides = "none") {
     Problem p;
     p.dir = dir;
     p.mask = mask;
     p.dims = d;
+    p.strides = *parse_role_layouts(strides);
     return p;
 }
 
@@ -67,8 +68,9 @@ TEST(FaultyBackend, EveryKindChangesTheOutputsOfItsTargetCase) {
         {"tail_unmasked", prb(Dir::fwd_t, Mask::causal_tl, {1, 2, 2, 80, 80, 8, 8}), Output::O},
         {"stale_head_pad", prb(Dir::bwd, Mask::none, {1, 2, 2, 8, 8, 24, 8}), Output::dQ},
         {"nan_masked_rows", prb(Dir::fwd_t, Mask::causal_br, {1, 2, 2, 12, 8, 8, 8}), Output::O},
-        {"stats_strides_ignored", prb(Dir::fwd_t, Mask::none, {2, 4, 4, 8, 8, 8, 8}), Output::stats},
-        {"do_strides_as_o", prb(Dir::bwd, Mask::none, {1, 4, 4, 8, 8, 8, 8}), Output::dV},
+        {"stats_strides_ignored", prb(Dir::fwd_t, Mask::none, {2, 4, 4, 8, 8, 8, 8}, "stats:bshd"), Output::stats},
+        {"do_strides_as_o", prb(Dir::bwd, Mask::none, {1, 4, 4, 8, 8, 8, 8}, "dO:bshd"), Output::dV},
+        {"stride_gap_write", prb(Dir::bwd, Mask::none, {1, 2, 2, 8, 8, 8, 8}, "dK:qkv"), Output::dK},
     };
     for (const auto& c : cases) {
         const SdpaOutputs good = run("ref", c.p), bad = run(std::string("faulty:") + c.kind, c.p);
@@ -83,7 +85,23 @@ TEST(FaultyBackend, EveryKindChangesTheOutputsOfItsTargetCase) {
             return o.O;
         };
         ASSERT_EQ(pick(good).size(), pick(bad).size()) << c.kind;
-        EXPECT_GT(differing(pick(good), pick(bad)), 0) << c.kind;
+        EXPECT_TRUE(good.integrity_of(c.out).clean()) << c.kind;
+        if (std::string_view(c.kind) == "stride_gap_write") {  // right values, written past the rows
+            EXPECT_EQ(differing(pick(good), pick(bad)), 0) << c.kind;
+            EXPECT_GT(bad.integrity_of(c.out).gap_written, 0) << c.kind;
+        } else {
+            EXPECT_GT(differing(pick(good), pick(bad)), 0) << c.kind;
+        }
+    }
+}
+
+TEST(FaultyBackend, StrideFaultsAreNoOpsOnDenseBuffers) {
+    // A kernel that ignores strides is right by luck when the strides are the defaults.
+    for (const char* kind : {"stats_strides_ignored", "do_strides_as_o", "stride_gap_write"}) {
+        const Problem p = prb(Dir::bwd, Mask::none, {1, 2, 2, 8, 8, 8, 8});
+        const SdpaOutputs good = run("ref", p), bad = run(std::string("faulty:") + kind, p);
+        EXPECT_EQ(differing(good.dQ, bad.dQ) + differing(good.dK, bad.dK) + differing(good.dV, bad.dV), 0) << kind;
+        EXPECT_TRUE(bad.integrity_of(Output::dK).clean()) << kind;
     }
 }
 

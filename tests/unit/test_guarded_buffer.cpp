@@ -4,12 +4,28 @@
 #include <cstring>
 
 #include "backends/guarded_buffer.hpp"
+#include "backends/strided_buffer.hpp"
 #include "compare/compare.hpp"
 
 using namespace sdpa;
 
+namespace {
+
+TensorGeom geom(ElemType t, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides) {
+    TensorGeom g;
+    g.role = Role::dQ;
+    g.type = t;
+    g.dims = dims;
+    g.strides = strides;
+    g.output = true;
+    return g;
+}
+
+}  // namespace
+
 TEST(GuardedBuffer, PrefilledWithNanAndCountsUnwritten) {
-    GuardedBuffer b(16 * 4, 4);
+    GuardedBuffer b(geom(ElemType::f32, {1, 1, 4, 4}, {16, 16, 4, 1}));
+    ASSERT_EQ(b.size(), 16u * 4);
     auto* f = static_cast<float*>(b.data());
     for (int i = 0; i < 16; ++i) ASSERT_TRUE(std::isnan(f[i]));
     EXPECT_EQ(b.check().unwritten, 16);
@@ -18,12 +34,13 @@ TEST(GuardedBuffer, PrefilledWithNanAndCountsUnwritten) {
     EXPECT_EQ(r.unwritten, 3);
     EXPECT_EQ(r.touched_before, 0u);
     EXPECT_EQ(r.touched_after, 0u);
+    EXPECT_EQ(r.gap_written, 0);
     b.poison();
     EXPECT_EQ(b.check().unwritten, 16);
 }
 
 TEST(GuardedBuffer, DetectsWritesOutsideThePayload) {
-    GuardedBuffer b(8 * 2, 2);  // eight 16-bit elements
+    GuardedBuffer b(geom(ElemType::bf16, {1, 1, 1, 8}, {8, 8, 8, 1}));  // eight 16-bit elements
     auto* p = static_cast<unsigned char*>(b.data());
     std::memset(p, 0, b.size());
     EXPECT_TRUE(b.check().clean());
@@ -33,6 +50,67 @@ TEST(GuardedBuffer, DetectsWritesOutsideThePayload) {
     EXPECT_EQ(r.touched_after, 1u);
     EXPECT_EQ(r.touched_before, 1u);
     EXPECT_FALSE(r.clean());
+}
+
+TEST(GuardedBuffer, StrideGapsArePrefilledAndAWriteIntoOneIsReported) {
+    // [1,2,3,4] with a row pitch of 10 (bshd-like, 2 spare elements after the two heads of a row).
+    const TensorGeom t = geom(ElemType::f32, {1, 2, 3, 4}, {30, 4, 10, 1});
+    GuardedBuffer b(t);
+    ASSERT_EQ(b.size(), static_cast<std::size_t>(t.span()) * 4);
+    ASSERT_EQ(t.span(), 28);  // 1 + 1*4 + 2*10 + 3
+    Tensor host(t.dims, DType::f32);
+    for (std::size_t i = 0; i < host.size(); ++i) host.data[i] = static_cast<float>(i);
+    b.write(host);
+    OutputIntegrity r = b.check();
+    EXPECT_TRUE(r.clean()) << r.gap_written << " " << r.unwritten;
+    EXPECT_EQ(b.read().data, host.data);
+    auto* f = static_cast<float*>(b.data());
+    EXPECT_TRUE(std::isnan(f[8]) && std::isnan(f[9]));  // the gap after row s = 0 stays NaN
+    f[18] = 0.f;  // the gap of row s = 1: offset 18 = 1*10 + 8, past both heads of that row
+    r = b.check();
+    EXPECT_EQ(r.gap_written, 1);
+    EXPECT_EQ(r.first_gap, 18);
+    EXPECT_NE(r.first_gap_where.find("element offset 18"), std::string::npos) << r.first_gap_where;
+    EXPECT_FALSE(r.clean());
+    // The compare turns it into a FAILED output naming the gap.
+    Problem p;
+    p.dims = {1, 2, 3, 3, 4, 4, 4};
+    const Tensor mag(t.dims, DType::f32, 1.f);
+    const OutputCheck c = check_output(p, Output::dQ, host, host, mag, 3, {}, r);
+    EXPECT_FALSE(c.pass);
+    EXPECT_FALSE(c.located);
+    EXPECT_NE(c.reason.find("wrote into the stride gap of dQ at element offset 18"), std::string::npos) << c.reason;
+}
+
+TEST(GuardedBuffer, ALargerLibraryBufferCountsItsTailAsGap) {
+    const TensorGeom t = geom(ElemType::f32, {1, 1, 2, 2}, {4, 4, 2, 1});
+    GuardedBuffer b(t, 6);
+    ASSERT_EQ(b.size(), 6u * 4);
+    b.write(Tensor(t.dims, DType::f32, 1.f));
+    EXPECT_TRUE(b.check().clean());
+    static_cast<float*>(b.data())[5] = 2.f;
+    EXPECT_EQ(b.check().gap_written, 1);
+}
+
+TEST(StridedBuffer, PackPutsTheCanaryInGapsAndGatherReadsLogicalElements) {
+    TensorGeom t = geom(ElemType::bf16, {1, 2, 2, 2}, {8, 2, 4, 1});  // pitch 4 for 2 heads x 2: no gap
+    Tensor host(t.dims, DType::bf16);
+    for (std::size_t i = 0; i < host.size(); ++i) host.data[i] = static_cast<float>(i + 1);
+    std::vector<std::byte> bytes = pack_input(t, host);
+    EXPECT_EQ(bytes.size(), 8u * 2);
+    EXPECT_EQ(gather(t, bytes.data(), 8).data, host.data);
+    t.strides = {12, 2, 6, 1};  // pitch 6: two gap elements after each row
+    bytes = pack_input(t, host);
+    ASSERT_EQ(bytes.size(), static_cast<std::size_t>(t.span()) * 2);
+    float gap = 0;
+    decode(DType::bf16, bytes.data() + 4 * 2, &gap, 1);
+    EXPECT_EQ(gap, kInputGapCanary);
+    EXPECT_EQ(gather(t, bytes.data(), t.span()).data, host.data);
+    // A read past the buffer (a fault with foreign strides) sees the canary.
+    TensorGeom wide = t;
+    wide.strides = {100, 2, 50, 1};
+    const Tensor far = gather(wide, bytes.data(), t.span());
+    EXPECT_EQ(far.data.back(), kInputGapCanary);
 }
 
 TEST(GuardedBuffer, CompareTurnsGuardReportsIntoFailures) {

@@ -34,7 +34,7 @@ TEST(MemoryEstimate, ByHandFwdOnednnCausal) {
     EXPECT_EQ(part(e, "reference forward"), 4 * (2 * nO + 2 * nS) + 4 * k_panels + scratch);
     EXPECT_EQ(part(e, "reference backward"), -1);  // fwd only
     EXPECT_EQ(part(e, "decoded"), 4 * (nO + nS));
-    EXPECT_EQ(part(e, "oneDNN input"), 2 * (nQ + nK + nV) + 2 * nO + 4 * nS);
+    EXPECT_EQ(part(e, "oneDNN strided input"), 2 * (nQ + nK + nV) + 2 * nO + 4 * nS);
     EXPECT_EQ(part(e, "oneDNN explicit mask"), 8 * 16 * (4 + 2));
     EXPECT_EQ(part(e, "oneDNN intermediates"), 2 * 4 * (2 * 4 * 8 * 16));
     double sum = 0;
@@ -51,7 +51,7 @@ TEST(MemoryEstimate, TheTiledReferenceDoesNotGrowWithScores) {
     // Measured peak RSS of this reference backward: 257 MB (README); the estimate stays linear in S.
     EXPECT_LT(ref_only.total, 1.0 * (1ull << 30));
     EXPECT_GT(part(ref_only, "reference backward"), 8.0 * 3 * 32768 * 128);
-    EXPECT_GT(part(ref_only, "reference backend: its copy of the inputs"), 0);
+    EXPECT_GT(part(ref_only, "reference backend: its strided input"), 0);
     EXPECT_EQ(part(ref_only, "oneDNN"), -1);  // not the oneDNN backend
     // oneDNN's non-fused intermediates do grow with S_q x S_kv (the tester's b1hq1sq30000d8 case).
     Problem big = p;

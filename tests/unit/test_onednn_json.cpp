@@ -202,10 +202,21 @@ TEST(OnednnJson, Rewrites) {
     EXPECT_EQ(r.status, Status::invalid_arguments);
     EXPECT_EQ(r.error, bwd + ": error: tensor 101 (K): shape [1,16,384,64] does not match [1,16,384,32] implied by "
                              "Q [1,16,384,32], K [1,16,384,64], V [1,16,384,64]");
-    // Non-dense strides and internal tensors.
+    // A tag gives Q a [B,S,H,D] memory order (benchdnn's acbd); explicit strides are kept as given.
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:*acbd", 0}, 1);
-    EXPECT_EQ(r.status, Status::unimplemented);
-    EXPECT_EQ(r.error, bwd + ": error: --in-shapes: tensor 100: tag acbd is not dense row-major (abcd)");
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->strides, (RoleLayouts{{Role::Q, *parse_tensor_layout("bshd")}}));
+    r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:1x16x384x64*0x64x1024x1", 0}, 1);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->strides, (RoleLayouts{{Role::Q, *parse_tensor_layout("0x64x1024x1")}}));
+    // A shape alone keeps the memory order; a tag of the wrong letters is an error.
+    r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:*acbd+101:*acbd+104:*acbd+10:*acbd+105:*acbd", 0}, 1);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->layout, Layout::bshd);  // most io tensors [B,S,H,D]: canonical --layout=bshd
+    r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:*abce", 0}, 1);
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_EQ(r.error, bwd + ": error: --in-shapes: tensor 100: tag abce is not a permutation of abcd for the rank-4 "
+                             "shape 1x16x384x64");
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "5:1x1", 0}, 1);
     EXPECT_EQ(r.status, Status::invalid_arguments);
     EXPECT_EQ(r.error, bwd + ": error: --in-shapes: tensor 5 is internal to the graph");

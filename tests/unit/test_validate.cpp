@@ -1,5 +1,6 @@
 // Structural rules (core/validate.hpp): each hipDNN-style rule fires with its values, the
 // shapes a Problem implies pass, and 64-bit byte-count overflow is caught exactly.
+#include "core/geometry.hpp"
 #include "core/validate.hpp"
 
 #include <string>
@@ -110,12 +111,12 @@ TEST(ValidateShapes, DropoutPaddingScale) {
 
 TEST(ValidateSizes, Overflow64) {
     // B*H_q*S_q*S_kv*8 bytes: 2^20 * 2^20 * 2^20 * 8 = 2^63 overflows; 2^59 * 8 = 2^62 does not.
-    EXPECT_EQ(validate_sizes(problem(Dims{1, 1, 1, 1 << 20, 1 << 20, 1, 1})), std::nullopt);
-    const auto big = validate_sizes(problem(Dims{1 << 20, 1, 1, 1 << 20, 1 << 20, 1, 1}));
+    EXPECT_EQ(validate_geometry(geometry(problem(Dims{1, 1, 1, 1 << 20, 1 << 20, 1, 1}))), std::nullopt);
+    const auto big = validate_geometry(geometry(problem(Dims{1 << 20, 1, 1, 1 << 20, 1 << 20, 1, 1})));
     ASSERT_TRUE(big.has_value());
     EXPECT_EQ(*big, "size rule: scores [B,H_q,S_q,S_kv] = [1048576, 1, 1048576, 1048576] at 8 bytes per "
                     "element overflows 64-bit byte counts");
-    const auto q = validate_sizes(problem(Dims{1, 1, 1, std::int64_t{1} << 40, 1, std::int64_t{1} << 22, 1}));
+    const auto q = validate_geometry(geometry(problem(Dims{1, 1, 1, std::int64_t{1} << 40, 1, std::int64_t{1} << 22, 1})));
     ASSERT_TRUE(q.has_value());
     EXPECT_NE(q->find("Q [B,H_q,S_q,D_qk] = [1, 1, 1099511627776, 4194304]"), std::string::npos) << *q;
     // validate() applies the size rule.

@@ -1,0 +1,107 @@
+#include "backends/strided_buffer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace sdpa {
+
+namespace {
+
+using i64 = std::int64_t;
+
+/// Encodes n floats of `src` as `t` at `dst` (s32: rounded to integers).
+void put(ElemType t, const float* src, std::byte* dst, std::size_t n) {
+    if (const auto dt = float_type(t)) return encode(*dt, src, dst, n);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (t == ElemType::s32) {
+            const auto v = static_cast<std::int32_t>(src[i]);
+            std::memcpy(dst + 4 * i, &v, 4);
+        } else {
+            dst[i] = static_cast<std::byte>(static_cast<std::uint8_t>(src[i]));
+        }
+    }
+}
+
+/// Decodes n elements of type `t` at `src` into floats.
+void get(ElemType t, const std::byte* src, float* dst, std::size_t n) {
+    if (const auto dt = float_type(t)) return decode(*dt, src, dst, n);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (t == ElemType::s32) {
+            std::int32_t v = 0;
+            std::memcpy(&v, src + 4 * i, 4);
+            dst[i] = static_cast<float>(v);
+        } else {
+            dst[i] = static_cast<float>(static_cast<std::uint8_t>(src[i]));
+        }
+    }
+}
+
+/// Calls row(a, b, c, host_index, offset_of_d0) for every (a, b, c) of t: the innermost dim d
+/// runs inside the callback.
+template <class F>
+void for_each_row(const TensorGeom& t, F&& row) {
+    const auto& n = t.dims;
+    // Parallel only where no two rows share memory (an aliased input is written serially).
+    const bool parallel = t.elements() > (i64{1} << 16) && non_overlapping(t);
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+    for (i64 a = 0; a < n[0]; ++a)
+        for (i64 b = 0; b < n[1]; ++b)
+            for (i64 c = 0; c < n[2]; ++c) row(((a * n[1] + b) * n[2] + c) * n[3], t.offset(a, b, c, 0));
+}
+
+}  // namespace
+
+void scatter(const TensorGeom& t, const Tensor& host, std::byte* dst, std::int64_t avail) {
+    const std::size_t es = size_of(t.type);
+    const i64 D = t.dims[3], sd = t.strides[3];
+    for_each_row(t, [&](i64 h, i64 off) {
+        if (sd == 1 && off + D <= avail) return put(t.type, &host.data[static_cast<std::size_t>(h)],
+                dst + static_cast<std::size_t>(off) * es, static_cast<std::size_t>(D));
+        for (i64 d = 0; d < D; ++d) {
+            const i64 o = off + d * sd;
+            if (o < avail) put(t.type, &host.data[static_cast<std::size_t>(h + d)], dst + static_cast<std::size_t>(o) * es, 1);
+        }
+    });
+}
+
+Tensor gather(const TensorGeom& t, const std::byte* src, std::int64_t avail) {
+    Tensor out(t.dims, float_type(t.type).value_or(DType::f32));
+    const std::size_t es = size_of(t.type);
+    const i64 D = t.dims[3], sd = t.strides[3];
+    for_each_row(t, [&](i64 h, i64 off) {
+        float* row = &out.data[static_cast<std::size_t>(h)];
+        if (sd == 1 && off + D <= avail)
+            return get(t.type, src + static_cast<std::size_t>(off) * es, row, static_cast<std::size_t>(D));
+        for (i64 d = 0; d < D; ++d) {
+            const i64 o = off + d * sd;
+            if (o < avail) get(t.type, src + static_cast<std::size_t>(o) * es, &row[d], 1);
+            else row[d] = kInputGapCanary;
+        }
+    });
+    return out;
+}
+
+std::vector<std::byte> pack_input(const TensorGeom& t, const Tensor& host, std::int64_t min_elements) {
+    const i64 span = std::max(t.span(), min_elements);
+    const std::size_t es = size_of(t.type);
+    std::vector<std::byte> out(static_cast<std::size_t>(span) * es);
+    if (span > t.elements() || !non_overlapping(t)) {  // gaps exist: fill them with the canary first
+        std::vector<float> canary(static_cast<std::size_t>(std::min<i64>(span, 4096)), kInputGapCanary);
+        for (i64 at = 0; at < span; at += static_cast<i64>(canary.size())) {
+            const auto n = static_cast<std::size_t>(std::min<i64>(span - at, static_cast<i64>(canary.size())));
+            put(t.type, canary.data(), out.data() + static_cast<std::size_t>(at) * es, n);
+        }
+    }
+    scatter(t, host, out.data(), span);
+    return out;
+}
+
+std::string describe_offset(const TensorGeom& t, std::int64_t offset) {
+    return fmt::format("element offset {} ((b,h,s,d) = ({}) of dims [{}], strides [{}])", offset,
+            fmt::join(t.coords_of(offset), ","), fmt::join(t.dims, ","), fmt::join(t.strides, ","));
+}
+
+}  // namespace sdpa

@@ -1,0 +1,37 @@
+// Host-side vendor buffers laid out as the geometry says (core/geometry.hpp): the dense host
+// tensors the filler and the reference use, packed into strided memory and read back. Shared by
+// every backend (oneDNN binds these bytes, cuDNN uploads them, the reference backend reads them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/geometry.hpp"
+#include "core/tensor.hpp"
+
+namespace sdpa {
+
+/// The value of every gap element of a strided input buffer (the elements of its span that no
+/// logical element occupies): a power of two far outside every fill's range and exact in every
+/// type, so a kernel that reads a gap into a result is far off.
+inline constexpr float kInputGapCanary = 8192.f;
+
+/// Writes the dense host tensor `host` (dims t.dims) into `dst` (t.span() elements of t.type) at
+/// t's offsets, encoded to t.type (s32: the values as integers). Elements whose offset is not
+/// below `avail` are dropped (only a fault-injected write with foreign strides gets there).
+/// Aliased elements (stride 0) get the last value written; the fill makes them equal.
+void scatter(const TensorGeom& t, const Tensor& host, std::byte* dst, std::int64_t avail);
+
+/// The logical elements of `t` read from `src` (`avail` elements of t.type) into a dense host
+/// tensor of dims t.dims; offsets at or past `avail` read kInputGapCanary.
+Tensor gather(const TensorGeom& t, const std::byte* src, std::int64_t avail);
+
+/// One input buffer: t.span() elements of t.type (or `min_elements` when a library asks for a
+/// larger buffer), every gap element kInputGapCanary, every logical element host's value (scatter).
+std::vector<std::byte> pack_input(const TensorGeom& t, const Tensor& host, std::int64_t min_elements = 0);
+
+/// For messages: "element offset N ((b,h,s,d) = (0,1,3,70) of dims [1,4,32,64])".
+std::string describe_offset(const TensorGeom& t, std::int64_t offset);
+
+}  // namespace sdpa

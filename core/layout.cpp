@@ -1,0 +1,102 @@
+#include "core/layout.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace sdpa {
+
+namespace {
+
+constexpr std::string_view kDimLetters = "bhsd";
+
+/// Parses the whole of `t` as a signed 64-bit integer.
+std::optional<std::int64_t> whole_int(std::string_view t) {
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::optional<TensorLayout> order_layout(std::string_view tag) {
+    if (tag.size() != 4) return std::nullopt;
+    TensorLayout l;
+    std::array<bool, 4> seen{};
+    for (std::size_t k = 0; k < 4; ++k) {
+        const std::size_t dim = kDimLetters.find(tag[k]);
+        if (dim == std::string_view::npos || seen[dim]) return std::nullopt;
+        seen[dim] = true;
+        l.order[k] = static_cast<std::uint8_t>(dim);
+    }
+    return l;
+}
+
+std::optional<TensorLayout> parse_tensor_layout(std::string_view text) {
+    if (text == "qkv") return TensorLayout{TensorLayout::Kind::qkv, {0, 1, 2, 3}, {}};
+    if (auto l = order_layout(text)) return l;
+    TensorLayout l{TensorLayout::Kind::strides, {0, 1, 2, 3}, {}};
+    std::size_t pos = 0;
+    for (std::size_t k = 0; k < 4; ++k) {
+        const std::size_t x = text.find('x', pos);
+        if ((k < 3) != (x != std::string_view::npos)) return std::nullopt;
+        const auto v = whole_int(text.substr(pos, k < 3 ? x - pos : std::string_view::npos));
+        if (!v) return std::nullopt;
+        l.strides[k] = *v;
+        pos = x + 1;
+    }
+    return l;
+}
+
+std::string layout_name(const TensorLayout& l) {
+    switch (l.kind) {
+        case TensorLayout::Kind::qkv: return "qkv";
+        case TensorLayout::Kind::strides: return fmt::format("{}", fmt::join(l.strides, "x"));
+        case TensorLayout::Kind::order: break;
+    }
+    std::string s;
+    for (const auto dim : l.order) s += kDimLetters[dim];
+    return s;
+}
+
+std::optional<RoleLayouts> parse_role_layouts(std::string_view text, std::string* why) {
+    auto fail = [&](std::string msg) -> std::optional<RoleLayouts> {
+        if (why) *why = std::move(msg);
+        return std::nullopt;
+    };
+    RoleLayouts out;
+    if (text == "none") return out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t plus = text.find('+', pos);
+        const std::string_view item = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
+        const std::size_t colon = item.find(':');
+        if (colon == item.npos) return fail(fmt::format("'{}' is not ROLE:LAYOUT", item));
+        const auto role = enum_parse(kRoleNames, item.substr(0, colon));
+        if (!role || std::find(kStridedRoles.begin(), kStridedRoles.end(), *role) == kStridedRoles.end())
+            return fail(fmt::format("'{}': unknown tensor '{}' (accepted: Q, K, V, O, dO, stats, bias, dQ, dK, dV)",
+                    item, item.substr(0, colon)));
+        const auto layout = parse_tensor_layout(item.substr(colon + 1));
+        if (!layout)
+            return fail(fmt::format("'{}': '{}' is neither a dimension order (a permutation of bhsd), qkv, nor four "
+                                    "64-bit integer strides AxBxCxD", item, item.substr(colon + 1)));
+        if (layout->kind == TensorLayout::Kind::qkv && !packable(*role))
+            return fail(fmt::format("'{}': qkv is the view of a packed Q/K/V projection buffer, for Q, K, V, dQ, dK "
+                                    "and dV only", item));
+        if (!out.emplace(*role, *layout).second) return fail(fmt::format("'{}': {} is given twice", text, *role));
+        if (plus == text.npos) return out;
+        pos = plus + 1;
+    }
+}
+
+std::string role_layouts_name(const RoleLayouts& l) {
+    if (l.empty()) return "none";
+    std::string s;
+    for (const auto& [role, layout] : l) s += fmt::format("{}{}:{}", s.empty() ? "" : "+", role, layout_name(layout));
+    return s;
+}
+
+}  // namespace sdpa
