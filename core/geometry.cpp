@@ -271,7 +271,7 @@ std::optional<std::string> validate_geometry(const Geometry& g) {
             return fmt::format("size rule: {} {} = [{}] at {} bytes per element overflows 64-bit byte counts", t->role,
                     role_shape_name(t->role), fmt::join(t->dims, ", "), host_bytes);
         if (!mul(checked_span(*t), static_cast<i64>(size_of(t->type))))
-            return fmt::format("size rule: {} with strides [{}] for dims [{}] spans more than 2^63 bytes", t->role,
+            return fmt::format("size rule: {} with strides [{}] for dims [{}] spans more bytes than a signed 64-bit integer holds", t->role,
                     fmt::join(t->strides, ","), fmt::join(t->dims, ","));
         if (t->output && !non_overlapping(*t))
             return fmt::format("overlap rule: {} strides [{}] for dims [{}] map distinct elements to the same memory "

@@ -67,6 +67,26 @@ usage)
   [ "$rc" -eq 0 ] || fail "--version: exit $rc"
   grep -qE "oneDNN v[0-9]+\.[0-9]+" "$tmp/out" || fail "--version must print the oneDNN version"
   ;;
+strides_faults)
+  # cases/ci/strides.cases PASSES on the reference backend (which runs on real strided buffers), and
+  # each fault that ignores a stride is FAILED by it, on exactly the cases that have that stride.
+  run --backend=ref --batch=cases/ci/strides.cases
+  [ "$rc" -eq 0 ] && [ "$(summary_field passed)" = "$(summary_field tests)" ] || fail "ref: $(summary_field passed) of $(summary_field tests) passed"
+  run --backend=faulty:do_strides_as_o --batch=cases/ci/strides.cases
+  [ "$rc" -eq 1 ] || fail "do_strides_as_o: exit $rc"
+  [ "$(grep -cE '^[0-9]+:FAILED .*--dir=bwd .*n=do_ne_o$' "$tmp/out")" = 4 ] || fail "do_strides_as_o: the 4 bwd do_ne_o cases must FAIL"
+  [ "$(grep -cE '^[0-9]+:FAILED .*--dir=bwd .*n=grads_ne_inputs$' "$tmp/out")" = 4 ] || fail "do_strides_as_o: dO:sbhd cases must FAIL"
+  if grep -E '^[0-9]+:FAILED' "$tmp/out" | grep -vqE -- '--dir=bwd'; then fail "do_strides_as_o: a forward case FAILED"; fi
+  run --backend=faulty:stats_strides_ignored --batch=cases/ci/strides.cases
+  [ "$rc" -eq 1 ] || fail "stats_strides_ignored: exit $rc"
+  [ "$(grep -cE '^[0-9]+:FAILED \(stats: .*n=stats_bsh$' "$tmp/out")" = 4 ] || fail "stats_strides_ignored: the 4 fwd_t stats_bsh cases must FAIL"
+  [ "$(summary_field failed)" = 4 ] || fail "stats_strides_ignored: only the stats cases may FAIL"
+  run --backend=faulty:stride_gap_write --batch=cases/ci/strides.cases
+  [ "$rc" -eq 1 ] || fail "stride_gap_write: exit $rc"
+  grep -qE '^[0-9]+:FAILED \(O: wrote into the stride gap of O at element offset [0-9]+ .*n=row_pitch$' "$tmp/out" || fail "stride_gap_write: O row pitch not caught"
+  grep -qE '^[0-9]+:FAILED \(dQ: wrote into the stride gap of dQ .*n=packed_qkv$' "$tmp/out" || fail "stride_gap_write: packed dQ not caught"
+  if grep -E '^[0-9]+:FAILED' "$tmp/out" | grep -vq 'wrote into the stride gap'; then fail "stride_gap_write: a FAILED case for another reason"; fi
+  ;;
 list_mode)
   run --mode=L --dt=f32,bf16 --dir=fwd_t,bwd b1hq2sq16d16
   [ "$rc" -eq 0 ] || fail "exit code $rc"
