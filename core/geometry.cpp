@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include <limits>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -99,9 +101,15 @@ std::array<std::int64_t, 4> TensorGeom::coords_of(std::int64_t off) const {
     return c;
 }
 
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+    i64 r = 0;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? std::numeric_limits<i64>::min() : std::numeric_limits<i64>::max();
+}
+
 std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims) {
     std::vector<std::int64_t> s(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+    for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = saturating_mul(s[i], dims[i]);
     return s;
 }
 
@@ -109,14 +117,14 @@ std::array<std::int64_t, 4> layout_strides(const std::array<std::int64_t, 4>& di
         std::int64_t pitch) {
     switch (l.kind) {
         case TensorLayout::Kind::strides: return l.strides;
-        case TensorLayout::Kind::qkv: return {dims[2] * pitch, dims[3], pitch, 1};
+        case TensorLayout::Kind::qkv: return {saturating_mul(dims[2], pitch), dims[3], pitch, 1};
         case TensorLayout::Kind::order: break;
     }
     A4 st{};
     i64 s = 1;
     for (std::size_t k = 4; k-- > 0;) {
         st[l.order[k]] = s;
-        s *= dims[l.order[k]];
+        s = saturating_mul(s, dims[l.order[k]]);
     }
     return st;
 }
@@ -197,7 +205,11 @@ std::string_view role_shape_name(Role r) {
     return "?";
 }
 
-std::int64_t qkv_pitch(const Dims& d) { return d.H_q * d.D_qk + d.H_kv * d.D_qk + d.H_kv * d.D_v; }
+std::int64_t qkv_pitch(const Dims& d) {
+    // Saturating: absurd sizes give an absurd pitch that the size rule rejects, never an overflow.
+    const std::optional<i64> p = add(add(mul(d.H_q, d.D_qk), mul(d.H_kv, d.D_qk)), mul(d.H_kv, d.D_v));
+    return p.value_or(std::numeric_limits<i64>::max());
+}
 
 std::array<std::int64_t, 4> bias_dims(const Problem& p) {
     const Dims& d = p.dims;

@@ -67,6 +67,10 @@ struct TensorGeom {
     friend bool operator==(const TensorGeom&, const TensorGeom&) = default;
 };
 
+/// a * b, or INT64_MAX (INT64_MIN for a negative product) when that overflows: strides of absurd
+/// dims stay defined and the size rule then rejects them (validate_geometry).
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b);
+
 /// Dense row-major strides of `dims` (elements); a general rank for the graph views.
 std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims);
 

@@ -59,7 +59,7 @@ GraphView graph_view(const Problem& p, const TensorGeom& t) {
     const auto& s = t.strides;
     if (!gqa(p)) return {{n[0], n[1], n[2], n[3]}, {s[0], s[1], s[2], s[3]}};
     const std::int64_t G = p.dims.H_q / p.dims.H_kv;
-    if (n[1] == p.dims.H_q) return {{n[0], p.dims.H_kv, G, n[2], n[3]}, {s[0], G * s[1], s[1], s[2], s[3]}};
+    if (n[1] == p.dims.H_q) return {{n[0], p.dims.H_kv, G, n[2], n[3]}, {s[0], saturating_mul(G, s[1]), s[1], s[2], s[3]}};
     return {{n[0], n[1], 1, n[2], n[3]}, {s[0], s[1], s[1], s[2], s[3]}};
 }
 
@@ -87,7 +87,7 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     Builder b;
     SdpaGraphDesc g;
     // A port's tensor: the view of its geometry role.
-    auto port = [&](GraphPort pt, Role r) {
+    auto port = [&](Role r) {
         const TensorGeom& t = geo.at(r);
         return b.tensor(*float_type(t.type), graph_view(p, t));
     };
@@ -95,9 +95,9 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         g.inputs[pt] = t;
         return t;
     };
-    const GraphTensor q = input(GraphPort::Q, port(GraphPort::Q, Role::Q));
-    const GraphTensor k = input(GraphPort::K, port(GraphPort::K, Role::K));
-    const GraphTensor v = input(GraphPort::V, port(GraphPort::V, Role::V));
+    const GraphTensor q = input(GraphPort::Q, port(Role::Q));
+    const GraphTensor k = input(GraphPort::K, port(Role::K));
+    const GraphTensor v = input(GraphPort::V, port(Role::V));
     const GraphTensor scale = input(GraphPort::scale, b.tensor(scale_dtype(p), dims_t{1}));
     GraphTensor mask;
     if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(mask_dtype(p), graph_mask_view(p)));
@@ -111,16 +111,16 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         const GraphTensor probs = b.tensor(io, score.dims);
         std::vector<GraphTensor> sm_out{probs};
         if (p.dir == Dir::fwd_t) {
-            const GraphTensor stats = port(GraphPort::stats, Role::stats);
+            const GraphTensor stats = port(Role::stats);
             sm_out.push_back(stats);
             g.outputs[GraphPort::stats] = stats;
         }
         b.add("SoftMax", "softmax", {scores}, sm_out, {{"axis", std::int64_t{-1}}, {"mode", std::string("inf_as_zero")}});
-        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {probs, v}, port(GraphPort::O, Role::O));
+        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {probs, v}, port(Role::O));
     } else {
-        const GraphTensor o = input(GraphPort::O, port(GraphPort::O, Role::O));
-        const GraphTensor d_o = input(GraphPort::dO, port(GraphPort::dO, Role::dO));
-        const GraphTensor stats = input(GraphPort::stats, port(GraphPort::stats, Role::stats));
+        const GraphTensor o = input(GraphPort::O, port(Role::O));
+        const GraphTensor d_o = input(GraphPort::dO, port(Role::dO));
+        const GraphTensor stats = input(GraphPort::stats, port(Role::stats));
         const auto last = static_cast<std::int64_t>(score.dims.size()) - 1;
         // The per-row vector D = rowsum(O * dO) has the shape of stats; O * dO that of O.
         dims_t row = score.dims, o_dims = o.dims;
@@ -136,7 +136,7 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         if (io != f32) probs_io = b.op1("TypeCast", "cast_p", {probs}, b.tensor(io, score.dims));
 
         // dV = P^T dO (summed over the group for GQA).
-        GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, gqa(p) ? b.tensor(io, dv_full) : port(GraphPort::dV, Role::dV),
+        GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, gqa(p) ? b.tensor(io, dv_full) : port(Role::dV),
                 {{"transpose_a", true}});
         // dP = dO V^T; D = rowsum(O * dO); dS = P * (dP - D).
         const GraphTensor dp = b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}});
@@ -149,15 +149,15 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         GraphTensor ds_io = ds_scaled;
         if (io != f32) ds_io = b.op1("TypeCast", "cast_ds", {ds_scaled}, b.tensor(io, score.dims));
         // dQ = dS K; dK = dS^T Q (summed over the group for GQA).
-        const GraphTensor dq = b.op1("MatMul", "bmm_dq", {ds_io, k}, port(GraphPort::dQ, Role::dQ));
-        GraphTensor dk = b.op1("MatMul", "bmm_dk", {ds_io, q}, gqa(p) ? b.tensor(io, dk_full) : port(GraphPort::dK, Role::dK),
+        const GraphTensor dq = b.op1("MatMul", "bmm_dq", {ds_io, k}, port(Role::dQ));
+        GraphTensor dk = b.op1("MatMul", "bmm_dk", {ds_io, q}, gqa(p) ? b.tensor(io, dk_full) : port(Role::dK),
                 {{"transpose_a", true}});
         if (gqa(p)) {
-            auto reduce = [&](const GraphTensor& x, GraphPort pt, Role r, const char* name) {
-                return b.op1("ReduceSum", name, {x}, port(pt, r), {{"axes", std::vector<std::int64_t>{2}}, {"keep_dims", true}});
+            auto reduce = [&](const GraphTensor& x, Role r, const char* name) {
+                return b.op1("ReduceSum", name, {x}, port(r), {{"axes", std::vector<std::int64_t>{2}}, {"keep_dims", true}});
             };
-            dk = reduce(dk, GraphPort::dK, Role::dK, "reduce_dk");
-            dv = reduce(dv, GraphPort::dV, Role::dV, "reduce_dv");
+            dk = reduce(dk, Role::dK, "reduce_dk");
+            dv = reduce(dv, Role::dV, "reduce_dv");
         }
         g.outputs[GraphPort::dQ] = dq;
         g.outputs[GraphPort::dK] = dk;

@@ -79,10 +79,21 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
         return fmt::format("GQA rule: H_q = {} must be a multiple of H_kv = {}", Hq, g.K.dims[1]);
     if (Hq % g.V.dims[1] != 0 || g.V.dims[1] > Hq)
         return fmt::format("GQA rule: H_q = {} must be a multiple of the V heads = {}", Hq, g.V.dims[1]);
-    const std::vector<i64> o_shape{B, Hq, Sq, Dv};
+    // The shapes the other tensors must have: those of the geometry model for the sizes Q, K and
+    // V state (core/geometry.hpp), a backward problem so that every role is there.
+    Problem p;
+    p.dims = Dims{B, Hq, g.K.dims[1], Sq, Skv, Dqk, Dv};
+    p.dir = Dir::bwd;
+    p.seq_len_q.assign(static_cast<std::size_t>(B), Sq);
+    const Geometry model = geometry(p);
+    auto model_dims = [&](Role r) {
+        const auto& d = model.at(r).dims;
+        return std::vector<i64>(d.begin(), d.end());
+    };
+    const std::vector<i64> o_shape = model_dims(Role::O), full = model_dims(Role::scores);
     if (auto e = need_same("O", g.O, "[B,H_q,S_q,D_v]", o_shape)) return e;
     if (auto e = need_same("dO", g.dO, "O", g.O.present ? g.O.dims : o_shape)) return e;
-    if (auto e = need_same("stats", g.stats, "[B,H_q,S_q,1]", {B, Hq, Sq, 1})) return e;
+    if (auto e = need_same("stats", g.stats, "[B,H_q,S_q,1]", model_dims(Role::stats))) return e;
     if (g.bias.present) {
         const auto& bd = g.bias.dims;
         if (bd.size() < 2 || bd.size() > 4)
@@ -104,7 +115,6 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
     }
     if (g.dropout_mask.present) {
         if (auto e = need_rank("the dropout mask", g.dropout_mask, 4)) return e;
-        const i64 full[] = {B, Hq, Sq, Skv};
         for (std::size_t k = 0; k < 4; ++k)
             if (g.dropout_mask.dims[k] != full[k] && g.dropout_mask.dims[k] != 1)
                 return fmt::format("dropout rule: dropout mask {} must broadcast to [B,H_q,S_q,S_kv] = [{}]",
@@ -112,8 +122,9 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
     }
     for (const auto& [name, t] : {std::pair{"seq_len_q", &g.seq_len_q}, {"seq_len_kv", &g.seq_len_kv}}) {
         if (!t->present) continue;
-        if (t->dims != std::vector<i64>{B, 1, 1, 1})
-            return fmt::format("padding rule: {} must be shaped [B,1,1,1] = [{}, 1, 1, 1], got {}", name, B, shape(*t));
+        if (t->dims != model_dims(Role::seq_len_q))
+            return fmt::format("padding rule: {} must be shaped [B,1,1,1] = [{}], got {}", name,
+                    fmt::join(model_dims(Role::seq_len_q), ", "), shape(*t));
         if (t->dt != "s32") return fmt::format("padding rule: {} must be s32 (INT32), got {}", name, t->dt);
     }
     if (g.scale_count != 1)

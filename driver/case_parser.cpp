@@ -523,6 +523,17 @@ std::string case_language_help() {
         "Knobs:\n";
     for (const Knob& k : knob_table())
         s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def);
+    s += "  Strides and layouts (--layout, --strides): every tensor is 4-D in the logical order\n"
+         "  [B,H,S,D] (stats [B,H_q,S_q,1], bias [1|B,1|H_q,1|S_q,S_kv]); --layout sets the memory order\n"
+         "  of the io tensors, --strides that of single tensors (strides in elements, [B,H,S,D] order).\n"
+         "  Vendor buffers follow them; the gaps between strided rows are NaN-prefilled in outputs (a\n"
+         "  write there FAILS) and hold a canary in inputs; an output must not overlap itself, an input\n"
+         "  may (stride 0 broadcasts a dimension). Examples:\n"
+         "    --layout=bshd                               [B,S,H,D] views (PyTorch's transposed tensors)\n"
+         "    --strides=Q:qkv+K:qkv+V:qkv                 views of one packed [B,S,H_q+2*H_kv,D] buffer\n"
+         "    --layout=bshd --strides=dO:bhsd+stats:bshd  dO unlike O; stats in [B,S_q,H_q] order\n"
+         "    --strides=K:bhds                            K given transposed ([B,H,D,S] memory)\n"
+         "    --strides=K:0x8192x64x1+V:0x8192x64x1       one K and V for every batch (stride 0 over B)\n";
     s += "  --case=FILE.json\n"
          "      import a oneDNN graph JSON file (benchdnn --graph format, path relative like --batch):\n"
          "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"

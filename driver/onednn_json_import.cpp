@@ -42,10 +42,10 @@ std::optional<std::array<std::int64_t, 4>> file_strides(const RawTensor& t, cons
         const std::int64_t n1 = shape[1], n2 = shape[2], s1 = stride[1], s2 = stride[2];
         std::int64_t merged = s2;
         if (n2 == 1) merged = s1;
-        else if (n1 != 1 && s1 != n2 * s2)
+        else if (n1 != 1 && s1 != saturating_mul(n2, s2))
             unimplemented(fmt::format("tensor {} ({}): 5-D strides {} of shape {} do not merge H_kv and G into one head "
                                       "stride", t.id, pname, shape_str(stride), shape_str(shape)));
-        shape = {shape[0], n1 * n2, shape[3], shape[4]};
+        shape = {shape[0], saturating_mul(n1, n2), shape[3], shape[4]};
         stride = {stride[0], merged, stride[3], stride[4]};
     }
     if (shape.size() != 4) return std::nullopt;
@@ -74,7 +74,7 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
                     k.id, k.shape[1], q.shape[1]));
         d = Dims{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
     } else if (q.shape.size() == 5 && k.shape.size() == 5 && v.shape.size() == 5) {
-        d = Dims{q.shape[0], q.shape[1] * q.shape[2], k.shape[1], q.shape[3], k.shape[3], q.shape[4], v.shape[4]};
+        d = Dims{q.shape[0], saturating_mul(q.shape[1], q.shape[2]), k.shape[1], q.shape[3], k.shape[3], q.shape[4], v.shape[4]};
         if (k.shape[2] != 1 || v.shape[2] != 1)
             unimplemented(fmt::format("tensor {} (K) / {} (V): the 5-D GQA form needs a group dim of 1 for K and V", k.id, v.id));
     } else {
@@ -104,9 +104,8 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
         if (*mdt != p.dt) p.mask_dt = *mdt;
         const dims_t& s = mk.shape;
         const bool gqa = d.H_kv != d.H_q;
-        const std::int64_t G = d.H_q / d.H_kv;
         // The scores' shape in the graph's rank; the mask must broadcast to it (numpy rules).
-        const dims_t scores = gqa ? dims_t{d.B, d.H_kv, G, d.S_q, d.S_kv} : dims_t{d.B, d.H_q, d.S_q, d.S_kv};
+        const dims_t scores = graph_view(p, geometry(p).at(Role::scores)).dims;
         bool fits = s.size() == scores.size();
         for (std::size_t i = 0; fits && i < s.size(); ++i) fits = s[i] == 1 || s[i] == scores[i];
         if (!fits || s.back() != d.S_kv)
@@ -116,10 +115,10 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
         const std::int64_t mb = s[0], ms = s[s.size() - 2];
         std::int64_t mh = s[1];
         if (gqa) {
-            if (s[1] * s[2] != 1 && s[1] * s[2] != d.H_q)
+            if (saturating_mul(s[1], s[2]) != 1 && saturating_mul(s[1], s[2]) != d.H_q)
                 unimplemented(fmt::format("tensor {} (mask): shape {} broadcasts over only one of H_kv and G (per-head "
                                           "or shared masks only)", mk.id, shape_str(s)));
-            mh = s[1] * s[2];
+            mh = saturating_mul(s[1], s[2]);
         }
         const bool per_b = mb == d.B && d.B > 1, per_h = mh == d.H_q && d.H_q > 1, row = ms == 1;
         static constexpr BiasShape full[2][2] = {{BiasShape::one, BiasShape::h}, {BiasShape::b, BiasShape::bh}};

@@ -1,5 +1,7 @@
 #include "driver/onednn_json_rewrite.hpp"
 
+#include "core/geometry.hpp"
+
 #include <algorithm>
 #include <charconv>
 
@@ -90,7 +92,7 @@ dims_t tag_strides(const dims_t& shape, const std::string& tag) {
     for (std::size_t k = tag.size(); k-- > 0;) {
         const auto dim = static_cast<std::size_t>(tag[k] - 'a');
         s[dim] = n;
-        n *= std::max<std::int64_t>(shape[dim], 1);
+        n = saturating_mul(n, std::max<std::int64_t>(shape[dim], 1));
     }
     return s;
 }

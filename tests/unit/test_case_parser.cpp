@@ -1,5 +1,6 @@
 // The case language: knobs, cross products, --batch includes, errors, repro round trips, and
 // every case file shipped under cases/.
+#include "core/geometry.hpp"
 #include "driver/case_parser.hpp"
 
 #include <algorithm>
@@ -442,8 +443,10 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
     const fs::path f = fs::path(SDPABENCH_SOURCE_DIR) / "cases/ci/smoke.cases";
     const auto cs = cases_of(parse_cases({"--batch=" + f.string()}));
     EXPECT_GE(cs.size(), 150u);
-    EXPECT_LE(cs.size(), 250u);
+    EXPECT_LE(cs.size(), 400u);
     std::set<std::tuple<DType, Dir, Mask>> combos;
+    // Strided forms, each wanted on fwd_t and bwd for f32 and bf16.
+    std::map<std::string, std::set<std::pair<Dir, DType>>> strided;
     std::set<BiasShape> shapes;
     bool gqa = false, mha = false, sq_lt = false, sq_gt = false, dqk_ne_dv = false, mask_dt = false, fwd_i = false;
     std::set<std::int64_t> lengths;
@@ -465,9 +468,21 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
         fwd_i |= c.prb.dir == Dir::fwd_i;
         lengths.insert(d.S_q);
         lengths.insert(d.S_kv);
+        const Geometry g = geometry(c.prb);
+        auto mark = [&](const char* what, bool yes) {
+            if (yes) strided[what].insert({c.prb.dir, c.prb.dt});
+        };
+        mark("bshd views", c.prb.layout == Layout::bshd);
+        mark("packed qkv", c.prb.strides.count(Role::Q) && c.prb.strides.at(Role::Q).kind == TensorLayout::Kind::qkv);
+        mark("dO != O", g.has(Role::dO) && g.at(Role::dO).strides != g.at(Role::O).strides);
+        mark("stats strides", g.has(Role::stats) && !g.at(Role::stats).dense());
+        mark("stride-0 K", g.at(Role::K).strides[0] == 0 && d.B > 1);
     }
+    for (const char* what : {"bshd views", "packed qkv", "stats strides", "stride-0 K"})
+        EXPECT_EQ(strided[what].size(), 4u) << what;  // {fwd_t, bwd} x {f32, bf16}
+    EXPECT_EQ(strided["dO != O"].size(), 2u);        // bwd only, f32 and bf16
     EXPECT_EQ(combos.size(), 3u * 2 * 4);  // {f32,bf16,f16} x {fwd_t,bwd} x every mask
-    EXPECT_EQ(shapes.size(), 3u);
+    EXPECT_EQ(shapes.size(), kBiasShapeNames.size());  // all 8 broadcast shapes
     EXPECT_TRUE(gqa && mha && sq_lt && sq_gt && dqk_ne_dv && mask_dt && fwd_i);
     for (std::int64_t s : {1, 17, 113}) EXPECT_TRUE(lengths.count(s)) << s;
 }

@@ -327,7 +327,9 @@ TEST(Geometry, EveryConsumerReadsTheModel) {
                     ASSERT_TRUE(imp.prb) << what << ": " << imp.error;
                     const Geometry back = geometry(*imp.prb);
                     for (const Role r : kStridedRoles)
-                        if (g.has(r)) EXPECT_EQ(back.at(r).strides, g.at(r).strides) << what << " import " << format_as(r);
+                        if (g.has(r)) {
+                            EXPECT_EQ(back.at(r).strides, g.at(r).strides) << what << " import " << format_as(r);
+                        }
                     // The cuDNN mapping.
                     const cudnn::GraphDesc cg = cudnn::describe_graph(p);
                     for (const auto* list : {&cg.inputs, &cg.outputs})
