@@ -74,6 +74,7 @@ std::optional<RoleLayouts> parse_role_layouts(std::string_view text, std::string
         const std::size_t plus = text.find('+', pos);
         const std::string_view item = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
         const std::size_t colon = item.find(':');
+        if (item.empty()) return fail("an empty item (a '+' or ',' with nothing on one side)");
         if (colon == item.npos) return fail(fmt::format("'{}' is not ROLE:LAYOUT", item));
         const auto role = enum_parse(kRoleNames, item.substr(0, colon));
         if (!role || std::find(kStridedRoles.begin(), kStridedRoles.end(), *role) == kStridedRoles.end())

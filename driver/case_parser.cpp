@@ -216,6 +216,11 @@ const std::vector<Knob>& knob_table() {
                     if (check_in_shapes(v)) return false;
                     c.in_shapes = std::string(v);
                     return true;
+                },
+                false,
+                [](std::string_view v) {
+                    const auto why = check_in_shapes(v);
+                    return why ? fmt::format("--in-shapes: {}", *why) : std::string();
                 }},
             {"seq-len-q", "none|random|N0:N1:...", "none",
                 "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
@@ -228,8 +233,8 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); }},
             {"strides", "none|ROLE:LAYOUT[+ROLE:LAYOUT...]", role_layouts_name(d.prb.strides),
                 "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a "
-                "dimension order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (a view of one packed "
-                "[B,S,H_q+2*H_kv,D] buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = broadcast), "
+                "dimension order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into "
+                "one packed [B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = broadcast), "
                 "e.g. --strides=dO:bshd+K:0x2048x64x1",
                 [](std::string_view v, Case& c) {
                     auto l = parse_role_layouts(v);
@@ -241,7 +246,7 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v) {
                     std::string why;
                     parse_role_layouts(v, &why);
-                    return why.empty() ? std::string() : fmt::format("--strides={}: {}", v, why);
+                    return why.empty() ? std::string() : fmt::format("--strides: {}", why);
                 }},
             {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
                 [](std::string_view v, Case& c) {
@@ -530,7 +535,7 @@ std::string case_language_help() {
          "  write there FAILS) and hold a canary in inputs; an output must not overlap itself, an input\n"
          "  may (stride 0 broadcasts a dimension). Examples:\n"
          "    --layout=bshd                               [B,S,H,D] views (PyTorch's transposed tensors)\n"
-         "    --strides=Q:qkv+K:qkv+V:qkv                 views of one packed [B,S,H_q+2*H_kv,D] buffer\n"
+         "    --strides=Q:qkv+K:qkv+V:qkv                 strides of views into one packed QKV buffer\n"
          "    --layout=bshd --strides=dO:bhsd+stats:bshd  dO unlike O; stats in [B,S_q,H_q] order\n"
          "    --strides=K:bhds                            K given transposed ([B,H,D,S] memory)\n"
          "    --strides=K:0x8192x64x1+V:0x8192x64x1       one K and V for every batch (stride 0 over B)\n";

@@ -268,7 +268,7 @@ public:
 
     std::optional<Unsupported> support(const Problem& p) const override {
         // The adapter merges padding into one dense explicit mask, which cannot keep a bias's own strides.
-        if (p.mask == Mask::bias && !graph_mask_is_bias(p) && p.strides.count(Role::bias))
+        if (p.mask == Mask::bias && !graph_mask_is_bias(p) && !geometry(p).at(Role::bias).dense())
             return Unsupported{Status::unimplemented, "the oneDNN adapter merges padding (--seq-len-q/kv) and the bias "
                     "into one dense explicit mask, so --strides=bias:... cannot be honoured with padding"};
         const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
