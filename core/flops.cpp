@@ -20,7 +20,8 @@ std::int64_t bytes_moved(const Problem& p) {
         return bytes_moved(f) + bytes_moved(b);
     }
     std::int64_t total = 0;
-    for (const TensorGeom* t : geometry(p).all()) {
+    const Geometry g = geometry(p);
+    for (const TensorGeom* t : g.all()) {
         if ((!t->input && !t->output) || t->role == Role::seq_len_q || t->role == Role::seq_len_kv) continue;
         // Distinct elements: a broadcast (stride-0) dimension is read once.
         std::int64_t n = 1;

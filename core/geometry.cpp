@@ -159,26 +159,26 @@ bool non_overlapping(const TensorGeom& t) {
     return true;
 }
 
-const TensorGeom& Geometry::at(Role r) const {
+const TensorGeom& Geometry::at(Role r) const& {
     if (const TensorGeom* t = find(r)) return *t;
     throw std::logic_error(fmt::format("geometry: the problem has no tensor {}", r));
 }
 
-std::vector<const TensorGeom*> Geometry::all() const {
+std::vector<const TensorGeom*> Geometry::all() const& {
     std::vector<const TensorGeom*> v;
     for (const auto& s : slots_)
         if (s) v.push_back(&*s);
     return v;
 }
 
-std::vector<const TensorGeom*> Geometry::inputs() const {
+std::vector<const TensorGeom*> Geometry::inputs() const& {
     std::vector<const TensorGeom*> v;
     for (const auto* t : all())
         if (t->input) v.push_back(t);
     return v;
 }
 
-std::vector<const TensorGeom*> Geometry::outputs() const {
+std::vector<const TensorGeom*> Geometry::outputs() const& {
     std::vector<const TensorGeom*> v;
     for (const auto* t : all())
         if (t->output) v.push_back(t);

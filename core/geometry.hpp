@@ -83,19 +83,25 @@ std::array<std::int64_t, 4> layout_strides(const std::array<std::int64_t, 4>& di
 /// satisfy it; inputs may alias (stride 0, overlapping rows).
 bool non_overlapping(const TensorGeom& t);
 
-/// The roles of one problem.
+/// The roles of one problem. The accessors that return references or pointers into it exist for
+/// lvalues only (a temporary Geometry would leave them dangling); on a temporary, at() returns a copy.
 class Geometry {
 public:
     /// The role `r`; throws std::logic_error when the problem has no such tensor.
-    const TensorGeom& at(Role r) const;
+    const TensorGeom& at(Role r) const&;
+    TensorGeom at(Role r) && { return static_cast<const Geometry&>(*this).at(r); }
     /// The role `r`, or nullptr when the problem has no such tensor.
-    const TensorGeom* find(Role r) const { return slots_[static_cast<std::size_t>(r)] ? &*slots_[static_cast<std::size_t>(r)] : nullptr; }
-    bool has(Role r) const { return find(r) != nullptr; }
+    const TensorGeom* find(Role r) const& { return slots_[static_cast<std::size_t>(r)] ? &*slots_[static_cast<std::size_t>(r)] : nullptr; }
+    const TensorGeom* find(Role r) && = delete;
+    bool has(Role r) const { return slots_[static_cast<std::size_t>(r)].has_value(); }
     /// Every present role, in Role order.
-    std::vector<const TensorGeom*> all() const;
+    std::vector<const TensorGeom*> all() const&;
+    std::vector<const TensorGeom*> all() && = delete;
     /// Present roles the direction reads / writes (a role can be both).
-    std::vector<const TensorGeom*> inputs() const;
-    std::vector<const TensorGeom*> outputs() const;
+    std::vector<const TensorGeom*> inputs() const&;
+    std::vector<const TensorGeom*> inputs() && = delete;
+    std::vector<const TensorGeom*> outputs() const&;
+    std::vector<const TensorGeom*> outputs() && = delete;
     void set(TensorGeom t) { slots_[static_cast<std::size_t>(t.role)] = std::move(t); }
 
 private:

@@ -47,7 +47,8 @@ double input_host_bytes(const Problem& p) {
 
 double vendor_buffer_bytes(const Problem& p) {
     double bytes = 0;
-    for (const TensorGeom* t : geometry(p).all())
+    const Geometry g = geometry(p);
+    for (const TensorGeom* t : g.all())
         if (t->input || t->output) bytes += static_cast<double>(t->span()) * static_cast<double>(size_of(t->type));
     return bytes;
 }

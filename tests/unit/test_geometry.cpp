@@ -86,7 +86,7 @@ TEST(Geometry, EveryBiasShape) {
         Problem p = make(d, Dir::fwd_t, Mask::bias);
         p.bias_shape = shape;
         p.mask_dt = DType::f32;
-        const TensorGeom& b = geometry(p).at(Role::bias);
+        const TensorGeom b = geometry(p).at(Role::bias);
         EXPECT_EQ(b.dims, dims) << format_as(shape);
         EXPECT_EQ(bias_dims(p), dims) << format_as(shape);
         EXPECT_TRUE(b.dense()) << format_as(shape);
