@@ -1,11 +1,8 @@
 #include "core/geometry.hpp"
 
 #include <algorithm>
-#include <numeric>
-#include <stdexcept>
-#include <unordered_set>
-
 #include <limits>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -39,13 +36,6 @@ std::optional<i64> checked_span(const TensorGeom& t) {
         last = add(last, mul(t.dims[k] - 1, t.strides[k]));
     }
     return add(last, 1);
-}
-
-/// True when strides a and b of dims are the same strides. Exact, size-1 dims included: a vendor
-/// sees every stride, so two spellings are one only when they give it the same numbers.
-bool same_map(const A4& dims, const A4& a, const A4& b) {
-    (void)dims;
-    return a == b;
 }
 
 /// The layout a role has without a --strides override: --layout's order for the io roles,
@@ -84,7 +74,7 @@ bool TensorGeom::dense() const {
     i64 s = 1;
     for (std::size_t k = 4; k-- > 0;) {
         if (dims[k] > 1 && strides[k] != s) return false;
-        s *= dims[k];
+        s = saturating_mul(s, dims[k]);
     }
     return true;
 }
@@ -141,7 +131,7 @@ bool non_overlapping(const TensorGeom& t) {
     for (const auto& [s, n] : sd) {
         if (s <= 0) return false;
         if (s < extent) sufficient = false;
-        extent = std::max(extent, s * (n - 1) + extent);
+        extent = std::max(extent, add(mul(s, n - 1), extent).value_or(std::numeric_limits<i64>::max()));
     }
     if (sufficient) return true;
     // Interleaved strides: mark every offset (exact; bounded so a hostile case cannot take memory).
@@ -300,8 +290,8 @@ void canonicalize_layouts(Problem& p) {
     int n_bhsd = 0, n_bshd = 0;
     for (const Role r : kIoRoles)
         if (const TensorGeom* t = g.find(r)) {
-            const bool a = same_map(t->dims, t->strides, layout_strides(t->dims, bhsd, pitch));
-            const bool b = same_map(t->dims, t->strides, layout_strides(t->dims, bshd, pitch));
+            const bool a = t->strides == layout_strides(t->dims, bhsd, pitch);
+            const bool b = t->strides == layout_strides(t->dims, bshd, pitch);
             n_bhsd += a && !b;
             n_bshd += b && !a;
         }
@@ -310,15 +300,17 @@ void canonicalize_layouts(Problem& p) {
     for (const Role r : kStridedRoles) {
         const TensorGeom* t = g.find(r);
         if (!t) continue;
-        if (same_map(t->dims, t->strides, layout_strides(t->dims, default_layout(p, r), pitch))) continue;
+        // Spellings compare by their exact strides, size-1 dims included: a vendor sees every
+        // stride, so two spellings are one only when they give it the same numbers.
+        if (t->strides == layout_strides(t->dims, default_layout(p, r), pitch)) continue;
         std::optional<TensorLayout> tag;
         for (const TensorLayout& l : order_tags())
-            if (same_map(t->dims, t->strides, layout_strides(t->dims, l, pitch))) {
+            if (t->strides == layout_strides(t->dims, l, pitch)) {
                 tag = l;
                 break;
             }
         const TensorLayout qkv{TensorLayout::Kind::qkv, {0, 1, 2, 3}, {}};
-        if (!tag && packable(r) && same_map(t->dims, t->strides, layout_strides(t->dims, qkv, pitch))) tag = qkv;
+        if (!tag && packable(r) && t->strides == layout_strides(t->dims, qkv, pitch)) tag = qkv;
         out[r] = tag.value_or(TensorLayout{TensorLayout::Kind::strides, {0, 1, 2, 3}, t->strides});
     }
     p.strides = std::move(out);

@@ -78,9 +78,10 @@ std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& dims);
 std::array<std::int64_t, 4> layout_strides(const std::array<std::int64_t, 4>& dims, const TensorLayout& l,
         std::int64_t qkv_pitch);
 
-/// True when no two distinct logical elements of `t` share a memory offset (exact: the
-/// sufficient condition of strides sorted by size, else a bitmap over the span). Outputs must
-/// satisfy it; inputs may alias (stride 0, overlapping rows).
+/// True when no two distinct logical elements of `t` share a memory offset: the sufficient
+/// condition (sorted by stride, each dim starts past the extent of those inside it), else an
+/// exact bitmap over the span when that is at most 2^28 elements (a larger interleaved layout
+/// counts as overlapping). Outputs must satisfy it; inputs may alias (stride 0, overlapping rows).
 bool non_overlapping(const TensorGeom& t);
 
 /// The roles of one problem. The accessors that return references or pointers into it exist for
