@@ -64,10 +64,8 @@ const std::vector<TensorLayout>& order_tags() {
 }  // namespace
 
 std::int64_t TensorGeom::span() const {
-    if (elements() == 0) return 0;
-    i64 last = 0;
-    for (std::size_t k = 0; k < 4; ++k) last += (dims[k] - 1) * strides[k];
-    return last + 1;
+    // checked_span saturated: defined for any strides, exact for validated ones.
+    return checked_span(*this).value_or(std::numeric_limits<i64>::max());
 }
 
 bool TensorGeom::dense() const {

@@ -53,7 +53,7 @@ struct TensorGeom {
     /// Number of logical elements (product of dims).
     std::int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
     /// Elements a buffer for this tensor spans: 1 + the largest offset (0 without elements).
-    /// Valid for validated geometries (non-negative strides, no overflow).
+    /// Exact for validated geometries (non-negative strides, no overflow); INT64_MAX on overflow.
     std::int64_t span() const;
     /// Element offset of logical element (a, b, c, d).
     std::int64_t offset(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const {
