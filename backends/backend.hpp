@@ -84,7 +84,9 @@ public:
     /// Cheap check before any allocation; nullopt when the backend will try to run `p`.
     virtual std::optional<Unsupported> support(const Problem& p) const = 0;
     /// Builds and compiles the vendor objects for `p`, allocates the guarded output buffers
-    /// (prefilled with NaN) and copies `in` (shapes in SdpaInputs) into the vendor's buffers.
+    /// (prefilled with NaN, stride gaps included) and copies `in` (dense host tensors, dims of
+    /// their geometry roles) into vendor buffers with the strides of geometry(p)
+    /// (core/geometry.hpp, backends/strided_buffer.hpp).
     /// Throws BackendError (UNIMPLEMENTED when the library rejects the case).
     virtual std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) = 0;
 };
