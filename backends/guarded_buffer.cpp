@@ -52,8 +52,8 @@ Tensor GuardedBuffer::read() const {
     return gather(geom_, static_cast<const std::byte*>(data()), static_cast<std::int64_t>(payload_ / elem_size_));
 }
 
-void GuardedBuffer::write(const Tensor& host) {
-    scatter(geom_, host, static_cast<std::byte*>(data()), static_cast<std::int64_t>(payload_ / elem_size_));
+void GuardedBuffer::write(const Tensor& host, const TensorGeom* as) {
+    scatter(as ? *as : geom_, host, static_cast<std::byte*>(data()), static_cast<std::int64_t>(payload_ / elem_size_));
 }
 
 }  // namespace sdpa

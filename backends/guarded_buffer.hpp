@@ -38,8 +38,9 @@ public:
     OutputIntegrity check() const;
     /// The logical elements decoded into a dense host tensor of the geometry's dims.
     Tensor read() const;
-    /// Writes a dense host tensor at the geometry's offsets (a reference-computed "kernel").
-    void write(const Tensor& host);
+    /// Writes a dense host tensor at the geometry's offsets (a reference-computed "kernel"), or at
+    /// those of `as` (a fault that ignores strides; elements past the payload are dropped).
+    void write(const Tensor& host, const TensorGeom* as = nullptr);
 
 private:
     static std::byte canary(std::size_t i) { return static_cast<std::byte>(0x5Au ^ ((i * 37u) & 0xFFu)); }

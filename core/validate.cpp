@@ -84,7 +84,7 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
     Problem p;
     p.dims = Dims{B, Hq, g.K.dims[1], Sq, Skv, Dqk, Dv};
     p.dir = Dir::bwd;
-    p.seq_len_q.assign(static_cast<std::size_t>(B), Sq);
+    p.seq_len_q = {Sq};  // any padding makes the model list seq_len_q/kv [B,1,1,1] (B from Q, not from this list)
     const Geometry model = geometry(p);
     auto model_dims = [&](Role r) {
         const auto& d = model.at(r).dims;

@@ -111,20 +111,18 @@ SdpaInputs fill_inputs(const Problem& p) {
     const Geometry g = geometry(p);
     SdpaInputs in;
     // Integers in [-2, 2]: |q.k| <= 4*D_qk, exact in f32 for D_qk < 2^22; exact in bf16/f16.
-    auto make = [&](Role r, TensorId id, int lo, int hi) {
+    auto make = [&](Role r) -> Tensor& {
         const TensorGeom& t = g.at(r);
-        Tensor& x = *in.of(r);
-        x = Tensor(t.dims, *float_type(t.type));
-        fill_tensor(x, p, id, lo, hi);
+        return *in.of(r) = Tensor(t.dims, *float_type(t.type));
     };
-    make(Role::Q, TensorId::Q, -2, 2);
-    make(Role::K, TensorId::K, -2, 2);
-    make(Role::V, TensorId::V, -2, 2);
-    if (g.has(Role::dO)) make(Role::dO, TensorId::dO, -2, 2);
-    if (g.has(Role::bias)) {
-        make(Role::bias, TensorId::bias, -4, 0);
-        if (p.mask_fill == MaskFill::zero) std::fill(in.bias.data.begin(), in.bias.data.end(), 0.f);
-        else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(in.bias);
+    fill_tensor(make(Role::Q), p, TensorId::Q, -2, 2);
+    fill_tensor(make(Role::K), p, TensorId::K, -2, 2);
+    fill_tensor(make(Role::V), p, TensorId::V, -2, 2);
+    if (g.has(Role::dO)) fill_tensor(make(Role::dO), p, TensorId::dO, -2, 2);
+    if (g.has(Role::bias)) {  // MaskFill::zero: the tensor's zeros
+        Tensor& bias = make(Role::bias);
+        if (p.mask_fill == MaskFill::random) fill_tensor(bias, p, TensorId::bias, -4, 0);
+        else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(bias);
     }
     plant_adversarial(p, in);
     for (const Role r : {Role::Q, Role::K, Role::V, Role::dO, Role::bias})

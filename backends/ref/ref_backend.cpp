@@ -39,8 +39,12 @@ public:
         for (auto& [role, buf] : outputs_) {
             const Tensor& x = out.of(*output_of(role));
             if (x.empty()) continue;
-            const TensorGeom t = k_.write_as ? k_.write_as(geo_, role) : geo_.at(role);
-            scatter(t, x, static_cast<std::byte*>(buf.data()), static_cast<std::int64_t>(buf.size() / size_of(t.type)));
+            if (k_.write_as) {
+                const TensorGeom t = k_.write_as(geo_, role);
+                buf.write(x, &t);
+            } else {
+                buf.write(x);
+            }
             if (k_.after_write) k_.after_write(role, buf);
         }
     }

@@ -299,7 +299,8 @@ TEST(Geometry, EveryConsumerReadsTheModel) {
                         for (const auto& [port, t] : *ports)
                             if (const auto role = port_role(p, port))
                                 expect_same_memory(p, g.at(*role), t.dims, t.strides, what + " port " + fmt::format("{}", *role));
-                    EXPECT_EQ(desc.inputs.count(GraphPort::mask) == 1, true) << what;
+                    EXPECT_EQ(desc.inputs.count(GraphPort::mask), 1u) << what;  // the bias, with its strides
+                    EXPECT_EQ(port_role(p, GraphPort::mask), Role::bias) << what;
 #ifdef SDPABENCH_HAVE_ONEDNN
                     const onednn::SdpaGraph og = onednn::build_sdpa_graph(p, dnnl::engine::kind::cpu);
                     for (const auto* ports : {&og.inputs, &og.outputs})
