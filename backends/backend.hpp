@@ -81,6 +81,14 @@ public:
         (void)threads;
         return {};
     }
+    /// The dropout keep mask this backend's kernel applies for `p` (p.dropout set), known before it
+    /// runs: the library's generator replicated bit for bit, or the mask the backend feeds it
+    /// (core/dropout.hpp). The reference is fed this very mask, never an independent draw.
+    /// nullptr (the default): the backend runs no dropout, and support() refuses such cases.
+    virtual std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const {
+        (void)p;
+        return nullptr;
+    }
     /// Cheap check before any allocation; nullopt when the backend will try to run `p`.
     virtual std::optional<Unsupported> support(const Problem& p) const = 0;
     /// Builds and compiles the vendor objects for `p`, allocates the guarded output buffers

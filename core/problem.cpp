@@ -217,6 +217,8 @@ std::optional<std::string> validate(const Problem& p) {
     if (p.mask_fill == MaskFill::causal_last_row && bias_dims(p)[2] != d.S_q)
         return fmt::format("mask rule: --mask-fill=causal_last_row needs one mask row per query (got --mask-shape={})",
                 p.bias_shape);
+    if (p.dropout && !(p.dropout->p >= 0.f && p.dropout->p < 1.f))
+        return fmt::format("dropout rule: the probability {} must be in [0, 1)", p.dropout->p);
     if (p.scale) {
         if (!std::isfinite(*p.scale) || *p.scale == 0.f)
             return fmt::format("scale rule: --scale={} must be finite and non-zero", *p.scale);
@@ -250,6 +252,7 @@ std::string knobs(const Problem& p) {
     if (p.layout != def.layout) add(fmt::format("--layout={}", p.layout));
     if (!p.strides.empty()) add(fmt::format("--strides={}", role_layouts_name(p.strides)));
     if (p.deterministic) add("--deterministic=true");
+    if (p.dropout) add(fmt::format("--dropout={}", dropout_name(*p.dropout)));
     return s;
 }
 

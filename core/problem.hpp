@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dropout.hpp"
 #include "core/dtype.hpp"
 #include "core/enum_table.hpp"
 #include "core/layout.hpp"
@@ -115,6 +116,9 @@ struct Problem {
     /// (core/geometry.hpp canonicalize_layouts) in every Problem the parser or importer builds.
     RoleLayouts strides;
     bool deterministic = false;    ///< ask the vendor for a deterministic backward
+    /// Dropout on P (--dropout; core/dropout.hpp has the semantics); none when empty. p = 0
+    /// still puts the dropout op in the vendor's graph (and must change nothing).
+    std::optional<Dropout> dropout;
 
     friend bool operator==(const Problem&, const Problem&) = default;
 };

@@ -10,9 +10,11 @@ using dims_t = std::vector<std::int64_t>;
 class Builder {
 public:
     /// A dense intermediate.
-    GraphTensor tensor(DType dt, const dims_t& dims) { return GraphTensor{next_++, dt, dims, dense_strides(dims)}; }
+    GraphTensor tensor(ElemType dt, const dims_t& dims) { return GraphTensor{next_++, dt, dims, dense_strides(dims)}; }
     /// A port with the strides of its geometry view.
-    GraphTensor tensor(DType dt, const GraphView& v) { return GraphTensor{next_++, dt, v.dims, v.strides}; }
+    GraphTensor tensor(ElemType dt, const GraphView& v) { return GraphTensor{next_++, dt, v.dims, v.strides}; }
+    /// A rank-0 host scalar.
+    GraphTensor scalar(ElemType dt) { return GraphTensor{next_++, dt, {}, {}, true}; }
     GraphOp& add(std::string kind, std::string name, std::vector<GraphTensor> ins, std::vector<GraphTensor> outs,
             std::vector<std::pair<std::string, GraphAttr>> attrs = {}) {
         ops_.push_back(GraphOp{next_++, std::move(kind), std::move(name), std::move(attrs), std::move(ins), std::move(outs)});
@@ -49,7 +51,10 @@ std::optional<Role> port_role(const Problem& p, GraphPort port) {
         case GraphPort::dK: return Role::dK;
         case GraphPort::dV: return Role::dV;
         case GraphPort::mask: return graph_mask_is_bias(p) ? std::optional<Role>(Role::bias) : std::nullopt;
-        case GraphPort::scale: return std::nullopt;
+        case GraphPort::scale:
+        case GraphPort::dropout_seed:
+        case GraphPort::dropout_offset:
+        case GraphPort::dropout_p: return std::nullopt;
     }
     return std::nullopt;
 }
@@ -82,14 +87,14 @@ GraphView graph_mask_view(const Problem& p) {
 
 SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     const Geometry geo = geometry(p);
-    const DType io = p.dt, f32 = DType::f32;
+    const ElemType io = elem_type(p.dt), f32 = ElemType::f32;
     const GraphView score = graph_view(p, geo.at(Role::scores));
     Builder b;
     SdpaGraphDesc g;
     // A port's tensor: the view of its geometry role.
     auto port = [&](Role r) {
         const TensorGeom& t = geo.at(r);
-        return b.tensor(*float_type(t.type), graph_view(p, t));
+        return b.tensor(t.type, graph_view(p, t));
     };
     auto input = [&](GraphPort pt, GraphTensor t) {
         g.inputs[pt] = t;
@@ -98,9 +103,20 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     const GraphTensor q = input(GraphPort::Q, port(Role::Q));
     const GraphTensor k = input(GraphPort::K, port(Role::K));
     const GraphTensor v = input(GraphPort::V, port(Role::V));
-    const GraphTensor scale = input(GraphPort::scale, b.tensor(scale_dtype(p), dims_t{1}));
+    const GraphTensor scale = input(GraphPort::scale, b.tensor(elem_type(scale_dtype(p)), dims_t{1}));
     GraphTensor mask;
-    if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(mask_dtype(p), graph_mask_view(p)));
+    if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(elem_type(mask_dtype(p)), graph_mask_view(p)));
+    // Dropout: Z o x / (1-p) on a score-shaped f32 tensor x, the three scalars shared by every op.
+    std::vector<GraphTensor> drop_args;
+    if (p.dropout)
+        drop_args = {input(GraphPort::dropout_seed, b.scalar(ElemType::s64)),
+            input(GraphPort::dropout_offset, b.scalar(ElemType::s64)), input(GraphPort::dropout_p, b.scalar(f32))};
+    auto dropout = [&](const GraphTensor& x, const char* name) {
+        if (!p.dropout) return x;
+        std::vector<GraphTensor> ins{x};
+        ins.insert(ins.end(), drop_args.begin(), drop_args.end());
+        return b.op1("Dropout", name, ins, b.tensor(f32, score.dims));
+    };
 
     // scores = mask + scale_op(Q K^T, scale), all f32.
     GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, b.tensor(f32, score.dims), {{"transpose_b", true}});
@@ -108,7 +124,8 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, b.tensor(f32, score.dims));
 
     if (p.dir != Dir::bwd) {
-        const GraphTensor probs = b.tensor(io, score.dims);
+        // With dropout the SoftMax writes f32 P; Dropout, then TypeCast to the io dtype.
+        const GraphTensor probs = b.tensor(p.dropout ? f32 : io, score.dims);
         std::vector<GraphTensor> sm_out{probs};
         if (p.dir == Dir::fwd_t) {
             const GraphTensor stats = port(Role::stats);
@@ -116,7 +133,12 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
             g.outputs[GraphPort::stats] = stats;
         }
         b.add("SoftMax", "softmax", {scores}, sm_out, {{"axis", std::int64_t{-1}}, {"mode", std::string("inf_as_zero")}});
-        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {probs, v}, port(Role::O));
+        GraphTensor pv_in = probs;
+        if (p.dropout) {
+            pv_in = dropout(probs, "dropout");
+            if (io != f32) pv_in = b.op1("TypeCast", "cast_p", {pv_in}, b.tensor(io, score.dims));
+        }
+        g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {pv_in, v}, port(Role::O));
     } else {
         const GraphTensor o = input(GraphPort::O, port(Role::O));
         const GraphTensor d_o = input(GraphPort::dO, port(Role::dO));
@@ -132,14 +154,15 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         // P = exp(scores - stats), recomputed from the forward's stats.
         const GraphTensor shifted = b.op1("Subtract", "sub_stats", {scores, stats}, b.tensor(f32, score.dims));
         const GraphTensor probs = b.op1("Exp", "exp", {shifted}, b.tensor(f32, score.dims));
-        GraphTensor probs_io = probs;
-        if (io != f32) probs_io = b.op1("TypeCast", "cast_p", {probs}, b.tensor(io, score.dims));
+        GraphTensor probs_io = dropout(probs, "dropout_p");
+        if (io != f32) probs_io = b.op1("TypeCast", "cast_p", {probs_io}, b.tensor(io, score.dims));
 
-        // dV = P^T dO (summed over the group for GQA).
+        // dV = P^T dO (P_d^T dO with dropout; summed over the group for GQA).
         GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, gqa(p) ? b.tensor(io, dv_full) : port(Role::dV),
                 {{"transpose_a", true}});
-        // dP = dO V^T; D = rowsum(O * dO); dS = P * (dP - D).
-        const GraphTensor dp = b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}});
+        // dP = dO V^T (Z o dP / (1-p) with dropout); D = rowsum(O * dO); dS = P * (dP - D).
+        const GraphTensor dp = dropout(
+                b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}}), "dropout_dp");
         const GraphTensor o_do = b.op1("Multiply", "mul_o_do", {o, d_o}, b.tensor(f32, o_dims));
         const GraphTensor dsum = b.op1("ReduceSum", "rowsum_o_do", {o_do}, b.tensor(f32, row),
                 {{"axes", std::vector<std::int64_t>{last}}, {"keep_dims", true}});

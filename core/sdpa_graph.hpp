@@ -16,20 +16,23 @@
 
 namespace sdpa {
 
-/// External tensors of an SDPA graph (inputs Q..stats, outputs O..dV).
-enum class GraphPort { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV };
+/// External tensors of an SDPA graph (inputs Q..stats and the dropout scalars, outputs O..dV).
+/// dropout_seed, dropout_offset (s64) and dropout_p (f32) are the host scalars of the Dropout
+/// ops (oneDNN's Dropout op: inputs src, seed, offset, probability).
+enum class GraphPort { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV, dropout_seed, dropout_offset, dropout_p };
 
 /// Value of an op attribute, typed as the oneDNN Graph API types them: bool, s64, f32,
 /// string, s64[] (e.g. ReduceSum axes), f32[].
 using GraphAttr = std::variant<bool, std::int64_t, float, std::string, std::vector<std::int64_t>, std::vector<float>>;
 
-/// One logical tensor: id (unique among tensors and ops), data type, dims and strides (in
+/// One logical tensor: id (unique among tensors and ops), element type, dims and strides (in
 /// elements): the geometry's strides for the ports (core/geometry.hpp), dense row-major for
-/// the intermediates.
+/// the intermediates; rank 0 for a host scalar (oneDNN's property_type host_scalar).
 struct GraphTensor {
     std::size_t id = 0;
-    DType dt = DType::f32;
+    ElemType dt = ElemType::f32;
     std::vector<std::int64_t> dims, strides;
+    bool host_scalar = false;
     friend bool operator==(const GraphTensor&, const GraphTensor&) = default;
 };
 
@@ -82,6 +85,10 @@ GraphView graph_mask_view(const Problem& p);
 /// Intermediates are f32; P (forward, and before the dV matmul) and the scaled dS (before
 /// the dQ/dK matmuls) are in the io dtype. Causal masks become explicit additive masks of
 /// 0 / -inf in the mask dtype; SoftMax uses mode inf_as_zero. Ids count up from 1.
+/// With p.dropout (core/dropout.hpp), the documented Dropout ops (host-scalar seed, offset,
+/// probability): forward after the SoftMax (whose P is then f32, cast to the io dtype after the
+/// Dropout), backward on P before the dV matmul and on dP before the subtraction of D, as
+/// oneDNN's SDPA training patterns with dropout place them.
 SdpaGraphDesc describe_sdpa_graph(const Problem& p);
 
 }  // namespace sdpa

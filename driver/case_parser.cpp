@@ -254,6 +254,25 @@ const std::vector<Knob>& knob_table() {
                     c.prb.deterministic = v == "true";
                     return true;
                 }},
+            {"dropout", "none|P[:SEED[:OFFSET]]", "none",
+                "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's "
+                "SEED (default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); README: Dropout",
+                [](std::string_view v, Case& c) {
+                    if (v == "none") {
+                        c.prb.dropout.reset();
+                        return true;
+                    }
+                    auto d = parse_dropout(v);
+                    if (!d) return false;
+                    c.prb.dropout = *d;
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    std::string why;
+                    if (v != "none") parse_dropout(v, &why);
+                    return why.empty() ? std::string() : fmt::format("--dropout={}: {}", v, why);
+                }},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <exception>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -39,8 +40,8 @@ std::optional<std::string> memory_guard(const Problem& p, const Backend& backend
 }
 
 /// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
-/// non-finite (the case overflows f32), FAILED if any check failed, else MISTRUSTED if any
-/// output was mistrusted, else PASSED.
+/// non-finite (the case overflows f32), FAILED if any check (or dropout rule) failed, else
+/// MISTRUSTED if any output was mistrusted, else PASSED.
 void judge(CaseResult& r) {
     for (const auto& c : r.checks)
         if (c.ref_nonfinite > 0) {
@@ -55,6 +56,8 @@ void judge(CaseResult& r) {
             mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero",
                     mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction);
     }
+    if (r.dropout)
+        for (const auto& f : r.dropout->failures) failed += (failed.empty() ? "" : "; ") + f;
     if (!failed.empty()) {
         r.status = Status::failed;
         r.reason = failed;
@@ -72,6 +75,70 @@ void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
 }
 
+
+/// The keep mask `backend` applies for p (null without dropout). Throws BackendError
+/// UNIMPLEMENTED when a backend that accepted a dropout case names no mask.
+std::shared_ptr<const DropoutMask> vendor_mask(const Backend& backend, const Problem& p) {
+    if (!p.dropout) return nullptr;
+    auto m = backend.dropout_mask(p);
+    if (!m) throw BackendError(Status::unimplemented, fmt::format("backend {} has no dropout", backend.name()));
+    return m;
+}
+
+/// The dropout report of p on mask m: the generator-free statistics (core/dropout.hpp), a
+/// failure when they fail. Statistics only when p > 0 (p = 0 keeps everything).
+DropoutReport dropout_report(const Problem& p, const DropoutMask& m) {
+    DropoutReport d;
+    d.mask = m.describe();
+    if (p.dropout->p > 0.f) {
+        d.stats = mask_statistics(p, m);
+        if (d.stats.failure) d.failures.push_back(*d.stats.failure);
+    }
+    return d;
+}
+
+/// The first element where two runs' outputs differ bitwise, as "O at (b,h,i,d): X vs Y"; nullopt
+/// when every output is bitwise equal.
+std::optional<std::string> first_bitwise_difference(const SdpaOutputs& a, const SdpaOutputs& b) {
+    for (const auto& row : kOutputNames) {
+        const Tensor& x = const_cast<SdpaOutputs&>(a).of(row.value);
+        const Tensor& y = const_cast<SdpaOutputs&>(b).of(row.value);
+        if (x.empty() && y.empty()) continue;
+        if (x.size() != y.size()) return fmt::format("{}: {} vs {} elements", row.name, x.size(), y.size());
+        for (std::size_t e = 0; e < x.size(); ++e)
+            if (std::memcmp(&x.data[e], &y.data[e], sizeof(float)) != 0) {
+                const auto c = x.index(e);
+                return fmt::format("{} at ({},{},{},{}): {} vs {}", row.name, c[0], c[1], c[2], c[3], x.data[e], y.data[e]);
+            }
+    }
+    return std::nullopt;
+}
+
+/// The vendor-level dropout rules, by rerunning the vendor on the same inputs: with p = 0 the
+/// outputs must be bitwise those of the problem without dropout; with p > 0 a seed changed to
+/// seed + 1 must change the mask and the outputs. Failures go to d.
+void dropout_rerun_checks(const Problem& p, Backend& backend, const SdpaInputs& in, const SdpaOutputs& out,
+        const DropoutMask& mask, DropoutReport& d) {
+    Problem q = p;
+    if (p.dropout->p == 0.f) {
+        q.dropout.reset();
+    } else {
+        ++q.dropout->seed;
+        if (!first_mask_difference(p, mask, "first", *vendor_mask(backend, q), "second"))
+            d.failures.push_back(fmt::format("dropout: the mask for seed {} equals the mask for seed {}",
+                    q.dropout->seed, p.dropout->seed));
+    }
+    if (backend.support(q)) return;
+    std::unique_ptr<Plan> plan = backend.prepare(q, in);
+    plan->execute();
+    const auto diff = first_bitwise_difference(out, plan->read_outputs());
+    if (p.dropout->p == 0.f && diff)
+        d.failures.push_back(fmt::format("dropout: --dropout={} is not bitwise equal to no dropout: {}",
+                dropout_name(*p.dropout), *diff));
+    if (p.dropout->p > 0.f && !diff)
+        d.failures.push_back(fmt::format("dropout: changing the seed from {} to {} left every output bitwise unchanged",
+                p.dropout->seed, q.dropout->seed));
+}
 
 /// Sets r to `no`'s status when the backend will not run `p`; true when it will.
 bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
@@ -95,7 +162,9 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     pb.dir = Dir::bwd;
     if (!supported(backend, pf, r) || !supported(backend, pb, r)) return;
     SdpaInputs in = fill_inputs(p);
-    const RefOptions opt = default_ref_options(p);
+    // Dropout: both references are fed the forward's mask; the backward must regenerate it.
+    const auto fmask = vendor_mask(backend, pf), bmask = vendor_mask(backend, pb);
+    const RefOptions opt = default_ref_options(p, fmask.get());
     SdpaOutputs fo;
     {
         std::unique_ptr<Plan> fwd = backend.prepare(pf, in);
@@ -105,6 +174,11 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     }
     const RefForward rf = ref_forward(pf, in, opt);
     r.checks = check_outputs(pf, fo, &rf, nullptr, backend.conventions());
+    if (fmask) {
+        r.dropout = dropout_report(pf, *fmask);
+        if (auto diff = first_mask_difference(p, *fmask, "forward", *bmask, "backward"))
+            r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
+    }
     judge(r);
     if (r.status != Status::passed && r.status != Status::mistrusted) {
         r.reason += "; backward not run";
@@ -153,7 +227,8 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     }
     if (!supported(backend, p, r)) return;
     SdpaInputs in = fill_inputs(p);
-    displace(p, in);
+    const auto mask = vendor_mask(backend, p);
+    displace(p, in, mask.get());
     std::unique_ptr<Plan> plan = backend.prepare(p, in);
     for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
@@ -162,7 +237,11 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     }
     plan->execute();
     const SdpaOutputs out = plan->read_outputs();
-    const RefOptions opt = default_ref_options(p);
+    const RefOptions opt = default_ref_options(p, mask.get());
+    if (mask) {
+        r.dropout = dropout_report(p, *mask);
+        dropout_rerun_checks(p, backend, in, out, *mask, *r.dropout);
+    }
     if (p.dir == Dir::bwd) {
         const RefBackward ref = ref_backward(p, in, opt);
         r.checks = check_outputs(p, out, nullptr, &ref, backend.conventions());

@@ -3,9 +3,9 @@
 
 namespace sdpa {
 
-void displace(const Problem& p, SdpaInputs& in) {
+void displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask) {
     if (p.dir != Dir::bwd) return;
-    RefForward f = ref_forward(p, in, default_ref_options(p));
+    RefForward f = ref_forward(p, in, default_ref_options(p, mask));
     for (float& x : f.O.data) x = round_to(p.dt, x);
     f.O.dt = p.dt;
     in.O = std::move(f.O);

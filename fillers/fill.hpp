@@ -47,6 +47,6 @@ void plant_adversarial(const Problem& p, SdpaInputs& in);
 /// Q, K, V (same mask and scale), rounds O to the io dtype, keeps stats in f32 (+inf for
 /// fully masked rows), and stores both into `in` (folded like the fill when their strides
 /// alias), so the vendor and the reference see the same bytes. No-op for the forward directions.
-void displace(const Problem& p, SdpaInputs& in);
+void displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask = nullptr);
 
 }  // namespace sdpa

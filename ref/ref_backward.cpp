@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "ref/ref_kernels.hpp"
@@ -33,6 +34,9 @@ struct BwdCtx {
     i64 nkb;
     std::vector<double> Dr, rr;  ///< per (b, h_q, i): D_i = sum dO o O, r_i = ||dO_i o O_i||_2
     std::vector<float> kt, vt;   ///< K, V as transposed key-block panels (transpose_panels)
+    const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
+    float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
+    bool ds_dropped = false;            ///< fault: dS from the dropped P_d
     const float* kt_panel(i64 b, i64 hk, i64 j0) const {
         return &kt[static_cast<std::size_t>(((b * p.dims.H_kv + hk) * nkb + j0 / kB) * p.dims.D_qk * kB)];
     }
@@ -64,7 +68,7 @@ struct BwdScratch {
 };
 
 /// One tile: from packed q [kB x Dqkp], dO [kB x Dvp] and the K, V panels of the key block, fills
-/// w.p (exact P), w.pr (P as it enters the dV matmul), w.ds (scaled dS as it enters the dQ/dK
+/// w.p (exact P, or P_d with dropout: the M_dV weight), w.pr (P or P_d as it enters the dV matmul), w.ds (scaled dS as it enters the dQ/dK
 /// matmuls) and w.wm (W = |dS| + P r_i), all [kB x kB] row-major over (query, key), zero
 /// outside the visible part. Transposed (key-major) when `transpose`.
 SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0, i64 nj,
@@ -92,7 +96,21 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         const double ri = ii < ni ? c.rr[row0 + static_cast<std::size_t>(ii)] : 0.0;
         const double* dprow = &w.dp64[static_cast<std::size_t>(ii * kB)];
         float dsr[kB], wr[kB];
-        if (c.mul) {
+        if (c.drop) {
+            // Dropout (core/dropout.hpp): dS = P o (Z o dP / (1-p) - D); P_d = Z o P / (1-p) enters dV.
+            std::uint8_t keep[kB] = {};
+            if (ii < ni) c.drop->keep_row(b, h, i0 + ii, j0, nj, keep);
+            const double iq = c.inv_q;
+            const double g = c.mul ? static_cast<double>(c.v) : 1.0;
+            for (i64 jj = 0; jj < kB; ++jj) {
+                const double pij = prow[jj], dpd = keep[jj] ? dprow[jj] * iq : 0.0;
+                const float pd = keep[jj] ? prow[jj] * c.inv_q : 0.f;
+                const double ds = (c.ds_dropped ? static_cast<double>(pd) : pij) * (dpd - Di);
+                dsr[jj] = static_cast<float>(c.mul ? ds * g : ds / c.v);
+                wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
+                prow[jj] = pd;
+            }
+        } else if (c.mul) {
 #pragma omp simd
             for (i64 jj = 0; jj < kB; ++jj) {
                 const double pij = prow[jj], ds = pij * (dprow[jj] - Di);
@@ -216,6 +234,8 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     BwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32, mul,
         v, std::fabs(mul ? static_cast<double>(v) : 1.0 / static_cast<double>(v)), d.H_q / d.H_kv,
         round_up(d.D_qk, kNR), round_up(d.D_v, kNR), nkb0, {}, {}, {}, {}};
+    std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
+    c.ds_dropped = opt.dropout_ds_from_dropped_p;
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * nkb0 * d.D_qk * kB));
     c.vt.resize(static_cast<std::size_t>(d.B * d.H_kv * nkb0 * d.D_v * kB));
     const i64 rows = d.B * d.H_q * d.S_q;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <tuple>
 #include <vector>
 
 #include "ref/ref_kernels.hpp"
@@ -29,17 +30,20 @@ struct FwdCtx {
     i64 group, Dqkp, Dvp, nkb;
     double sqrt_skv;
     std::vector<float> kt;  ///< K as transposed key-block panels (transpose_panels)
+    const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
+    float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
 };
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
 struct FwdScratch {
-    std::vector<float> q, vb, vabs, s, mag, pw, pm, m;
+    std::vector<float> q, vb, vabs, s, mag, pw, pm, pd, m;
+    std::vector<std::uint8_t> keep;
     std::vector<double> s64, acc, macc, l, mst;
     explicit FwdScratch(const FwdCtx& c)
         : q(static_cast<std::size_t>(kB * c.Dqkp)),
           vb(static_cast<std::size_t>(kB * c.Dvp)), vabs(vb.size()), s(static_cast<std::size_t>(kB * kB)),
-          mag(s.size()), pw(s.size()), pm(s.size()), m(static_cast<std::size_t>(kB)), s64(s.size()),
-          acc(vb.size()), macc(vb.size()), l(m.size()), mst(m.size()) {}
+          mag(s.size()), pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0), m(static_cast<std::size_t>(kB)),
+          keep(c.drop ? s.size() : 0), s64(s.size()), acc(vb.size()), macc(vb.size()), l(m.size()), mst(m.size()) {}
 };
 
 /// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
@@ -80,16 +84,24 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(),
                 last ? w.mag.data() : nullptr);
 
+            if (last && c.drop) {
+                std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
+                for (i64 ii = 0; ii < ni; ++ii) c.drop->keep_row(b, h, i0 + ii, j0, nj, &w.keep[static_cast<std::size_t>(ii * kB)]);
+            }
             for (i64 ii = 0; ii < ni; ++ii) {
                 float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
                 float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
                 if (last && c.emul) {
-                    // P as the vendor's TypeCast sees it: exp(s - m) / l with the final m, l.
+                    // P as the vendor's TypeCast sees it: exp(s - m) / l with the final m, l (after
+                    // the Dropout op, Z o P * (1/(1-p)) in f32, when there is one).
                     float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
                     const v16f mb = v16f{} + mf[ii];
                     for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
-                    for (i64 jj = 0; jj < kB; ++jj)
-                        qrow[jj] = round_to(c.p.dt, static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]));
+                    for (i64 jj = 0; jj < kB; ++jj) {
+                        float pn = static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]);
+                        if (c.drop) pn = w.keep[static_cast<std::size_t>(ii * kB + jj)] ? pn * c.inv_q : 0.f;
+                        qrow[jj] = round_to(c.p.dt, pn);
+                    }
                 }
                 const float bm = max_n(srow, kB);
                 const float mnew = std::max(w.m[ii], bm);
@@ -128,12 +140,18 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                 std::fill_n(&w.pm[static_cast<std::size_t>(ii * kB)], kB, 0.f);
                 std::fill_n(&w.pw[static_cast<std::size_t>(ii * kB)], kB, 0.f);
             }
+            // With dropout, P_d = Z o P / (1-p) (unnormalised here, like pm) replaces P in O and M_O.
+            const float* pexact = w.pm.data();
+            if (c.drop) {
+                for (std::size_t e = 0; e < w.pd.size(); ++e) w.pd[e] = w.keep[e] ? w.pm[e] * c.inv_q : 0.f;
+                pexact = w.pd.data();
+            }
             // O uses P as the vendor's TypeCast rounds it; M_O the exact P.
             const float* vsrc = &c.in.V.data[c.in.V.offset(b, hk, j0, 0)];
             pack_rows(w.vb.data(), Dvp, kB, vsrc, Dv, nj, Dv);
             pack_rows(w.vabs.data(), Dvp, kB, vsrc, Dv, nj, Dv, true);
-            gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : w.pm.data(), kB, w.vb.data(), Dvp, w.acc.data(), Dvp);
-            gemm_acc(kB, Dvp, nj, w.pm.data(), kB, w.vabs.data(), Dvp, w.macc.data(), Dvp);
+            gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, w.vb.data(), Dvp, w.acc.data(), Dvp);
+            gemm_acc(kB, Dvp, nj, pexact, kB, w.vabs.data(), Dvp, w.macc.data(), Dvp);
         }
     }
 
@@ -175,6 +193,7 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
         round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}};
+    std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     const i64 nqb = (d.S_q + kB - 1) / kB;
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
 

@@ -29,6 +29,7 @@
 #include "core/geometry.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
+#include "ref/sdpa_ref.hpp"
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 /// One clone per ISA level, chosen at load time (GCC function multi-versioning): the
@@ -193,6 +194,12 @@ inline bool block_all_visible(const Problem& p, i64 b, i64 i0, i64 i1, i64 j0, i
     }
     return true;
 }
+
+/// The keep mask and the factor 1/(1-p) (f32, as the vendor's Dropout op computes it) of p's
+/// dropout: (nullptr, 1) without dropout or with p = 0; 1 as the factor with the no-rescale
+/// fault. Throws std::invalid_argument when p > 0 and opt.dropout is null (the reference never
+/// draws a mask of its own).
+std::pair<const DropoutMask*, float> dropout_of(const Problem& p, const RefOptions& opt);
 
 /// Multiply-adds of the naive algorithm, to decide whether to go parallel.
 inline double work(const Dims& d) {

@@ -21,6 +21,13 @@ void check_dims(const Tensor& t, const char* name, std::array<i64, 4> want) {
 
 }  // namespace
 
+std::pair<const DropoutMask*, float> dropout_of(const Problem& p, const RefOptions& opt) {
+    if (!p.dropout || p.dropout->p == 0.f) return {nullptr, 1.f};
+    if (!opt.dropout)
+        throw std::invalid_argument("reference: a problem with dropout needs the vendor's keep mask (RefOptions::dropout)");
+    return {opt.dropout, opt.dropout_no_rescale ? 1.f : 1.f / (1.f - p.dropout->p)};
+}
+
 Geometry ref_geometry(const Problem& p, bool backward) {
     Problem q = p;
     q.dir = backward ? Dir::bwd : Dir::fwd_t;

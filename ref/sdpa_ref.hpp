@@ -16,10 +16,22 @@ struct RefOptions {
     /// and before the dV matmul; the scaled dS rounded to the io dtype before the dQ and dK
     /// matmuls (oneDNN's documented SDPA training graphs do this with TypeCast for bf16/f16).
     bool emulate_rounding = true;
+    /// The keep mask Z of a problem with dropout (core/dropout.hpp): the very mask the vendor
+    /// applied, never an independent draw. Required when p.dropout is set with p > 0 (the
+    /// reference throws std::invalid_argument without it); ignored otherwise.
+    const DropoutMask* dropout = nullptr;
+    /// Injected dropout bugs, for the fault-injecting backend only (backends/faulty/): P_d = Z o P
+    /// without the 1/(1-p) rescale; dS formed from the dropped P_d instead of P.
+    bool dropout_no_rescale = false, dropout_ds_from_dropped_p = false;
 };
 
-/// Default options for `p`: rounding emulation on for bf16/f16, off (a no-op) for f32.
-inline RefOptions default_ref_options(const Problem&) { return RefOptions{true}; }
+/// Default options for `p`: rounding emulation on for bf16/f16, off (a no-op) for f32; `mask`
+/// the dropout mask (RefOptions::dropout).
+inline RefOptions default_ref_options(const Problem&, const DropoutMask* mask = nullptr) {
+    RefOptions o;
+    o.dropout = mask;
+    return o;
+}
 
 /// Forward result, all f32 and unrounded.
 /// O [B,H_q,S_q,D_v]; stats [B,H_q,S_q,1] natural-log LSE of the masked, scaled scores
@@ -39,6 +51,9 @@ struct RefBackward {
     Tensor dQ, dK, dV, M_dQ, M_dK, M_dV;
 };
 
+/// With dropout (p > 0) O = P_d V with P_d = Z o P / (1 - p) (the quotient 1/(1-p) in f32 and
+/// P_d rounded to the io dtype under emulation, as oneDNN's Dropout then TypeCast), M_O = P_d |V|;
+/// stats stay those of the undropped softmax (core/dropout.hpp).
 /// Scores s_ij = op(float(sum_d Q_id K_jd), scale_tensor_value(p)) (+ bias_ij), the dot
 /// products summed in f32 over chunks of 32 terms and the chunks in f64 (as every product
 /// here: error analysis in ref/ref_kernels.hpp), the scale op and the bias add in f32 as the
@@ -49,8 +64,9 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
 /// Backward from in.Q, in.K, in.V, in.bias, in.O, in.dO and in.stats, with
 /// P_ij = exp(s_ij - stats_i) (0 for masked keys and for stats = +inf), D_i = sum_d dO_id O_id,
 /// dS = P o (dP - D), dQ = scale*dS*K, dK = scale*dS^T*Q, dV = P^T*dO (scale: the derivative
-/// of the scale op, i.e. v for mul and 1/v for div). Throws std::invalid_argument on
-/// inconsistent shapes.
+/// of the scale op, i.e. v for mul and 1/v for div). With dropout (p > 0): dV = P_d^T dO and
+/// dS = P o (Z o dP / (1 - p) - D) (core/dropout.hpp); M_dV = P_d^T |dO|. Throws
+/// std::invalid_argument on inconsistent shapes.
 RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
 
 }  // namespace sdpa

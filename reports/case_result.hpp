@@ -23,6 +23,14 @@ struct CaseInfo {
     std::string name;             ///< n=NAME or ""
 };
 
+/// What the dropout checks saw (cases with --dropout, C mode): the mask the reference was fed,
+/// the generator-free statistics on it, and every failed dropout rule (README: Dropout).
+struct DropoutReport {
+    std::string mask;                   ///< DropoutMask::describe() of that mask
+    MaskStatistics stats;               ///< core/dropout.hpp mask_statistics
+    std::vector<std::string> failures;  ///< failed rules (statistics, fwd/bwd mask, p = 0, seed)
+};
+
 /// The one result of one case, on every path (parse error, validation, skip, run, compare).
 struct CaseResult {
     std::size_t index = 0;      ///< 0-based position in the batch
@@ -37,6 +45,7 @@ struct CaseResult {
     std::int64_t flops = 0;            ///< core/flops.hpp flops() (0 for an invalid case)
     std::int64_t bytes = 0;            ///< core/flops.hpp bytes_moved()
     std::optional<PerfResult> perf;    ///< timings and rates (P and CP modes, when it ran)
+    std::optional<DropoutReport> dropout;  ///< cases with --dropout that were checked
 };
 
 /// Counts per status over a run.

@@ -23,9 +23,13 @@ enum class FaultKind {
     stats_strides_ignored,      ///< stats written densely ([B,H_q,S_q]) whatever the stats strides are
     do_strides_as_o,            ///< dO read with O's strides, whatever dO's strides are
     stride_gap_write,           ///< every output row also stores one element past its last column
+    dropout_one_mask,           ///< dropout: every (b, h) uses the mask of (0, 0) (a wrong per-head random index)
+    dropout_bwd_offset,         ///< dropout: the backward regenerates its mask from offset + 1
+    dropout_ds_dropped_p,       ///< dropout: dS = P_d o (Z o dP/(1-p) - D), the dropped P instead of P
+    dropout_no_rescale,         ///< dropout: P_d = Z o P, the 1/(1-p) rescale missing
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 13> kFaultNames{{
+inline constexpr std::array<EnumName<FaultKind>, 17> kFaultNames{{
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -39,6 +43,10 @@ inline constexpr std::array<EnumName<FaultKind>, 13> kFaultNames{{
     {FaultKind::stats_strides_ignored, "stats_strides_ignored"},
     {FaultKind::do_strides_as_o, "do_strides_as_o"},
     {FaultKind::stride_gap_write, "stride_gap_write"},
+    {FaultKind::dropout_one_mask, "dropout_one_mask"},
+    {FaultKind::dropout_bwd_offset, "dropout_bwd_offset"},
+    {FaultKind::dropout_ds_dropped_p, "dropout_ds_dropped_p"},
+    {FaultKind::dropout_no_rescale, "dropout_no_rescale"},
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 

@@ -91,6 +91,26 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
             out.dV = std::move(part.dV);
             return out;
         }
+        case FaultKind::dropout_one_mask:
+        case FaultKind::dropout_bwd_offset:
+        case FaultKind::dropout_ds_dropped_p:
+        case FaultKind::dropout_no_rescale: {
+            // The kernel's mask or formula is wrong; the mask it declares (ref_dropout_mask) is not.
+            RefOptions opt;
+            std::shared_ptr<const DropoutMask> mask = ref_dropout_mask(p);
+            if (kind == FaultKind::dropout_one_mask)
+                mask = remapped_dropout_mask(mask, [](i64, i64) { return std::pair<i64, i64>{0, 0}; },
+                        "the mask of (b,h) = (0,0) for every head");
+            if (kind == FaultKind::dropout_bwd_offset && p.dir == Dir::bwd && p.dropout) {
+                Problem q = p;
+                ++q.dropout->offset;
+                mask = ref_dropout_mask(q);
+            }
+            opt.dropout = mask.get();
+            opt.dropout_ds_from_dropped_p = kind == FaultKind::dropout_ds_dropped_p;
+            opt.dropout_no_rescale = kind == FaultKind::dropout_no_rescale;
+            return reference_as_vendor(p, in, opt);
+        }
         default: break;
     }
     // Faults applied to the correct outputs.
@@ -190,6 +210,8 @@ public:
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
         return reference_backend_host_items(p, threads);
     }
+    /// The reference's own generator: the mask the faulty kernel claims to apply.
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
         return make_reference_plan(p, in, faulty_kernel(kind_));
     }

@@ -34,6 +34,12 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 /// - stride_gap_write: after the outputs are written, each row (b,h,s) of every output also
 ///   stores 0 one element past its last column, at offset(b,h,s,D-1) + stride_d, where that
 ///   position is in a stride gap (an unmasked tail store; no-op for layouts without gaps).
+/// The dropout faults (no-ops without --dropout; the mask the backend declares is always the
+/// correct ref_dropout_mask, so the reference is exact and the outputs differ):
+/// - dropout_one_mask: every (b, h) applies the mask of (0, 0).
+/// - dropout_bwd_offset: the backward regenerates its mask with offset + 1 (forward correct).
+/// - dropout_ds_dropped_p: dS = P_d o (Z o dP / (1-p) - D) (backward only).
+/// - dropout_no_rescale: P_d = Z o P, without 1/(1-p), in the forward and the backward.
 std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
 
 /// "faulty:causal_off_by_one, faulty:..." for --help.

@@ -176,6 +176,15 @@ private:
                         static_cast<std::int64_t>(pt.lt.get_mem_size() / size_of(t.type)));
             }
             else if (port == Port::scale) bind_values(port, {scale_tensor_value(p_)});
+            else if (port == Port::dropout_seed || port == Port::dropout_offset || port == Port::dropout_p) {
+                // Host scalars: s64 seed and offset, f32 probability (oneDNN's Dropout op).
+                auto& b = buffers_[pt.lt.get_id()];
+                const Dropout& d = *p_.dropout;
+                const auto s64 = static_cast<std::int64_t>(port == Port::dropout_seed ? d.seed : d.offset);
+                b.resize(sizeof s64);
+                if (port == Port::dropout_p) std::memcpy(b.data(), &d.p, sizeof d.p);
+                else std::memcpy(b.data(), &s64, sizeof s64);
+            }
             else bind_values(port, mask_values(p_, in));
         }
         std::map<std::size_t, Port> output_ids;
@@ -194,7 +203,10 @@ private:
                 auto it = buffers_.find(lt.get_id());
                 if (it == buffers_.end())
                     throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer", i, lt.get_id()));
-                step.ins.emplace_back(lt, rt_.engine, it->second.data());
+                if (lt.get_property_type() == logical_tensor::property_type::host_scalar)
+                    step.ins.push_back(dnnl::graph::tensor::make_scalar_tensor(lt, it->second.data()));
+                else
+                    step.ins.emplace_back(lt, rt_.engine, it->second.data());
             }
             for (const auto& lt : outs) {
                 const logical_tensor q = step.cp.query_logical_tensor(lt.get_id());
@@ -247,6 +259,9 @@ public:
     }
 
     Conventions conventions() const override { return Conventions{0.0f}; }
+
+    /// oneDNN's own generator, replicated bit for bit (core/dropout.hpp onednn_dropout_mask).
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return onednn_dropout_mask(p); }
 
     /// Its strided copies of the inputs and guarded outputs (core/memory_estimate.hpp
     /// vendor_buffer_bytes), the explicit mask it builds (f32 on the host plus the graph tensor),

@@ -13,24 +13,33 @@ using dnnl::graph::logical_tensor;
 using dnnl::graph::op;
 using ldt = logical_tensor::data_type;
 
-ldt to_ldt(DType dt) {
+ldt to_ldt(ElemType dt) {
     switch (dt) {
-        case DType::f32: return ldt::f32;
-        case DType::bf16: return ldt::bf16;
-        case DType::f16: return ldt::f16;
+        case ElemType::f32: return ldt::f32;
+        case ElemType::bf16: return ldt::bf16;
+        case ElemType::f16: return ldt::f16;
+        case ElemType::s32: return ldt::s32;
+        case ElemType::u8: return ldt::u8;
+        case ElemType::s64: return ldt::s64;
     }
     return ldt::f32;
 }
 
-/// A strided logical tensor with the description's dims and strides (the geometry's for ports).
-logical_tensor to_lt(const GraphTensor& t) { return logical_tensor(t.id, to_ldt(t.dt), t.dims, t.strides); }
+/// A strided logical tensor with the description's dims and strides (the geometry's for ports);
+/// a rank-0 host scalar for the dropout scalars.
+logical_tensor to_lt(const GraphTensor& t) {
+    if (t.host_scalar)
+        return logical_tensor(t.id, to_ldt(t.dt), std::vector<std::int64_t>{}, logical_tensor::layout_type::strided,
+                logical_tensor::property_type::host_scalar);
+    return logical_tensor(t.id, to_ldt(t.dt), t.dims, t.strides);
+}
 
 /// The op kinds describe_sdpa_graph() uses.
 op::kind to_kind(std::string_view k) {
     static const std::pair<std::string_view, op::kind> table[] = {{"MatMul", op::kind::MatMul},
         {"Multiply", op::kind::Multiply}, {"Divide", op::kind::Divide}, {"Add", op::kind::Add},
         {"Subtract", op::kind::Subtract}, {"SoftMax", op::kind::SoftMax}, {"Exp", op::kind::Exp},
-        {"TypeCast", op::kind::TypeCast}, {"ReduceSum", op::kind::ReduceSum}};
+        {"TypeCast", op::kind::TypeCast}, {"ReduceSum", op::kind::ReduceSum}, {"Dropout", op::kind::Dropout}};
     for (const auto& [name, kind] : table)
         if (name == k) return kind;
     throw std::invalid_argument(fmt::format("oneDNN graph builder: no op kind '{}'", k));

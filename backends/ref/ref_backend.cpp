@@ -75,9 +75,14 @@ private:
 
 }  // namespace
 
-SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in) {
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt) {
     SdpaOutputs out;
-    const RefOptions opt{true};
+    opt.emulate_rounding = true;
+    std::shared_ptr<const DropoutMask> own;
+    if (p.dropout && !opt.dropout) {
+        own = ref_dropout_mask(p);
+        opt.dropout = own.get();
+    }
     if (p.dir == Dir::bwd) {
         RefBackward b = ref_backward(p, in, opt);
         out.dQ = rounded(std::move(b.dQ), p.dt);

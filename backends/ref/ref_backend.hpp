@@ -7,13 +7,15 @@
 #include "backends/backend.hpp"
 #include "backends/guarded_buffer.hpp"
 #include "core/geometry.hpp"
+#include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
 
 /// The outputs of p.dir as a vendor kernel would store them: ref_forward/ref_backward with
 /// rounding emulation, O/dQ/dK/dV rounded to the io dtype, stats f32. Shapes as SdpaOutputs.
-/// Shared by RefBackend and the fault-injecting backend.
-SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in);
+/// Shared by RefBackend and the fault-injecting backend. `opt` (rounding emulation forced on):
+/// with dropout and no opt.dropout, the mask is sdpabench's own generator (ref_dropout_mask).
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt = {});
 
 /// Host bytes of a backend that runs the reference as its kernel: its strided buffers (inputs and
 /// guarded outputs at their spans) and a second reference run (core/memory_estimate.hpp). Shared
@@ -53,6 +55,8 @@ public:
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
         return reference_backend_host_items(p, threads);
     }
+    /// sdpabench's own counter-based generator (core/dropout.hpp ref_dropout_mask).
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override;
 };
 
