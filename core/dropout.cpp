@@ -93,8 +93,8 @@ public:
         }
     }
     std::string describe() const override {
-        return fmt::format("oneDNN's Philox4x32-10 dropout ({}path), seed {}, offset {}",
-                d_.offset == 0 ? "legacy offset-0 " : "", d_.seed, d_.offset);
+        return fmt::format("oneDNN's Philox4x32-10 dropout{}, seed {}, offset {}",
+                d_.offset == 0 ? " (legacy offset-0 path)" : "", d_.seed, d_.offset);
     }
 
 private:

@@ -20,6 +20,7 @@ inline CaseInfo case_info(const Case& c) {
     i.dir = fmt::format("{}", c.prb.dir);
     i.dt = fmt::format("{}", c.prb.dt);
     i.mask = fmt::format("{}", c.prb.mask);
+    i.dropout = c.prb.dropout ? dropout_name(*c.prb.dropout) : "";
     i.prb = descriptor(c.prb.dims);
     i.name = c.prb.name;
     return i;

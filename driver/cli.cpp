@@ -44,7 +44,7 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
     app.add_flag("--cold-cache", o.timing.cold_cache,
                "P/CP: write a buffer of 2x the last-level cache before every timed run (not timed)")->group(g);
     app.add_option("--perf-template", perf_template,
-               "P/CP: perf line per timed case; fields %backend% %engine% %mode% %dir% %dt% %mask% %prb% %name% "
+               "P/CP: perf line per timed case; fields %backend% %engine% %mode% %dir% %dt% %mask% %dropout% %prb% %name% "
                "%idx% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %GBps% %mtime% %ctime%; "
                "modifiers on time/Gflops: - min, 0 median (also no modifier), + max; 'csv' = the default")
             ->capture_default_str()->group(g);

@@ -24,7 +24,7 @@ ordered_json tensor_json(const GraphTensor& t) {
     j["shape"] = t.dims;
     j["stride"] = t.strides;
     j["layout_type"] = "strided";
-    j["property_type"] = "undef";
+    j["property_type"] = t.host_scalar ? "host_scalar" : "undef";  // host_scalar: the Dropout scalars, shape []
     return j;
 }
 

@@ -13,7 +13,10 @@ namespace sdpa {
 /// The JSON text (2-space indent) of describe_sdpa_graph(p): "version", "engine_kind"
 /// ("cpu"), "fpmath_mode" ("strict"), "fpmath_mode_apply_to_int", "input_ports",
 /// "output_ports" and "graph" (ops with id, name, kind, attrs {type, value}, inputs/outputs
-/// {id, dtype, shape, stride, layout_type "strided", property_type "undef"}).
+/// {id, dtype, shape, stride, layout_type "strided", property_type "undef"}). With p.dropout,
+/// the Dropout ops and their seed and offset (s64) and probability (f32) inputs, shape [],
+/// stride [], property_type "host_scalar"; the values are not part of the file (an import
+/// chooses them, driver/onednn_json_import.hpp).
 std::string onednn_graph_json(const Problem& p);
 
 /// File name for case c: its name (or descriptor) plus the non-default knobs, with every

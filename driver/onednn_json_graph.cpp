@@ -48,6 +48,7 @@ RawTensor parse_tensor(const json& j, const std::string& what) {
     t.shape = get<dims_t>(j, "shape", w);
     if (j.contains("stride")) t.stride = get<dims_t>(j, "stride", w);
     t.layout = j.contains("layout_type") ? get<std::string>(j, "layout_type", w) : "strided";
+    t.property = j.contains("property_type") ? get<std::string>(j, "property_type", w) : "undef";
     return t;
 }
 
@@ -71,7 +72,9 @@ std::vector<RawOp> parse_ops(const json& root) {
         static const std::map<std::string, std::array<std::size_t, 4>> arity{{"MatMul", {2, 2, 1, 1}},
             {"Multiply", {2, 2, 1, 1}}, {"Divide", {2, 2, 1, 1}}, {"Add", {2, 2, 1, 1}}, {"Subtract", {2, 2, 1, 1}},
             {"SoftMax", {1, 1, 1, 2}}, {"Exp", {1, 1, 1, 1}}, {"TypeCast", {1, 1, 1, 1}}, {"ReduceSum", {1, 1, 1, 1}},
-            {"SoftMaxBackward", {2, 2, 1, 1}}, {"End", {1, 1, 0, 0}}};
+            {"SoftMaxBackward", {2, 2, 1, 1}}, {"End", {1, 1, 0, 0}},
+            // Dropout: src, seed, offset, probability -> dst [, mask] (the mask is UNIMPLEMENTED).
+            {"Dropout", {4, 4, 1, 2}}};
         const auto it = arity.find(op.kind);
         if (it == arity.end()) return;  // an unknown kind is UNIMPLEMENTED before matching
         const auto [in_lo, in_hi, out_lo, out_hi] = it->second;
@@ -141,7 +144,7 @@ std::optional<DType> float_dtype(const std::string& s) {
 
 bool known_kind(const std::string& k) {
     static const std::set<std::string> kinds{"MatMul", "Multiply", "Divide", "Add", "Subtract", "SoftMax", "Exp",
-        "TypeCast", "ReduceSum", "SoftMaxBackward", "End"};
+        "TypeCast", "ReduceSum", "SoftMaxBackward", "End", "Dropout"};
     return kinds.count(k) != 0;
 }
 

@@ -35,10 +35,11 @@ struct ImportError {
 /// Throws UNIMPLEMENTED (an SDPA graph sdpabench cannot express).
 [[noreturn]] inline void unimplemented(std::string msg) { throw ImportError{Status::unimplemented, std::move(msg)}; }
 
-/// One logical tensor as the file gives it.
+/// One logical tensor as the file gives it. `property` is its "property_type" ("undef" when
+/// absent; "host_scalar" for the rank-0 scalars of the Dropout ops, "constant", ...).
 struct RawTensor {
     std::size_t id = 0;
-    std::string dtype, layout;
+    std::string dtype, layout, property;
     dims_t shape, stride;
 };
 
@@ -78,6 +79,11 @@ public:
     }
     const std::vector<RawOp>& ops() const { return ops_; }
     bool is_input(const RawTensor& t) const { return !producer_.count(t.id); }
+    /// The op that produces t (nullptr for a graph input).
+    const RawOp* producer(const RawTensor& t) const {
+        const auto it = producer_.find(t.id);
+        return it == producer_.end() ? nullptr : &ops_[it->second];
+    }
     std::vector<const RawOp*> consumers(const RawTensor& t) const {
         std::vector<const RawOp*> v;
         if (const auto it = consumers_.find(t.id); it != consumers_.end())

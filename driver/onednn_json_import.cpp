@@ -25,7 +25,8 @@ std::string shape_str(const dims_t& d) { return fmt::format("[{}]", fmt::join(d,
 
 /// "Q", "mask", ...: a port as import errors name it.
 std::string_view port_name(GraphPort port) {
-    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV"};
+    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV",
+        "dropout seed", "dropout offset", "dropout probability"};
     return names[static_cast<std::size_t>(port)];
 }
 
@@ -58,8 +59,11 @@ std::optional<std::array<std::int64_t, 4>> file_strides(const RawTensor& t, cons
 }
 
 /// Derives the problem from the matched ports and checks every port against the graph
-/// sdpabench would build for it.
-Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
+/// sdpabench would build for it. A graph with Dropout ops gets p.dropout = `dropout`, or when
+/// that is empty {kImportDropoutP, seed, kImportDropoutOffset}; its seed, offset and
+/// probability tensors must have the dtypes of describe_sdpa_graph's (s64, s64, f32) and hold
+/// one value (shape [], benchdnn's [1] also read). Throws ImportError naming the tensor.
+Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std::optional<Dropout>& dropout) {
     const RawTensor& q = m.in.at(GraphPort::Q);
     const RawTensor& k = m.in.at(GraphPort::K);
     const RawTensor& v = m.in.at(GraphPort::V);
@@ -95,6 +99,8 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
     for (auto x : sc.shape) n *= x;
     if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
     p.scale = benchdnn_scale(p.scale_op, seed);
+    if (m.in.count(GraphPort::dropout_seed))
+        p.dropout = dropout.value_or(Dropout{kImportDropoutP, seed, kImportDropoutOffset});
 
     if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) {
         const RawTensor& mk = it->second;
@@ -157,7 +163,12 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed) {
     };
     for (const auto& [port, t] : m.in) {
         if (port == GraphPort::O && !want.inputs.count(port)) continue;
-        check(port, t, want.inputs.at(port), true);
+        const bool scalar = port == GraphPort::dropout_seed || port == GraphPort::dropout_offset ||
+                port == GraphPort::dropout_p;
+        check(port, t, want.inputs.at(port), !scalar);
+        if (scalar && !t.shape.empty() && t.shape != dims_t{1})
+            unimplemented(fmt::format("tensor {} ({}, property_type {}): shape {} is not one value (a host scalar of "
+                                      "shape [] or a [1] tensor)", t.id, port_name(port), t.property, shape_str(t.shape)));
     }
     for (const auto& [port, t] : m.out) check(port, t, want.outputs.at(port), check_outputs);
     for (const auto& [op, idx] : m.f32_typed)
@@ -233,7 +244,7 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
         const Match m = match(g);
         for (const RawOp& op : g.ops())
             if (!g.used(op)) invalid(fmt::format("{}: not part of the SDPA training pattern", op.where()));
-        Problem p = derive(m, rw.in_shapes.empty(), seed);
+        Problem p = derive(m, rw.in_shapes.empty(), seed, rw.dropout);
         if (rw.dt) {
             p.dt = *rw.dt;
             p.mask_dt.reset();

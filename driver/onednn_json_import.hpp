@@ -1,9 +1,19 @@
 // Reads oneDNN graph JSON files (benchdnn --graph --case=FILE.json, oneDNN's graph dump) and
 // turns an SDPA training graph into a Problem: the ops are put in topological order and
 // matched against the forward pattern (MatMul -> Multiply|Divide -> [Add mask] -> SoftMax
-// [+ stats] -> MatMul) or the backward pattern (recompute P = Exp(scores - stats), dV, dP,
-// D = ReduceSum(O * dO) or SoftMaxBackward, dS, scale, dQ, dK, with ReduceSum over the group
-// for the 5-D GQA form and optional TypeCasts).
+// [+ stats] -> [Dropout -> [TypeCast]] -> MatMul) or the backward pattern (recompute
+// P = Exp(scores - stats), [Dropout on P], dV, dP, [Dropout on dP], D = ReduceSum(O * dO) or
+// SoftMaxBackward, dS, scale, dQ, dK, with ReduceSum over the group for the 5-D GQA form and
+// optional TypeCasts).
+//
+// Dropout (oneDNN's Dropout op: src, seed s64, offset s64, probability f32, host scalars of
+// shape [] or benchdnn's [1] tensors; core/dropout.hpp has the semantics): the file carries no
+// values, so the importer chooses them. Unless the caller passes the case's --dropout
+// (GraphRewrites::dropout), the problem gets Dropout{kImportDropoutP, the case's --seed,
+// kImportDropoutOffset}: p = 0.1 is the attention dropout of the common training recipes (BERT's
+// attention_probs_dropout_prob, GPT-2's attn_pdrop), large enough that a wrong mask shows in every
+// row; offset 1 because offset 0 selects oneDNN's legacy generator path. The values follow from
+// --seed alone, so an imported case's repro needs no --dropout.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +39,18 @@ struct GraphRewrites {
     /// --mb: batch B of every tensor that has one (0 keeps the file's). A mask whose batch
     /// dim is 1 stays broadcast.
     std::int64_t mb = 0;
+    /// --dropout: the seed, offset and probability for the graph's Dropout ops; nullopt gives
+    /// {kImportDropoutP, the import's seed, kImportDropoutOffset}. Ignored for a graph without
+    /// Dropout ops (the graph, not the knob, says whether there is dropout).
+    std::optional<Dropout> dropout{};
 };
+
+/// The drop probability an imported graph's Dropout ops get when GraphRewrites::dropout is empty
+/// (the file holds no values; see the header comment for the choice).
+inline constexpr float kImportDropoutP = 0.1f;
+/// The generator offset an imported graph's Dropout ops get when GraphRewrites::dropout is empty
+/// (0 would select oneDNN's legacy generator path, core/dropout.hpp).
+inline constexpr std::uint64_t kImportDropoutOffset = 1;
 
 /// Result of an import: the problem (its strides those of the file's ports, canonical), or the
 /// status (INVALID_ARGUMENTS: malformed file, not
@@ -52,7 +73,8 @@ std::optional<std::string> check_in_shapes(std::string_view text);
 /// Imports JSON text; `file` names it in errors. Inputs that come from outside the pattern
 /// are filled as benchdnn fills them: the scale value is benchdnn_scale(op, seed); a mask whose S_q dim is 1 is a padding mask of zeros
 /// (MaskFill::zero), any other mask is causal with the last row fully masked
-/// (MaskFill::causal_last_row). The problem gets p.seed = seed and p.name = the file stem.
+/// (MaskFill::causal_last_row); Dropout ops get rw.dropout or {kImportDropoutP, seed,
+/// kImportDropoutOffset}. The problem gets p.seed = seed and p.name = the file stem.
 GraphImport import_onednn_json_text(std::string_view text, const std::string& file, const GraphRewrites& rw,
         std::uint64_t seed);
 

@@ -82,23 +82,81 @@ const RawOp* consumer_of_kind(const Graph& g, const RawTensor& t, std::initializ
 
 /// The other input of a binary op (the one that is not tensor `id`).
 const RawTensor& other_input(const RawOp& op, std::size_t id) { return op.ins[0].id == id ? op.ins[1] : op.ins[0]; }
-}  // namespace
 
-Match match(Graph& g) {
+/// The rule a misplaced Dropout breaks (core/sdpa_graph.hpp describe_sdpa_graph places them).
+constexpr const char* kDropoutPlaces =
+        "sdpabench's SDPA graphs drop out only P (the SoftMax output in the forward, the Exp output before the dV "
+        "MatMul in the backward) and dP (the dO*V^T MatMul output, before the subtraction of D)";
+
+/// True when Dropout `op` is at a place describe_sdpa_graph() can give one: on the first output
+/// of a SoftMax, on the output of an Exp, or on the output of a MatMul when the Dropout then
+/// feeds exactly one Subtract or SoftMaxBackward (dP before D). The walk in match() checks that
+/// these ops are the pattern's.
+bool dropout_in_place(const Graph& g, const RawOp& op) {
+    const RawOp* src = g.producer(op.ins[0]);
+    if (!src) return false;
+    if (src->kind == "SoftMax") return op.ins[0].id == src->outs[0].id;
+    if (src->kind == "Exp") return true;
+    if (src->kind != "MatMul") return false;
+    const auto c = g.consumers(op.outs[0]);
+    return c.size() == 1 && (c[0]->kind == "Subtract" || c[0]->kind == "SoftMaxBackward");
+}
+
+/// Fails UNIMPLEMENTED naming Dropout `op`, what it drops out, and kDropoutPlaces.
+[[noreturn]] void misplaced_dropout(const Graph& g, const RawOp& op) {
+    const RawOp* src = g.producer(op.ins[0]);
+    const std::string on = src ? fmt::format("the output {} of {}", op.ins[0].id, src->where())
+                               : fmt::format("graph input tensor {}", op.ins[0].id);
+    unimplemented(fmt::format("{}: a Dropout on {} is not supported: {}", op.where(), on, kDropoutPlaces));
+}
+
+/// Takes Dropout `op` (inputs src, seed, offset, probability) at a place the walk matched: no
+/// attributes, no mask output, seed, offset and probability graph inputs shared by every
+/// Dropout of the graph (the first one taken sets m.in[GraphPort::dropout_*]; their dtypes and
+/// shapes are checked against describe_sdpa_graph by the caller), an f32 output. Marks it used.
+/// Fails UNIMPLEMENTED naming the op and the tensor.
+void take_dropout(Graph& g, Match& m, const RawOp& op) {
+    allow_attrs(op, {});
+    if (op.outs.size() != 1)
+        unimplemented(fmt::format("{}: the mask output (tensor {}) of Dropout is not supported", op.where(), op.outs[1].id));
+    static constexpr std::pair<GraphPort, const char*> kScalars[] = {
+        {GraphPort::dropout_seed, "seed"}, {GraphPort::dropout_offset, "offset"}, {GraphPort::dropout_p, "probability"}};
+    for (std::size_t i = 0; i < 3; ++i) {
+        const auto& [port, what] = kScalars[i];
+        const RawTensor& t = op.ins[i + 1];
+        if (!g.is_input(t))
+            unimplemented(fmt::format("{}: its {} (tensor {}) is computed inside the graph (a graph input is needed)",
+                    op.where(), what, t.id));
+        const auto [it, first] = m.in.emplace(port, t);
+        if (!first && it->second.id != t.id)
+            unimplemented(fmt::format("{}: its {} is tensor {}, another Dropout's is tensor {} (sdpabench's Dropout ops "
+                                      "share one seed, offset and probability)", op.where(), what, t.id, it->second.id));
+    }
+    m.f32_typed.emplace_back(&op, 0);
+    g.use(op);
+}
+
+/// The walk behind match(): the pattern from the Q*K^T MatMul to the outputs.
+Match walk(Graph& g) {
     Match m;
     // 1. The QK^T MatMul: both inputs from outside, output scaled by a graph input.
     const RawOp* qk = nullptr;
     const RawOp* sc = nullptr;
+    const RawOp* qk_dropout = nullptr;  // a Dropout between Q*K^T and the scale, for the error
     for (const RawOp& op : g.ops()) {
         if (op.kind != "MatMul" || op.ins.size() != 2 || op.outs.size() != 1) continue;
         if (!g.is_input(op.ins[0]) || !g.is_input(op.ins[1])) continue;
         const auto cons = g.consumers(op.outs[0]);
+        if (cons.size() == 1 && cons[0]->kind == "Dropout" && !cons[0]->outs.empty())
+            for (const RawOp* c : g.consumers(cons[0]->outs[0]))
+                if (c->kind == "Multiply" || c->kind == "Divide") qk_dropout = cons[0];
         if (cons.size() != 1 || (cons[0]->kind != "Multiply" && cons[0]->kind != "Divide")) continue;
         if (cons[0]->ins.size() != 2 || !g.is_input(other_input(*cons[0], op.outs[0].id))) continue;
         qk = &op;
         sc = cons[0];
         break;
     }
+    if (!qk && qk_dropout) misplaced_dropout(g, *qk_dropout);
     if (!qk)
         invalid("not an SDPA training graph: no MatMul of two graph inputs whose output is multiplied or divided "
                 "by a graph input (the scale)");
@@ -106,6 +164,8 @@ Match match(Graph& g) {
         if (!known_kind(op.kind))
             unimplemented(fmt::format("{}: op kind {} is not part of the SDPA training patterns sdpabench reads", op.where(),
                     op.kind));
+    for (const RawOp& op : g.ops())
+        if (op.kind == "Dropout" && !dropout_in_place(g, op)) misplaced_dropout(g, op);
     check_matmul(*qk, false, true, "Q*K^T");
     g.use(*qk);
     m.in[GraphPort::Q] = qk->ins[0];
@@ -157,11 +217,27 @@ Match match(Graph& g) {
             if (!g.consumers(sm.outs[1]).empty())
                 unimplemented(fmt::format("{}: the stats output feeds other ops", sm.where()));
         }
-        m.io_typed.emplace_back(&sm, &sm.outs[0]);
-        const RawOp& pv = g.sole_consumer(sm.outs[0], sm, "P");
+        // P as the P*V MatMul reads it: the SoftMax output in the io dtype, or with dropout the
+        // f32 SoftMax output -> Dropout (f32) -> [TypeCast to the io dtype].
+        const RawTensor* p_in = &sm.outs[0];
+        const RawOp* after = &g.sole_consumer(sm.outs[0], sm, "P");
+        if (after->kind == "Dropout") {
+            take_dropout(g, m, *after);
+            m.f32_typed.emplace_back(&sm, 0);
+            p_in = &after->outs[0];
+            after = &g.sole_consumer(*p_in, *after, "dropped P");
+            if (after->kind == "TypeCast") {
+                allow_attrs(*after, {});
+                g.use(*after);
+                p_in = &after->outs[0];
+                after = &g.sole_consumer(*p_in, *after, "dropped P in the io dtype");
+            }
+        }
+        const RawOp& pv = *after;
         check_matmul(pv, false, false, "P*V");
-        if (pv.ins[0].id != sm.outs[0].id || !g.is_input(pv.ins[1]))
+        if (pv.ins[0].id != p_in->id || !g.is_input(pv.ins[1]))
             invalid(fmt::format("{}: expected P times a graph input (V)", pv.where()));
+        m.io_typed.emplace_back(&pv, &pv.ins[0]);
         g.use(pv);
         m.in[GraphPort::V] = pv.ins[1];
         m.out[GraphPort::O] = pv.outs[0];
@@ -185,8 +261,14 @@ Match match(Graph& g) {
     g.use(ex);
     m.f32_typed.emplace_back(&ex, 0);
     const RawTensor& p32 = ex.outs[0];
+    // P as the dV MatMul reads it: [Dropout (f32)] -> [TypeCast to the io dtype].
     const RawTensor* p_io = &p32;
-    if (const RawOp* tc = consumer_of_kind(g, p32, {"TypeCast"})) {
+    const RawOp* drop_p = consumer_of_kind(g, p32, {"Dropout"});
+    if (drop_p) {
+        take_dropout(g, m, *drop_p);
+        p_io = &drop_p->outs[0];
+    }
+    if (const RawOp* tc = consumer_of_kind(g, *p_io, {"TypeCast"})) {
         allow_attrs(*tc, {});
         g.use(*tc);
         p_io = &tc->outs[0];
@@ -216,18 +298,38 @@ Match match(Graph& g) {
     g.use(*dp);
     m.in[GraphPort::V] = dp->ins[1];
     m.f32_typed.emplace_back(dp, 0);
-    // dS = P * (dP - rowsum(O * dO)), or SoftMaxBackward(dP, P).
-    const RawOp& after_dp = g.sole_consumer(dp->outs[0], *dp, "dP");
+    // With dropout, dP is dropped out (Z o dP / (1-p)) before D is subtracted.
+    const RawTensor* dp_t = &dp->outs[0];
+    const RawOp* drop_dp = &g.sole_consumer(*dp_t, *dp, "dP");
+    if (drop_dp->kind == "Dropout") {
+        take_dropout(g, m, *drop_dp);
+        dp_t = &drop_dp->outs[0];
+    } else {
+        drop_dp = nullptr;
+    }
+    if (drop_p && !drop_dp)
+        unimplemented(fmt::format("{}: the backward drops out P but not dP ({} feeds {}); sdpabench's backward with "
+                                  "dropout has a Dropout on both", drop_p->where(), dp->where(),
+                g.sole_consumer(*dp_t, *dp, "dP").where()));
+    if (drop_dp && !drop_p)
+        unimplemented(fmt::format("{}: the backward drops out dP but not P ({} feeds no Dropout); sdpabench's backward "
+                                  "with dropout has a Dropout on both", drop_dp->where(), ex.where()));
+    // dS = P * (dP - rowsum(O * dO)), or SoftMaxBackward(dP, P), with the undropped P.
+    const RawOp& after_dp = g.sole_consumer(*dp_t, drop_dp ? *drop_dp : *dp, drop_dp ? "dropped dP" : "dP");
     const RawOp* ds_op = nullptr;
     if (after_dp.kind == "SoftMaxBackward") {
         allow_attrs(after_dp, {"axis"});
-        if (after_dp.ins.size() != 2 || (after_dp.ins[1].id != p_io->id && after_dp.ins[1].id != p32.id))
-            invalid(fmt::format("{}: expected SoftMaxBackward(dP, P)", after_dp.where()));
+        if (after_dp.ins.size() != 2 || after_dp.ins[0].id != dp_t->id ||
+                (after_dp.ins[1].id != p32.id && (drop_p || after_dp.ins[1].id != p_io->id)))
+            invalid(fmt::format("{}: expected SoftMaxBackward(dP, P){}", after_dp.where(),
+                    drop_p ? fmt::format(" with the dropped dP (tensor {}) and the undropped P (tensor {})", dp_t->id,
+                                     p32.id)
+                           : ""));
         ds_op = &after_dp;
     } else {
         if (after_dp.kind != "Subtract") invalid(fmt::format("{}: expected dP - D (Subtract) here", after_dp.where()));
         check_binary(after_dp);
-        const RawTensor& dsum = other_input(after_dp, dp->outs[0].id);
+        const RawTensor& dsum = other_input(after_dp, dp_t->id);
         const RawOp* red = nullptr;
         for (const RawOp& op : g.ops())
             for (const auto& t : op.outs)
@@ -300,4 +402,16 @@ Match match(Graph& g) {
     }
     return m;
 }
+
+}  // namespace
+
+Match match(Graph& g) {
+    Match m = walk(g);
+    // A Dropout at an accepted kind of place that the walk did not take (e.g. on an Exp that is
+    // not the backward's P) is still one sdpabench's graphs do not have.
+    for (const RawOp& op : g.ops())
+        if (op.kind == "Dropout" && !g.used(op)) misplaced_dropout(g, op);
+    return m;
+}
+
 }  // namespace sdpa::graph_json

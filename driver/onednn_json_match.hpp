@@ -6,7 +6,9 @@
 
 namespace sdpa::graph_json {
 
-/// What the match found: the tensors at the pattern's ports and facts about the graph.
+/// What the match found: the tensors at the pattern's ports and facts about the graph. With
+/// Dropout ops, `in` holds the shared seed, offset and probability tensors at
+/// GraphPort::dropout_seed, dropout_offset and dropout_p (one value each, checked by the caller).
 struct Match {
     Dir dir = Dir::fwd_t;
     ScaleOp scale_op = ScaleOp::mul;
@@ -16,7 +18,12 @@ struct Match {
 };
 
 /// Matches the forward or backward SDPA training pattern, marking the ops it uses in `g`.
-/// Throws ImportError naming the op (id, kind, name) that broke the match.
+/// Dropout ops are accepted where describe_sdpa_graph() puts them: forward on the SoftMax output
+/// P (then an optional TypeCast to the io dtype before the P*V MatMul); backward on P = Exp(...)
+/// before the [TypeCast and] dV MatMul and on dP (the dO*V^T MatMul output) before the
+/// subtraction of D, both or neither, all three sharing one seed, offset and probability tensor.
+/// Throws ImportError naming the op (id, kind, name) that broke the match: UNIMPLEMENTED for a
+/// Dropout anywhere else, with attributes or a mask output, or computed scalars.
 Match match(Graph& g);
 
 }  // namespace sdpa::graph_json

@@ -97,6 +97,16 @@ DropoutReport dropout_report(const Problem& p, const DropoutMask& m) {
     return d;
 }
 
+/// The -v line of a dropout report.
+std::string dropout_note(const DropoutReport& d) {
+    const MaskStatistics& s = d.stats;
+    if (s.heads == 0) return fmt::format("dropout: {} (p = 0: no mask statistics)", d.mask);
+    return fmt::format("dropout: {}; {} heads: keep-rate p-value {:.3g} (worst head keeps {:.4f}), neighbour-pair "
+                       "p-value {:.3g}, threshold {:.3g}, {}", d.mask, s.heads, s.min_p_keep, s.keep_rate_worst,
+            s.min_p_pairs, s.threshold,
+            s.distinct_checked ? fmt::format("{} identical heads", s.identical_heads) : "heads too small to compare");
+}
+
 /// The first element where two runs' outputs differ bitwise, as "O at (b,h,i,d): X vs Y"; nullopt
 /// when every output is bitwise equal.
 std::optional<std::string> first_bitwise_difference(const SdpaOutputs& a, const SdpaOutputs& b) {
@@ -176,6 +186,7 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     r.checks = check_outputs(pf, fo, &rf, nullptr, backend.conventions());
     if (fmask) {
         r.dropout = dropout_report(pf, *fmask);
+        r.notes.push_back(dropout_note(*r.dropout));
         if (auto diff = first_mask_difference(p, *fmask, "forward", *bmask, "backward"))
             r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
     }
@@ -240,6 +251,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     const RefOptions opt = default_ref_options(p, mask.get());
     if (mask) {
         r.dropout = dropout_report(p, *mask);
+        r.notes.push_back(dropout_note(*r.dropout));
         dropout_rerun_checks(p, backend, in, out, *mask, *r.dropout);
     }
     if (p.dir == Dir::bwd) {

@@ -21,6 +21,7 @@ struct CaseInfo {
     std::string dir, dt, mask;    ///< knob spellings, e.g. "bwd", "bf16", "causal_tl"
     std::string prb;              ///< descriptor without the name, e.g. "b1hq32hkv8sq4096d128"
     std::string name;             ///< n=NAME or ""
+    std::string dropout;          ///< --dropout spelling "P:SEED:OFFSET", "" without dropout
 };
 
 /// What the dropout checks saw (cases with --dropout, C mode): the mask the reference was fed,

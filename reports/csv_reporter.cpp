@@ -14,7 +14,8 @@ namespace sdpa {
 
 std::string csv_header() {
     return "idx,status,reason,repro,backend,engine,mode,dir,dt,mask,prb,name,case_ms,flops,bytes,runs,min_ms,"
-           "median_ms,mean_ms,max_ms,compile_ms,gflops,gflops_best,gbytes_per_s,worst_output,worst_ratio";
+           "median_ms,mean_ms,max_ms,compile_ms,gflops,gflops_best,gbytes_per_s,worst_output,worst_ratio,dropout,"
+           "dropout_keep_p_value,dropout_pairs_p_value";
 }
 
 std::string csv_row(const CaseResult& r) {
@@ -36,6 +37,10 @@ std::string csv_row(const CaseResult& r) {
         if (!worst || !(c.worst_ratio <= worst->worst_ratio)) worst = &c;  // NaN ratios win
     f.push_back(worst ? fmt::format("{}", worst->output) : "");
     f.push_back(worst ? fmt::format("{}", worst->worst_ratio) : "");
+    f.push_back(i.dropout);
+    const bool stats = r.dropout && r.dropout->stats.heads > 0;
+    f.push_back(stats ? fmt::format("{}", r.dropout->stats.min_p_keep) : "");
+    f.push_back(stats ? fmt::format("{}", r.dropout->stats.min_p_pairs) : "");
     std::string line;
     for (std::size_t k = 0; k < f.size(); ++k) {
         if (k) line += ',';

@@ -37,6 +37,7 @@ nlohmann::json json_record(const CaseResult& r) {
     j["dir"] = r.info.dir;
     j["dt"] = r.info.dt;
     j["mask"] = r.info.mask;
+    j["dropout"] = r.info.dropout.empty() ? json(nullptr) : json(r.info.dropout);
     j["prb"] = r.info.prb;
     j["name"] = r.info.name;
     put_number(j, "case_ms", r.ms);
@@ -77,6 +78,25 @@ nlohmann::json json_record(const CaseResult& r) {
         j["perf"] = std::move(t);
     } else {
         j["perf"] = nullptr;
+    }
+    if (r.dropout) {
+        // The mask the reference was fed and the generator-free checks on it (core/dropout.hpp).
+        const MaskStatistics& s = r.dropout->stats;
+        json d{{"mask", r.dropout->mask}, {"failures", r.dropout->failures}};
+        if (s.heads > 0) {
+            d["heads"] = s.heads;
+            d["threshold"] = s.threshold;
+            d["keep_p_value"] = s.min_p_keep;
+            d["keep_rate_worst"] = s.keep_rate_worst;
+            d["keep_worst_head"] = {s.worst_b, s.worst_h};
+            d["pairs_p_value"] = s.min_p_pairs;
+            d["pairs_rate_worst"] = s.pairs_rate_worst;
+            d["identical_heads"] = s.identical_heads;
+            d["distinct_checked"] = s.distinct_checked;
+        }
+        j["dropout_checks"] = std::move(d);
+    } else {
+        j["dropout_checks"] = nullptr;
     }
     j["notes"] = r.notes;
     return j;

@@ -13,8 +13,8 @@ struct FieldSpec {
     std::string_view name;
     bool takes_modifier;
 };
-constexpr std::array<FieldSpec, 19> kFields{{{"backend", false}, {"engine", false}, {"mode", false},
-    {"dir", false}, {"dt", false}, {"mask", false}, {"prb", false}, {"name", false}, {"idx", false},
+constexpr std::array<FieldSpec, 20> kFields{{{"backend", false}, {"engine", false}, {"mode", false},
+    {"dir", false}, {"dt", false}, {"mask", false}, {"dropout", false}, {"prb", false}, {"name", false}, {"idx", false},
     {"status", false}, {"repro", false}, {"flops", false}, {"bytes", false}, {"runs", false},
     {"time", true}, {"Gflops", true}, {"GBps", false}, {"mtime", false}, {"ctime", false}}};
 
@@ -43,6 +43,7 @@ std::string field_value(const PerfField& f, const CaseResult& r) {
     if (f.name == "dir") return i.dir;
     if (f.name == "dt") return i.dt;
     if (f.name == "mask") return i.mask;
+    if (f.name == "dropout") return i.dropout;
     if (f.name == "prb") return i.prb;
     if (f.name == "name") return i.name;
     if (f.name == "idx") return fmt::format("{}", r.index);

@@ -18,6 +18,7 @@
 #include "backends/cudnn/cudnn_mapping.hpp"
 #include "backends/guarded_buffer.hpp"
 #include "backends/strided_buffer.hpp"
+#include "core/memory_estimate.hpp"
 
 // The frontend's dynamic loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves every cuDNN
 // symbol from this handle, which the application owns.
@@ -161,10 +162,14 @@ struct Runtime {
     }
 };
 
-/// One cuDNN graph with its plan, guarded device outputs and bound inputs.
+/// One cuDNN graph with its plan, guarded device outputs and bound inputs. `mask`: the keep mask
+/// the backend declares for p (Backend::dropout_mask; null without dropout), materialised as the
+/// graph's dropout mask tensor.
 class CudnnPlan final : public Plan {
 public:
-    CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt) : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)) {
+    CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt, std::shared_ptr<const DropoutMask> mask)
+        : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
+        if (desc_.dropout && !mask_) throw BackendError(Status::failed, "cuDNN: a dropout graph without a mask");
         const auto t0 = std::chrono::steady_clock::now();
         build_graph();
         bind(in);
@@ -249,6 +254,16 @@ private:
                                               .set_dim(vec(d.geom.dims))
                                               .set_stride(vec(d.geom.strides))
                                               .set_data_type(fe_type(d.geom.type)));
+        // By-value scalars (the dropout scales): a host pointer in the variant pack at execute(),
+        // Tensor_attributes::set_is_pass_by_value(true) (graph_properties.h).
+        for (const cudnn::ScalarDesc& d : desc_.scalars)
+            t[d.uid] = graph_->tensor(Tensor_attributes()
+                                              .set_name(d.name)
+                                              .set_uid(static_cast<std::int64_t>(d.uid))
+                                              .set_dim(vec(d.dims))
+                                              .set_stride(vec(d.strides))
+                                              .set_is_pass_by_value(true)
+                                              .set_data_type(fe_type(d.type)));
         auto mark_output = [&](std::shared_ptr<Tensor_attributes>& x, Uid uid) {
             const TensorDesc* d = desc_.find(uid);
             x->set_output(true)
@@ -271,12 +286,16 @@ private:
         if (!desc_.backward) {
             auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats);
             common(a);
+            // graph_properties.h SDPA_attributes::set_dropout(mask, scale): caller-supplied mask mode.
+            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale]);
             auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
             mark_output(O, Uid::O);
             if (desc_.generate_stats) mark_output(stats, Uid::stats);
         } else {
             auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
             common(a);
+            // graph_properties.h SDPA_backward_attributes::set_dropout(mask, scale, scale_inv).
+            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
             if (desc_.deterministic) a.set_deterministic_algorithm(true);
             auto [dQ, dK, dV] = graph_->sdpa_backward(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], a);
             mark_output(dQ, Uid::dQ);
@@ -295,6 +314,15 @@ private:
         if (graph_->get_plan_name(plan).is_good()) notes_.push_back(fmt::format("cuDNN plan: {}", plan));
         notes_.push_back(fmt::format("cuDNN {}: workspace {} bytes{}", desc_.backward ? "sdpa_backward" : "sdpa", ws,
                 desc_.deterministic ? ", deterministic" : ""));
+        if (desc_.dropout) {
+            const TensorGeom& m = desc_.find(Uid::dropout_mask)->geom;
+            notes_.push_back(fmt::format("cuDNN dropout: caller-supplied mask {} [{},{},{},{}] ({} bytes on the device, "
+                    "read by the kernel and so inside the timings), scale {}{}; mask: {}", m.type, m.dims[0], m.dims[1],
+                    m.dims[2], m.dims[3],
+                    static_cast<std::size_t>(m.span()) * size_of(m.type), desc_.find_scalar(Uid::dropout_scale)->value,
+                    desc_.backward ? fmt::format(", scale_inv {}", desc_.find_scalar(Uid::dropout_scale_inv)->value) : "",
+                    mask_->describe()));
+        }
     }
 
     void bind(const SdpaInputs& in) {
@@ -312,10 +340,14 @@ private:
                 std::vector<std::byte> bytes(lens.size() * sizeof(std::int32_t));
                 std::memcpy(bytes.data(), lens.data(), bytes.size());
                 upload_input(d.uid, bytes);
+            } else if (d.uid == Uid::dropout_mask) {
+                upload_input(d.uid, cudnn::dropout_mask_bytes(d.geom, *mask_));  // Z of the declared mask
             } else {
                 upload_input(d.uid, pack_input(d.geom, *in.of(d.geom.role)));
             }
         }
+        // By-value scalars: pointers to the host floats in desc_, which lives (unchanged) as long as the plan.
+        for (cudnn::ScalarDesc& s : desc_.scalars) pack_[static_cast<std::int64_t>(s.uid)] = &s.value;
         for (const TensorDesc& d : desc_.outputs) {
             GuardedOut o{d, GuardedBuffer(d.geom), DeviceMem()};
             o.dev = DeviceMem(o.host.raw().size());
@@ -328,6 +360,7 @@ private:
     Problem p_;
     Runtime& rt_;
     GraphDesc desc_;
+    std::shared_ptr<const DropoutMask> mask_;
     std::shared_ptr<fe::graph::Graph> graph_;
     std::vector<DeviceMem> inputs_;
     std::map<Uid, GuardedOut> outputs_;
@@ -360,6 +393,22 @@ public:
                 CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? d.name : d.reason);
     }
 
+    /// The mask the plan feeds cuDNN (caller-supplied-mask mode, cudnn_mapping.cpp): sdpabench's own
+    /// generator, so the reference gets the exact mask without knowing cuDNN's Philox.
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
+
+    /// Host bytes of a plan: its host copies of the strided inputs (staged for the upload) and of
+    /// the guarded outputs (core/memory_estimate.hpp vendor_buffer_bytes), and with dropout the
+    /// mask tensor staged for its upload (dropout_mask_geom: [B,H_q,S_q,S_kv] in the io dtype).
+    /// fwd_bwd builds its two plans one after the other, so the larger (bwd) counts.
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned) const override {
+        std::vector<MemoryItem> items{{"cuDNN host staging of the strided inputs and guarded outputs", vendor_buffer_bytes(p)}};
+        if (const auto m = cudnn::dropout_mask_geom(p))
+            items.push_back({"cuDNN dropout mask staged on the host ([B,H_q,S_q,S_kv], io dtype)",
+                static_cast<double>(m->span()) * static_cast<double>(size_of(m->type))});
+        return items;
+    }
+
     std::optional<Unsupported> support(const Problem& p) const override {
         if (const DeviceInfo& d = device_info(); !d.ok) return Unsupported{Status::skipped, d.reason};
         if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
@@ -370,7 +419,7 @@ public:
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
         try {
             if (!rt_) rt_ = std::make_unique<Runtime>();
-            return std::make_unique<CudnnPlan>(p, in, *rt_);
+            return std::make_unique<CudnnPlan>(p, in, *rt_, p.dropout ? dropout_mask(p) : nullptr);
         } catch (const BackendError&) {
             throw;
         } catch (const std::exception& e) {

@@ -1,8 +1,46 @@
 #include "backends/cudnn/cudnn_mapping.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+// Dropout, in cuDNN's caller-supplied-mask mode. The facts used here, all from the cuDNN frontend
+// 1.19.1 headers unless a sample is named:
+// - graph_properties.h: SDPA_attributes::set_dropout(mask, scale) fills the inputs Dropout_mask and
+//   Dropout_scale; SDPA_backward_attributes::set_dropout(mask, scale, scale_inv) fills
+//   Dropout_mask, Dropout_scale and Dropout_scale_inv. Both are user tensors (graph->tensor(...)).
+// - node/scaled_dot_product_flash_attention.h, forward (CompositeSDPANode): after the softmax,
+//   whose Stats output is therefore the log-sum-exp of the undropped scores, P is multiplied by
+//   Dropout_scale ("dropout_scale_mul") and then by Dropout_mask ("dropout_mask_mul"), both
+//   pointwise MUL: P_d = Z o P * scale, so scale = 1/(1-p) gives sdpabench's P_d.
+// - the same file, backward (CompositeSDPABackwardNode): P * Dropout_mask * Dropout_scale before
+//   the dV matmul ("mul_p_dropout_mask", "mul_p_dropout_scale"); dP * Dropout_mask
+//   ("dP_dropout_mask"); softmax_sum = rowsum(dO o O) * Dropout_scale_inv ("scale_dropout_inv");
+//   dS = (Z o dP - softmax_sum) o P * Dropout_scale ("mul_dS_dropout_scale"). With scale = 1/(1-p)
+//   and scale_inv = 1-p that is dS = P o (Z o dP/(1-p) - D), sdpabench's semantics. The
+//   probability mode of the same node sets exactly these two values (1.0f / (1.0f - p) and
+//   1.0f - p, FLOAT by-value scalars), which is where scale_inv = 1-p comes from.
+// - The frontend's sample fp16_fwd_with_custom_dropout.cpp (the only caller-supplied-mask example
+//   NVIDIA ships): mask dims {b, h_q, s_q, s_kv}, dense strides {h_q*s_q*s_kv, s_q*s_kv, s_kv, 1},
+//   data type BFLOAT16 = the graph's io type; scale dims and strides {1,1,1,1}, FLOAT,
+//   set_is_pass_by_value(true), the variant pack holding a host float pointer. No NVIDIA sample or
+//   test uses a UINT8 or BOOLEAN mask, so the mask here is the io dtype (2 bytes per score, not
+//   the 1 byte of core/geometry.hpp's u8 dropout_mask slot). The sample skips Blackwell
+//   ("Providing a custom dropout is not supported on blackwell").
+// - node/sdpa_support_surface.h: with any dropout the forward rejects the bottom-right alignment
+//   ("Bottom right causal mask is only supported with ... is_dropout=False") and a left bound
+//   ("Left and right bounds are only supported with is_dropout=False ..."); the backward checks
+//   the same in scaled_dot_product_flash_attention.h. So causal_br and window cases with dropout
+//   come back from cuDNN's validate() as UNIMPLEMENTED with that message. The UNIFIED
+//   implementation takes only Q, K, V, Attn_scale (and seq lens, page tables, block mask) as
+//   inputs, so a dropout forward is always the COMPOSITE node.
+//
+// Long term, cuDNN's Philox mode (set_dropout(probability, seed, offset)) is the better path for
+// performance: no [B, H_q, S_q, S_kv] mask in device memory and no mask reads in either kernel
+// (the mask mode's timings include them). It needs the reference to know cuDNN's generator bit
+// for bit, which cuDNN does not document; its RNG_DUMP output (set_rng_dump, "for debugging
+// purposes only", rejected on SM 10.x by sdpa_support_surface.h) could read the mask back instead.
 
 namespace sdpa::cudnn {
 
@@ -11,6 +49,51 @@ const TensorDesc* GraphDesc::find(Uid uid) const {
         for (const auto& t : *list)
             if (t.uid == uid) return &t;
     return nullptr;
+}
+
+const ScalarDesc* GraphDesc::find_scalar(Uid uid) const {
+    for (const auto& s : scalars)
+        if (s.uid == uid) return &s;
+    return nullptr;
+}
+
+std::optional<TensorGeom> dropout_mask_geom(const Problem& p) {
+    if (!p.dropout) return std::nullopt;
+    const Geometry geo = geometry(p);
+    // The geometry's dropout_mask slot when it has one, else the scores role (the same
+    // [B, H_q, S_q, S_kv], dense bhsd: --strides cannot touch either).
+    TensorGeom t = geo.has(Role::dropout_mask) ? geo.at(Role::dropout_mask) : geo.at(Role::scores);
+    t.role = Role::dropout_mask;
+    t.type = elem_type(p.dt);  // the io dtype, as in NVIDIA's sample (see above)
+    t.input = true;
+    t.output = false;
+    return t;
+}
+
+std::vector<std::byte> dropout_mask_bytes(const TensorGeom& t, const DropoutMask& m) {
+    const std::size_t es = size_of(t.type);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(t.span()) * es);  // zero bits: 0 in every type
+    std::byte one[8] = {};
+    if (const auto ft = float_type(t.type)) {
+        const float v = 1.f;
+        encode(*ft, &v, one, 1);
+    } else {
+        one[0] = std::byte{1};  // u8 / s32 / s64: little-endian 1
+    }
+    const std::int64_t rows = t.dims[0] * t.dims[1] * t.dims[2], n = t.dims[3];
+#pragma omp parallel
+    {
+        std::vector<std::uint8_t> keep(static_cast<std::size_t>(n));
+#pragma omp for schedule(static)
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t b = r / (t.dims[1] * t.dims[2]), h = r / t.dims[2] % t.dims[1], i = r % t.dims[2];
+            m.keep_row(b, h, i, 0, n, keep.data());
+            for (std::int64_t j = 0; j < n; ++j)
+                if (keep[static_cast<std::size_t>(j)])
+                    std::memcpy(bytes.data() + static_cast<std::size_t>(t.offset(b, h, i, j)) * es, one, es);
+        }
+    }
+    return bytes;
 }
 
 GraphDesc describe_graph(const Problem& p) {
@@ -35,6 +118,17 @@ GraphDesc describe_graph(const Problem& p) {
         }
         g.inputs.push_back(tensor(Uid::seq_len_q, Role::seq_len_q));
         g.inputs.push_back(tensor(Uid::seq_len_kv, Role::seq_len_kv));
+    }
+    if (const auto mask = dropout_mask_geom(p)) {
+        // Scale and scale_inv are computed in float, as the frontend's own probability mode does.
+        const float keep = 1.0f - p.dropout->p;
+        g.dropout = true;
+        g.inputs.push_back(TensorDesc{Uid::dropout_mask, "dropout_mask", *mask});
+        g.scalars.push_back(ScalarDesc{Uid::dropout_scale, "dropout_scale", ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1},
+                1.0f / keep});
+        if (g.backward)
+            g.scalars.push_back(ScalarDesc{Uid::dropout_scale_inv, "dropout_scale_inv", ElemType::f32, {1, 1, 1, 1},
+                    {1, 1, 1, 1}, keep});
     }
     if (g.backward) {
         g.inputs.push_back(tensor(Uid::O, Role::O));

@@ -5,18 +5,23 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/dropout.hpp"
 #include "core/geometry.hpp"
 #include "core/problem.hpp"
 
 namespace sdpa::cudnn {
 
 /// Fixed tensor uids of the variant pack (stable across graphs, used by the executor).
-enum class Uid : std::int64_t { Q = 1, K, V, O, stats, dO, dQ, dK, dV, bias, seq_len_q, seq_len_kv };
+enum class Uid : std::int64_t {
+    Q = 1, K, V, O, stats, dO, dQ, dK, dV, bias, seq_len_q, seq_len_kv,
+    dropout_mask, dropout_scale, dropout_scale_inv
+};
 
 /// One tensor as cuDNN sees it: its geometry role (4-D dims and strides in elements in cuDNN's
 /// [B,H,S,D] order for every tensor, the layout living in the strides only; element type, s32
@@ -27,17 +32,35 @@ struct TensorDesc {
     TensorGeom geom;
 };
 
+/// A scalar the variant pack passes by value (a host pointer at execute(), not a device buffer):
+/// the frontend's Tensor_attributes::set_is_pass_by_value(true) with these dims, strides and type.
+struct ScalarDesc {
+    Uid uid = Uid::dropout_scale;
+    std::string name;
+    ElemType type = ElemType::f32;
+    std::array<std::int64_t, 4> dims{1, 1, 1, 1};
+    std::array<std::int64_t, 4> strides{1, 1, 1, 1};
+    float value = 0.f;  ///< what the host pointer points at (type f32)
+};
+
 /// cuDNN's diagonal alignment of the causal / sliding-window band.
 enum class Alignment { top_left, bottom_right };
 
 /// Everything the graph of one direction needs. fwd (fwd_i / fwd_t): inputs Q, K, V [, bias,
-/// seq lens], outputs O [, stats]; bwd: inputs Q, K, V, O, dO, stats [, bias, seq lens],
-/// outputs dQ, dK, dV.
+/// seq lens, dropout mask], outputs O [, stats]; bwd: inputs Q, K, V [, bias, seq lens, dropout
+/// mask], O, dO, stats, outputs dQ, dK, dV; with dropout the by-value scalars dropout_scale
+/// [, dropout_scale_inv (bwd)].
 struct GraphDesc {
     bool backward = false;
     bool generate_stats = false;   ///< fwd_t: SDPA_attributes::set_generate_stats(true)
     float attn_scale = 1.f;        ///< multiplies QK^T (1/v for --scale-op=div)
     std::vector<TensorDesc> inputs, outputs;
+    /// Dropout in cuDNN's caller-supplied-mask mode (p.dropout set, p = 0 included): the input
+    /// Uid::dropout_mask (Z, dropout_mask_geom) and the scalars Uid::dropout_scale = 1/(1-p) and,
+    /// backward only, Uid::dropout_scale_inv = 1-p, given to SDPA_attributes::set_dropout(mask,
+    /// scale) / SDPA_backward_attributes::set_dropout(mask, scale, scale_inv).
+    bool dropout = false;
+    std::vector<ScalarDesc> scalars;
     std::optional<Alignment> alignment;           ///< set with a causal or window mask
     std::optional<std::int64_t> left_bound;       ///< cuDNN's left bound: keys j > i' - left_bound
     std::optional<std::int64_t> right_bound;      ///< keys j <= i' + right_bound
@@ -47,6 +70,8 @@ struct GraphDesc {
 
     /// The tensor with `uid` among inputs and outputs, or nullptr.
     const TensorDesc* find(Uid uid) const;
+    /// The by-value scalar with `uid`, or nullptr.
+    const ScalarDesc* find_scalar(Uid uid) const;
 };
 
 /// The cuDNN graph for problem `p` (p.dir must be fwd_i, fwd_t or bwd; fwd_bwd is chained by the
@@ -54,11 +79,27 @@ struct GraphDesc {
 /// bias has bias_dims(p) for every --mask-shape, stats the stats role's strides. The sliding window `window:L,R` (FlashAttention's window_left/right, keys
 /// i' - L <= j <= i' + R with i' = i + S_kv - S_q) maps to BOTTOM_RIGHT alignment, right bound R
 /// and cuDNN left bound L + 1 (cuDNN keeps j > i' - left_bound, its band includes the diagonal).
-/// Throws std::invalid_argument for fwd_bwd.
+/// With p.dropout, the mask and scale tensors of GraphDesc::dropout. Throws std::invalid_argument
+/// for fwd_bwd.
 GraphDesc describe_graph(const Problem& p);
 
+/// The dropout mask tensor cuDNN reads for `p` (nullopt without p.dropout): role dropout_mask,
+/// dims [B, H_q, S_q, S_kv], dense row-major strides, element type the io dtype (not the u8 of
+/// sdpabench's keep flags: NVIDIA's only caller-supplied-mask sample gives the mask the graph's io
+/// type; see cudnn_mapping.cpp), an input of every direction that has dropout.
+std::optional<TensorGeom> dropout_mask_geom(const Problem& p);
+
+/// The device bytes of the mask tensor `t` (a dropout_mask_geom): t.span() elements of t.type,
+/// Z = 1 (encoded in t.type: bf16 0x3F80, f16 0x3C00) where `m` keeps (b, h, i, j), else 0, at
+/// t's offsets (gaps, if any, 0). Rows in parallel (OpenMP); `m` is the backend's declared mask
+/// (Backend::dropout_mask), so the reference sees exactly what the kernel multiplies by.
+std::vector<std::byte> dropout_mask_bytes(const TensorGeom& t, const DropoutMask& m);
+
 /// Why cuDNN's SDPA cannot take `p` before asking it (nullopt: ask cuDNN): f32 io (cuDNN SDPA
-/// runs f16/bf16 only). The rest is left to cuDNN's own validate/check_support.
+/// runs f16/bf16 only). The rest is left to cuDNN's own validate/check_support; with dropout
+/// that rejects the bottom-right alignment (causal_br, window) and the left bound (window), see
+/// cudnn_mapping.cpp. Dropout is accepted for every p in [0, 1), p = 0 included (an all-kept
+/// mask with scale 1 stays in the graph, so the harness's p = 0 rule checks cuDNN's mask path).
 std::optional<std::string> cudnn_precheck(const Problem& p);
 
 }  // namespace sdpa::cudnn

@@ -87,6 +87,24 @@ strides_faults)
   grep -qE '^[0-9]+:FAILED \(dQ: wrote into the stride gap of dQ .*n=packed_qkv$' "$tmp/out" || fail "stride_gap_write: packed dQ not caught"
   if grep -E '^[0-9]+:FAILED' "$tmp/out" | grep -vq 'wrote into the stride gap'; then fail "stride_gap_write: a FAILED case for another reason"; fi
   ;;
+dropout_faults)
+  # cases/ci/dropout.cases PASSES on the reference backend, and each dropout fault is FAILED by it:
+  # exactly the cases with p > 0 in the directions the fault touches.
+  run --backend=ref --batch=cases/ci/dropout.cases
+  [ "$rc" -eq 0 ] && [ "$(summary_field passed)" = "$(summary_field tests)" ] || fail "ref: $(summary_field passed) of $(summary_field tests) passed"
+  total="$(summary_field tests)"
+  for kind in dropout_one_mask dropout_no_rescale dropout_bwd_offset dropout_ds_dropped_p; do
+    run --backend=faulty:$kind --batch=cases/ci/dropout.cases
+    [ "$rc" -eq 1 ] || fail "$kind: exit $rc"
+    if grep -E '^[0-9]+:FAILED' "$tmp/out" | grep -q -- '--dropout=0:'; then fail "$kind: a p = 0 case FAILED"; fi
+    nf="$(summary_field failed)"
+    case $kind in
+      dropout_one_mask|dropout_no_rescale) want=$(( (total - 1) * 2 / 3 + 1 )) ;;  # every p > 0 case
+      *) want=$(( (total - 1) * 2 / 3 * 2 / 3 + 1 )) ;;  # the p > 0 bwd and fwd_bwd cases
+    esac
+    [ "$nf" = "$want" ] || fail "$kind: $nf FAILED, want $want"
+  done
+  ;;
 list_mode)
   run --mode=L --dt=f32,bf16 --dir=fwd_t,bwd b1hq2sq16d16
   [ "$rc" -eq 0 ] || fail "exit code $rc"

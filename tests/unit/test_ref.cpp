@@ -82,7 +82,17 @@ struct NaiveIn {
     Problem p;
     Vec Q, K, V, bias, dO, O;  // dense, same layouts as the Tensors
     std::array<i64, 4> bdims{1, 1, 1, 1};
+    const DropoutMask* drop = nullptr;  // with p.dropout: Z, applied as P_d = Z o P / (1 - p)
 };
+
+/// Z_ij / (1 - p) for (b, h, i, j): 1 without dropout (written from the formulas in
+/// core/dropout.hpp, independently of the reference's tiles).
+double keep_factor(const NaiveIn& n, i64 b, i64 h, i64 i, i64 j) {
+    if (!n.drop || !n.p.dropout || n.p.dropout->p == 0.f) return 1.0;
+    std::uint8_t z = 0;
+    n.drop->keep_row(b, h, i, j, 1, &z);
+    return z ? 1.0 / (1.0 - static_cast<double>(n.p.dropout->p)) : 0.0;
+}
 
 Vec to_vec(const Tensor& t) { return Vec(t.data.begin(), t.data.end()); }
 
@@ -166,7 +176,7 @@ NaiveOut naive_forward(const NaiveIn& n) {
                     const i64 hk = h / (d.H_q / d.H_kv);
                     double o = 0, m = 0;
                     for (i64 j = 0; j < d.S_kv; ++j) {
-                        const double pij = P[((b * d.H_q + h) * d.S_q + i) * d.S_kv + j];
+                        const double pij = P[((b * d.H_q + h) * d.S_q + i) * d.S_kv + j] * keep_factor(n, b, h, i, j);
                         const double vv = n.V[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)];
                         o += pij * vv;
                         m += pij * std::fabs(vv);
@@ -206,6 +216,9 @@ NaiveOut naive_backward(const NaiveIn& n) {
                     double dP = 0;
                     for (i64 k = 0; k < d.D_v; ++k)
                         dP += n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] * n.V[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)];
+                    // Dropout: dP_d = Z o dP / (1-p) enters dS, P_d = Z o P / (1-p) enters dV.
+                    const double z = keep_factor(n, b, h, i, j);
+                    dP *= z;
                     const double dS = pij * (dP - Di);
                     const double W = pij * (std::fabs(dP - Di) + std::sqrt(r2));
                     for (i64 k = 0; k < d.D_qk; ++k) {
@@ -218,8 +231,8 @@ NaiveOut naive_backward(const NaiveIn& n) {
                     }
                     for (i64 k = 0; k < d.D_v; ++k) {
                         const double dO = n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)];
-                        r.dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * dO;
-                        r.M_dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * std::fabs(dO);
+                        r.dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * z * dO;
+                        r.M_dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * z * std::fabs(dO);
                     }
                 }
             }
@@ -498,6 +511,62 @@ TEST(RefBackward, MatchesFiniteDifferences) {
                 for (i64 k = 0; k < c.p.dims.D_qk; ++k) EXPECT_EQ(g.dQ.at(0, h, i, k), 0.f);
             }
     }
+}
+
+// Dropout: the backward formulas (core/dropout.hpp) are the gradient of L = sum(O o dO) through a
+// forward with P_d = Z o P / (1-p) and a fixed mask Z; a wrong place for Z or 1/(1-p) (dS from
+// P_d, dP undropped, no rescale) fails here.
+TEST(RefBackward, DropoutMatchesFiniteDifferences) {
+    std::vector<FdCase> cases = {
+        {"mha_none", make_problem(1, 2, 2, 4, 5, 3, 2)},
+        {"gqa_causal_tl", make_problem(2, 4, 2, 4, 4, 3, 2, Mask::causal_tl)},
+        {"mqa_bias_div", make_problem(1, 2, 1, 3, 6, 3, 2, Mask::bias, BiasShape::bh, ScaleOp::div, 1.3f)},
+    };
+    for (auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        c.p.dropout = Dropout{0.4f, 11, 3};
+        const auto mask = ref_dropout_mask(c.p);
+        RefOptions opt{false};
+        opt.dropout = mask.get();
+        SdpaInputs in = make_inputs(c.p, 23);
+        displace(c.p, in, opt);
+        const RefBackward g = ref_backward(c.p, in, opt);
+        NaiveIn n = naive_in(c.p, in);
+        n.drop = mask.get();
+        check_fd("dQ", g.dQ, n, &NaiveIn::Q);
+        check_fd("dK", g.dK, n, &NaiveIn::K);
+        check_fd("dV", g.dV, n, &NaiveIn::V);
+        // The same values from the naive backward, magnitudes included.
+        const NaiveOut nb = naive_backward(n);
+        expect_close("dQ", g.dQ, nb.dQ, nb.M_dQ, 1e-5);
+        expect_close("dV", g.dV, nb.dV, nb.M_dV, 1e-5);
+        expect_close("M_dV", g.M_dV, nb.M_dV, nb.M_dV, 1e-5);
+    }
+}
+
+/// With dropout, O = P_d V over many tiles (the keep flags of every tile, the online rescaling)
+/// and stats unchanged by the mask; the reference refuses to run without the mask.
+TEST(RefForward, DropoutMatchesNaiveAndKeepsStats) {
+    Problem p = make_problem(1, 2, 1, 130, 150, 16, 24, Mask::causal_br);
+    p.dir = Dir::fwd_t;
+    SdpaInputs in = make_inputs(p, 5);
+    const RefForward plain = ref_forward(p, in, RefOptions{false});
+    p.dropout = Dropout{0.25f, 3, 9};
+    EXPECT_THROW(ref_forward(p, in, RefOptions{false}), std::invalid_argument);
+    const auto mask = ref_dropout_mask(p);
+    RefOptions opt{false};
+    opt.dropout = mask.get();
+    const RefForward f = ref_forward(p, in, opt);
+    NaiveIn n = naive_in(p, in);
+    n.drop = mask.get();
+    const NaiveOut nf = naive_forward(n);
+    expect_close("O", f.O, nf.O, nf.M_O, 1e-5);
+    expect_close("M_O", f.M_O, nf.M_O, nf.M_O, 1e-5);
+    EXPECT_EQ(f.stats.data, plain.stats.data);
+    EXPECT_NE(f.O.data, plain.O.data);
+    // p = 0 is no dropout, bitwise.
+    p.dropout->p = 0.f;
+    EXPECT_EQ(ref_forward(p, in, opt).O.data, plain.O.data);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ CaseResult failed_case() {
     r.reason = kNastyReason;
     r.ms = 12.5;
     r.repro = "--dir=bwd b1hq2sq16d16n=a.b-c_d";
-    r.info = CaseInfo{"onednn", "cpu", "C", "bwd", "f32", "none", "b1hq2sq16d16", "a.b-c_d"};
+    r.info = CaseInfo{"onednn", "cpu", "C", "bwd", "f32", "none", "b1hq2sq16d16", "a.b-c_d", ""};
     r.checked = true;
     OutputCheck c;
     c.output = Output::dQ;
@@ -51,7 +51,7 @@ CaseResult timed_case() {
     r.index = 2;
     r.ms = 250;
     r.repro = "--mode=P b1hq2sq64d64";
-    r.info = CaseInfo{"onednn", "cpu", "P", "fwd_t", "bf16", "causal_tl", "b1hq2sq64d64", ""};
+    r.info = CaseInfo{"onednn", "cpu", "P", "fwd_t", "bf16", "causal_tl", "b1hq2sq64d64", "", ""};
     r.flops = 4'000'000;
     r.bytes = 2'000'000;
     r.perf = make_perf_result(summarize({1, 2, 4}), 12.5, true, r.flops, r.bytes);
@@ -194,14 +194,25 @@ TEST(Escape, XmlEntitiesAndInvalidCharacters) {
     EXPECT_EQ(xml_escape("\xC3("), "\xEF\xBF\xBD(");      // truncated sequence replaced
 }
 
+TEST(Csv, DropoutColumnsCarryTheKnobAndThePValues) {
+    CaseResult r = failed_case();
+    r.info.dropout = "0.1:7:3";
+    r.dropout = DropoutReport{};
+    r.dropout->stats.heads = 4;
+    r.dropout->stats.min_p_keep = 0.25;
+    r.dropout->stats.min_p_pairs = 0.5;
+    const std::string row = csv_row(r);
+    EXPECT_EQ(row.substr(row.size() - 20), "inf,0.1:7:3,0.25,0.5") << row;
+}
+
 TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
     const std::string row = csv_row(failed_case());
     EXPECT_EQ(row,
             "1,FAILED,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
-            "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf");
+            "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,PASSED,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
-            "2.3333333333333335,4,12.5,2,4,1,,");
+            "2.3333333333333335,4,12.5,2,4,1,,,,,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
