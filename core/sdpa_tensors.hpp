@@ -91,6 +91,7 @@ struct SdpaOutputs {
         }
         return O;
     }
+    const Tensor& of(Output o) const { return const_cast<SdpaOutputs*>(this)->of(o); }
     const OutputIntegrity& integrity_of(Output o) const { return integrity[static_cast<std::size_t>(o)]; }
     OutputIntegrity& integrity_of(Output o) { return integrity[static_cast<std::size_t>(o)]; }
 };

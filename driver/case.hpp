@@ -39,6 +39,9 @@ struct Case {
     std::optional<DType> graph_dt;  ///< --dt given explicitly: rewrites an imported graph's types
     std::string in_shapes;          ///< --in-shapes rewrite of an imported graph (benchdnn syntax)
     std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
+    /// --dropout given for an imported graph: the values of its Dropout ops (nullopt: the
+    /// importer's defaults, driver/onednn_json_import.hpp).
+    std::optional<Dropout> graph_dropout;
     /// --seq-len-q=random / --seq-len-kv=random: the parser draws the per-batch lengths from the
     /// seed once the problem's B is known, then stores them in prb (so the repro lists them).
     bool random_seq_len_q = false, random_seq_len_kv = false;
@@ -57,6 +60,7 @@ inline std::string repro(const Case& c) {
         if (c.graph_dt) s += fmt::format("--dt={} ", *c.graph_dt);
         if (c.mb > 0) s += fmt::format("--mb={} ", c.mb);
         if (!c.in_shapes.empty()) s += fmt::format("--in-shapes={} ", c.in_shapes);
+        if (c.graph_dropout) s += fmt::format("--dropout={} ", dropout_name(*c.graph_dropout));
         if (c.prb.fill != Problem{}.fill) s += fmt::format("--fill={} ", c.prb.fill);
         if (c.prb.seed != Problem{}.seed) s += fmt::format("--seed={} ", c.prb.seed);
         return s + fmt::format("--case={}", c.graph_file);

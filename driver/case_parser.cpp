@@ -481,7 +481,9 @@ private:
         while (true) {
             Case c;
             for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
-            GraphImport imp = import_onednn_json(shown, GraphRewrites{c.graph_dt, c.in_shapes, c.mb}, c.prb.seed);
+            c.graph_dropout = c.prb.dropout;
+            GraphImport imp = import_onednn_json(shown, GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout},
+                    c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
                 c.prb = std::move(*imp.prb);
@@ -558,6 +560,12 @@ std::string case_language_help() {
          "    --layout=bshd --strides=dO:bhsd+stats:bshd  dO unlike O; stats in [B,S_q,H_q] order\n"
          "    --strides=K:bhds                            K given transposed ([B,H,D,S] memory)\n"
          "    --strides=K:0x8192x64x1+V:0x8192x64x1       one K and V for every batch (stride 0 over B)\n";
+    s += "  Dropout (--dropout=P:SEED:OFFSET): P_d = Z o P / (1-p) with Z the keep mask; O = P_d V; stats\n"
+         "  of the undropped softmax; dS = P o (Z o dP / (1-p) - D). The reference is fed the vendor's own\n"
+         "  mask (oneDNN: its Philox generator bit for bit; ref: sdpabench's). Each case also checks the\n"
+         "  mask's keep rate and neighbour independence per head (binomial, false-alarm rate 1e-6 per\n"
+         "  case), that no two heads share a mask, that seed + 1 changes the outputs, that p = 0 is bitwise\n"
+         "  no dropout, and for fwd_bwd that the backward regenerated the forward's mask (README: Dropout).\n";
     s += "  --case=FILE.json\n"
          "      import a oneDNN graph JSON file (benchdnn --graph format, path relative like --batch):\n"
          "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"

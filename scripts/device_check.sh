@@ -67,6 +67,7 @@ log "built in $(( $(date +%s) - t0 )) s"
 set +e
 timeout 90 "$exe" -v --backend=cudnn --mode=C --batch="$root/cases/gpu/smoke.cases" >"$out/smoke.txt" 2>&1
 smoke_rc=$?
+timeout 60 "$exe" -v --backend=cudnn --mode=C --dir=fwd_t,bwd,fwd_bwd --dt=bf16 --mask=none,causal_tl --dropout=0:1:1,0.1:7:3 b2hq4hkv2sq128skv96d64n=dropout_mask_mode >>"$out/smoke.txt" 2>&1 || smoke_rc=1  # dropout (cuDNN caller-supplied mask): its summary line joins the smoke lines below
 set -e
 grep -E '^(tests:|[0-9]+:(FAILED|UNIMPLEMENTED|SKIPPED|INVALID))' "$out/smoke.txt" | tail -n 25
 log "smoke exit code $smoke_rc"

@@ -399,8 +399,9 @@ public:
 
     /// Host bytes of a plan: its host copies of the strided inputs (staged for the upload) and of
     /// the guarded outputs (core/memory_estimate.hpp vendor_buffer_bytes), and with dropout the
-    /// mask tensor staged for its upload (dropout_mask_geom: [B,H_q,S_q,S_kv] in the io dtype).
-    /// fwd_bwd builds its two plans one after the other, so the larger (bwd) counts.
+    /// mask tensor staged for its upload (dropout_mask_geom: [B,H_q,S_q,S_kv] in the io dtype),
+    /// counted once: fwd_bwd's two plans stage the same mask one after the other, each freeing
+    /// its copy after the upload. (The device copy, the same size, is not a host cost.)
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned) const override {
         std::vector<MemoryItem> items{{"cuDNN host staging of the strided inputs and guarded outputs", vendor_buffer_bytes(p)}};
         if (const auto m = cudnn::dropout_mask_geom(p))
@@ -412,6 +413,9 @@ public:
     std::optional<Unsupported> support(const Problem& p) const override {
         if (const DeviceInfo& d = device_info(); !d.ok) return Unsupported{Status::skipped, d.reason};
         if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
+        // Dropout (any p in [0, 1); p = 0 keeps the mask, all ones but for 32-bit draws of exactly 0
+        // (core/dropout.hpp philox_keeps), with scale 1) is accepted here;
+        // what cuDNN refuses with it (bottom-right alignment, left bounds) its validate() says.
         if (auto why = cudnn::cudnn_precheck(p)) return Unsupported{Status::unimplemented, *why};
         return std::nullopt;
     }

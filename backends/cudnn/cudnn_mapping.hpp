@@ -98,8 +98,9 @@ std::vector<std::byte> dropout_mask_bytes(const TensorGeom& t, const DropoutMask
 /// Why cuDNN's SDPA cannot take `p` before asking it (nullopt: ask cuDNN): f32 io (cuDNN SDPA
 /// runs f16/bf16 only). The rest is left to cuDNN's own validate/check_support; with dropout
 /// that rejects the bottom-right alignment (causal_br, window) and the left bound (window), see
-/// cudnn_mapping.cpp. Dropout is accepted for every p in [0, 1), p = 0 included (an all-kept
-/// mask with scale 1 stays in the graph, so the harness's p = 0 rule checks cuDNN's mask path).
+/// cudnn_mapping.cpp. Dropout is accepted for every p in [0, 1), p = 0 included (the mask, all
+/// ones but for 32-bit draws of exactly 0 (core/dropout.hpp philox_keeps), and scale 1 stay in
+/// the graph, so the harness's p = 0 rule checks cuDNN's mask path).
 std::optional<std::string> cudnn_precheck(const Problem& p);
 
 }  // namespace sdpa::cudnn

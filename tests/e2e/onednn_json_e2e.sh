@@ -57,6 +57,22 @@ real_models_onednn|real_models_ref)
   [ "$rc" -eq 0 ] || fail "the descriptor form '$line' exits $rc"
   [ $(( $(summary_field passed) + $(summary_field skipped) )) -eq 1 ] || fail "the descriptor form '$line' did not pass"
   ;;
+dropout_onednn|dropout_ref)
+  # benchdnn's three graphs with Dropout run with --case= and PASS (oneDNN: its own generator,
+  # replicated; the importer's default p 0.1, seed --seed, offset 1), and a --dropout given for
+  # the graph is used and kept in the repro.
+  [ -d "$mha" ] || { echo "SKIP: $mha is absent"; exit 77; }
+  backend=${scenario#dropout_}
+  run -v --backend="$backend" --case="$mha/gqa-plain-training-fwd-w-dropout-f32.json" \
+      --case="$mha/gqa-plain-training-fwd-w-dropout-bf16-f32.json" --case="$mha/gqa-plain-training-bwd-w-dropout-bf16-f32.json"
+  [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  [ "$(summary_field passed)" -eq 3 ] || fail "the three dropout graphs must PASS: $(summary_field passed)"
+  [ "$(grep -cE 'graph: .*--dropout=0.1:1:1 b2hq16hkv2' "$tmp/out")" -eq 3 ] || fail "import defaults not --dropout=0.1:1:1"
+  [ "$(grep -cE 'dropout: .*heads: keep-rate p-value' "$tmp/out")" -eq 3 ] || fail "mask statistics missing"
+  run --backend="$backend" --dropout=0.5:3:9 --case="$mha/gqa-plain-training-fwd-w-dropout-f32.json"
+  [ "$rc" -eq 0 ] || fail "--dropout=0.5:3:9: exit $rc"
+  grep -qE '^0:PASSED .*__REPRO: (--backend=[a-z]+ )?--dropout=0.5:3:9 --case=' "$tmp/out" || fail "--dropout not kept in the repro"
+  ;;
 roundtrip)
   # Export the graphs of descriptor cases, run the files back on both backends. (MHA with B = 1:
   # bf16 MHA with B >= 2, H_q >= 2 and a [1,1,S_q,S_kv] mask hits the vendor bug in cases/known/.)

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <stdexcept>
+
+#include "backends/backend.hpp"
+#include "core/dtype.hpp"
 
 namespace sdpa::cudnn {
 namespace {
@@ -163,6 +167,186 @@ TEST(CudnnMapping, BandRuleMatchesVisible) {
                             }
                 }
 }
+
+// Dropout in cuDNN's caller-supplied-mask mode: the mask tensor [B,H_q,S_q,S_kv] dense in the io
+// dtype (NVIDIA's custom-dropout sample), whatever the io layout, and the by-value f32 scalars
+// scale = 1/(1-p) (forward and backward) and scale_inv = 1-p (backward only).
+TEST(CudnnMapping, DropoutForwardMaskAndScale) {
+    Problem p = make("b2hq4hkv2sq16skv24d32", Dir::fwd_t, DType::bf16, Mask::causal_tl);
+    p.layout = Layout::bshd;  // the io layout does not reach the mask
+    p.dropout = Dropout{0.25f, 7, 3};
+    const GraphDesc g = describe_graph(p);
+    EXPECT_TRUE(g.dropout);
+    const TensorDesc* m = g.find(Uid::dropout_mask);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->name, "dropout_mask");
+    EXPECT_EQ(m->geom.role, Role::dropout_mask);
+    EXPECT_EQ(m->geom.dims, (A4{2, 4, 16, 24}));
+    EXPECT_EQ(m->geom.strides, (A4{4 * 16 * 24, 16 * 24, 24, 1}));
+    EXPECT_EQ(m->geom.type, ElemType::bf16);
+    EXPECT_EQ(m->geom.span(), 2 * 4 * 16 * 24);
+    EXPECT_TRUE(m->geom.input);
+    EXPECT_FALSE(m->geom.output);
+    EXPECT_EQ(m->geom, *dropout_mask_geom(p));
+    // An input, not an output (the harness never reads it back).
+    bool in_inputs = false;
+    for (const TensorDesc& t : g.inputs) in_inputs = in_inputs || t.uid == Uid::dropout_mask;
+    EXPECT_TRUE(in_inputs);
+    for (const TensorDesc& t : g.outputs) EXPECT_NE(t.uid, Uid::dropout_mask);
+    ASSERT_EQ(g.scalars.size(), 1u);
+    const ScalarDesc* s = g.find_scalar(Uid::dropout_scale);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->name, "dropout_scale");
+    EXPECT_EQ(s->type, ElemType::f32);
+    EXPECT_EQ(s->dims, (A4{1, 1, 1, 1}));
+    EXPECT_EQ(s->strides, (A4{1, 1, 1, 1}));
+    EXPECT_EQ(s->value, 1.0f / (1.0f - 0.25f));
+    EXPECT_EQ(g.find_scalar(Uid::dropout_scale_inv), nullptr);  // SDPA_attributes::set_dropout(mask, scale)
+    EXPECT_EQ(g.find(Uid::dropout_scale), nullptr);             // scalars are not device tensors
+    // The uids stay distinct from every other tensor's.
+    EXPECT_EQ(static_cast<int>(Uid::dropout_mask), 13);
+    EXPECT_EQ(static_cast<int>(Uid::dropout_scale), 14);
+    EXPECT_EQ(static_cast<int>(Uid::dropout_scale_inv), 15);
+}
+
+TEST(CudnnMapping, DropoutBackwardScaleInverse) {
+    Problem p = make("b1hq8hkv2sq48skv64d64", Dir::bwd, DType::f16);
+    p.dropout = Dropout{0.1f, 1, 1};
+    const GraphDesc g = describe_graph(p);
+    EXPECT_TRUE(g.dropout);
+    const TensorDesc* m = g.find(Uid::dropout_mask);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->geom.dims, (A4{1, 8, 48, 64}));  // H_q heads, not H_kv
+    EXPECT_EQ(m->geom.strides, (A4{8 * 48 * 64, 48 * 64, 64, 1}));
+    EXPECT_EQ(m->geom.type, ElemType::f16);
+    ASSERT_EQ(g.scalars.size(), 2u);
+    const ScalarDesc* s = g.find_scalar(Uid::dropout_scale);
+    const ScalarDesc* si = g.find_scalar(Uid::dropout_scale_inv);
+    ASSERT_NE(s, nullptr);
+    ASSERT_NE(si, nullptr);
+    EXPECT_EQ(s->value, 1.0f / (1.0f - 0.1f));
+    EXPECT_EQ(si->value, 1.0f - 0.1f);
+    EXPECT_EQ(si->type, ElemType::f32);
+    EXPECT_EQ(si->dims, (A4{1, 1, 1, 1}));
+    EXPECT_EQ(si->strides, (A4{1, 1, 1, 1}));
+    EXPECT_NEAR(s->value * si->value, 1.0f, 1e-6f);
+    // The backward's usual inputs are all still there.
+    for (Uid u : {Uid::Q, Uid::K, Uid::V, Uid::O, Uid::dO, Uid::stats}) EXPECT_NE(g.find(u), nullptr);
+}
+
+TEST(CudnnMapping, DropoutZeroKeepsTheMaskWithScaleOne) {
+    Problem p = make("b1hq2sq32d16", Dir::bwd, DType::bf16);
+    p.dropout = Dropout{0.f, 1, 1};
+    const GraphDesc g = describe_graph(p);
+    EXPECT_TRUE(g.dropout);
+    EXPECT_NE(g.find(Uid::dropout_mask), nullptr);
+    EXPECT_EQ(g.find_scalar(Uid::dropout_scale)->value, 1.f);
+    EXPECT_EQ(g.find_scalar(Uid::dropout_scale_inv)->value, 1.f);
+    EXPECT_EQ(cudnn_precheck(p), std::nullopt);
+    p.dropout->p = 0.5f;
+    EXPECT_EQ(cudnn_precheck(p), std::nullopt);
+}
+
+TEST(CudnnMapping, NoDropoutNoMaskNoScalars) {
+    for (Dir dir : {Dir::fwd_i, Dir::fwd_t, Dir::bwd}) {
+        const Problem p = make("b1hq2sq32d16", dir, DType::bf16);
+        const GraphDesc g = describe_graph(p);
+        EXPECT_FALSE(g.dropout);
+        EXPECT_EQ(g.find(Uid::dropout_mask), nullptr);
+        EXPECT_TRUE(g.scalars.empty());
+        EXPECT_FALSE(dropout_mask_geom(p).has_value());
+    }
+    // fwd_bwd has no graph of its own, but its two plans share one mask geometry.
+    Problem p = make("b1hq2sq32d16", Dir::fwd_bwd, DType::f16);
+    p.dropout = Dropout{0.2f, 3, 4};
+    const auto m = dropout_mask_geom(p);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->dims, (A4{1, 2, 32, 32}));
+    EXPECT_EQ(m->type, ElemType::f16);
+    p.dir = Dir::bwd;
+    EXPECT_EQ(*m, *dropout_mask_geom(p));
+}
+
+/// The 16-bit element at element offset `off` of `bytes`.
+std::uint16_t bits_at(const std::vector<std::byte>& bytes, std::int64_t off) {
+    std::uint16_t v = 0;
+    std::memcpy(&v, bytes.data() + off * 2, 2);
+    return v;
+}
+
+// The bytes uploaded as the mask: Z (1 or 0 in the io dtype) at the mask tensor's offsets, from the
+// declared mask element for element. A pattern mask catches any index mix-up; the generator's
+// mask must come out with the same keep count as keep_row gives.
+TEST(CudnnMapping, DropoutMaskBytesAreZInTheIoDtype) {
+    Problem p = make("b2hq3hkv1sq5skv7d8", Dir::fwd_t, DType::bf16);
+    p.dropout = Dropout{0.5f, 11, 2};
+    const TensorGeom t = *dropout_mask_geom(p);
+    const Dims& d = p.dims;
+    std::vector<std::uint8_t> keep(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv));
+    auto pattern = [](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+        return (b * 7 + h * 3 + i * 5 + j) % 3 == 0;
+    };
+    std::size_t e = 0;
+    for (std::int64_t b = 0; b < d.B; ++b)
+        for (std::int64_t h = 0; h < d.H_q; ++h)
+            for (std::int64_t i = 0; i < d.S_q; ++i)
+                for (std::int64_t j = 0; j < d.S_kv; ++j) keep[e++] = pattern(b, h, i, j) ? 1 : 0;
+    const auto stored = stored_dropout_mask(p, keep, "pattern");
+    for (DType dt : {DType::bf16, DType::f16}) {
+        TensorGeom tt = t;
+        tt.type = elem_type(dt);
+        const std::vector<std::byte> bytes = dropout_mask_bytes(tt, *stored);
+        ASSERT_EQ(bytes.size(), static_cast<std::size_t>(tt.span()) * 2);
+        const std::uint16_t one = dt == DType::bf16 ? 0x3F80 : 0x3C00;
+        for (std::int64_t b = 0; b < d.B; ++b)
+            for (std::int64_t h = 0; h < d.H_q; ++h)
+                for (std::int64_t i = 0; i < d.S_q; ++i)
+                    for (std::int64_t j = 0; j < d.S_kv; ++j)
+                        ASSERT_EQ(bits_at(bytes, tt.offset(b, h, i, j)), pattern(b, h, i, j) ? one : 0)
+                                << format_as(dt) << " b" << b << " h" << h << " i" << i << " j" << j;
+    }
+    // sdpabench's generator (the mask the backend declares): same keep flags, row by row.
+    const auto gen = ref_dropout_mask(p);
+    const std::vector<std::byte> bytes = dropout_mask_bytes(t, *gen);
+    std::vector<std::uint8_t> row(static_cast<std::size_t>(d.S_kv));
+    std::int64_t kept = 0;
+    for (std::int64_t b = 0; b < d.B; ++b)
+        for (std::int64_t h = 0; h < d.H_q; ++h)
+            for (std::int64_t i = 0; i < d.S_q; ++i) {
+                gen->keep_row(b, h, i, 0, d.S_kv, row.data());
+                for (std::int64_t j = 0; j < d.S_kv; ++j) {
+                    kept += row[static_cast<std::size_t>(j)];
+                    ASSERT_EQ(bits_at(bytes, t.offset(b, h, i, j)), row[static_cast<std::size_t>(j)] ? 0x3F80 : 0);
+                }
+            }
+    EXPECT_GT(kept, 0);
+    EXPECT_LT(kept, d.B * d.H_q * d.S_q * d.S_kv);
+}
+
+#ifdef SDPABENCH_HAVE_CUDNN
+// The backend (constructed without touching a device) declares sdpabench's own generator as its
+// mask, and counts the host copy of the mask tensor in its memory estimate.
+TEST(CudnnMapping, BackendDeclaresTheRefMaskAndCountsIt) {
+    const auto be = make_backend("cudnn");
+    ASSERT_NE(be, nullptr);
+    Problem p = make("b2hq4sq64skv80d32", Dir::bwd, DType::bf16);
+    p.dropout = Dropout{0.1f, 7, 3};
+    const auto m = be->dropout_mask(p);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(first_mask_difference(p, *m, "cudnn", *ref_dropout_mask(p), "ref"), std::nullopt);
+    auto mask_bytes = [&](const Problem& q) {
+        double bytes = 0;
+        for (const MemoryItem& it : be->host_memory(q, 1))
+            if (it.what.find("dropout mask") != std::string::npos) bytes += it.bytes;
+        return bytes;
+    };
+    EXPECT_EQ(mask_bytes(p), 2.0 * 4 * 64 * 80 * 2);  // [B,H_q,S_q,S_kv] bf16
+    p.dir = Dir::fwd_bwd;
+    EXPECT_EQ(mask_bytes(p), 2.0 * 4 * 64 * 80 * 2);  // one plan at a time
+    p.dropout.reset();
+    EXPECT_EQ(mask_bytes(p), 0.0);
+}
+#endif
 
 TEST(CudnnMapping, PrecheckAndFwdBwd) {
     EXPECT_EQ(cudnn_precheck(make("b1hq1sq8d16", Dir::fwd_t, DType::f32)),

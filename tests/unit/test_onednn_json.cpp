@@ -25,6 +25,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kUpstream = fs::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" / "upstream-cases" / "onednn-benchdnn";
+/// benchdnn's graph inputs folder (the dropout training graphs live there).
+const fs::path kUpstreamMha = fs::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" / "upstream-cases" / "benchdnn-graph" /
+        "complex_fusion" / "mha";
 
 GraphImport import_text(const std::string& text, const GraphRewrites& rw = {}, std::uint64_t seed = 1) {
     return import_onednn_json_text(text, "g.json", rw, seed);
@@ -40,9 +43,10 @@ Problem make(Dims d, Dir dir, DType dt, Mask mask = Mask::none) {
 }
 
 /// p as an import gives it back: benchdnn's scale for its seed, benchdnn's mask fill for
-/// its shape, the display name "g".
+/// its shape, the importer's dropout values for its seed, the display name "g".
 Problem graph_canonical(Problem p) {
     p.scale = benchdnn_scale(p.scale_op, p.seed);
+    if (p.dropout) p.dropout = Dropout{kImportDropoutP, p.seed, kImportDropoutOffset};
     if (p.mask == Mask::bias) p.mask_fill = bias_dims(p)[2] == 1 ? MaskFill::zero : MaskFill::causal_last_row;
     p.name.assign(1, 'g');  // not = "g": GCC 12 raises a false -Wrestrict on that
     return p;
@@ -393,6 +397,359 @@ TEST(OnednnJson, CaseKnobInFilesAndRepro) {
     ASSERT_EQ(again.size(), 1u);
     ASSERT_TRUE(again[0].c);
     EXPECT_EQ(again[0].c->prb, es[1].c->prb);
+    fs::remove_all(dir);
+}
+
+
+// ---- Dropout -------------------------------------------------------------------------------
+
+/// The ops of kind `kind` in graph JSON g.
+std::vector<json*> ops_of_kind(json& g, const char* kind) {
+    std::vector<json*> v;
+    for (json& op : g["graph"])
+        if (op["kind"] == kind) v.push_back(&op);
+    return v;
+}
+json* op_named(json& g, const std::string& name) {
+    for (json& op : g["graph"])
+        if (op["name"] == name) return &op;
+    return nullptr;
+}
+/// A rank-0 host scalar as oneDNN's dump writes it.
+json host_scalar(std::size_t id, const char* dt) {
+    return {{"id", id}, {"dtype", dt}, {"shape", json::array()}, {"stride", json::array()}, {"layout_type", "strided"},
+        {"property_type", "host_scalar"}};
+}
+/// Inserts a Dropout op `id` named `name` on tensor `src` (its own scalars id+1..id+3, output
+/// id+4), rewiring every consumer of `src` to the dropped tensor.
+void insert_dropout(json& g, const json& src, std::size_t id, const std::string& name) {
+    json out = src;
+    out["id"] = id + 4;
+    for (json& op : g["graph"])
+        for (json& t : op["inputs"])
+            if (t["id"] == src["id"]) t = out;
+    g["graph"].push_back({{"id", id}, {"name", name}, {"kind", "Dropout"}, {"attrs", json::object()},
+        {"inputs", {src, host_scalar(id + 1, "s64"), host_scalar(id + 2, "s64"), host_scalar(id + 3, "f32")}},
+        {"outputs", {out}}});
+}
+/// Removes the op named `name` (one input that matters, one output), rewiring its output's
+/// consumers to its first input.
+void bypass_op(json& g, const std::string& name) {
+    json ops = json::array(), in, out;
+    for (const json& op : g["graph"])
+        if (op["name"] == name) {
+            in = op["inputs"][0];
+            out = op["outputs"][0];
+        } else {
+            ops.push_back(op);
+        }
+    for (json& op : ops)
+        for (json& t : op["inputs"])
+            if (t["id"] == out["id"]) t = in;
+    g["graph"] = ops;
+}
+/// Every tensor with id `id` in g, as a list of pointers (to edit a port everywhere it appears).
+std::vector<json*> tensors_with_id(json& g, std::size_t id) {
+    std::vector<json*> v;
+    for (json& op : g["graph"])
+        for (const char* side : {"inputs", "outputs"})
+            for (json& t : op[side])
+                if (t["id"] == id) v.push_back(&t);
+    return v;
+}
+Problem with_dropout(Dims d, Dir dir, DType dt, std::uint64_t seed, Mask mask = Mask::none) {
+    Problem p = make(d, dir, dt, mask);
+    p.seed = seed;
+    p.dropout = Dropout{};
+    return graph_canonical(p);
+}
+
+TEST(OnednnJson, RoundTripDropout) {
+    int n = 0;
+    for (const Dims& d : {kMha, kGqa, kMqa})
+        for (Dir dir : {Dir::fwd_t, Dir::bwd})
+            for (DType dt : {DType::f32, DType::bf16})
+                for (std::uint64_t seed : {1u, 7u}) {
+                    const Problem p = with_dropout(d, dir, dt, seed, Mask::causal_br);
+                    ASSERT_EQ(validate(p), std::nullopt) << knobs(p);
+                    const std::string text = onednn_graph_json(p);
+                    const GraphImport r = import_text(text, {}, seed);
+                    ASSERT_TRUE(r.prb) << r.error << "\n" << knobs(p);
+                    EXPECT_EQ(r.prb->dropout, (Dropout{0.1f, seed, 1})) << knobs(p);
+                    // The causal mask reads back as a bias (its values are not in the file).
+                    Problem want = p;
+                    want.mask = Mask::bias;
+                    want = graph_canonical(want);
+                    EXPECT_EQ(*r.prb, want) << knobs(want) << " vs " << knobs(*r.prb);
+                    EXPECT_EQ(onednn_graph_json(*r.prb), text) << knobs(p);
+                    ++n;
+                }
+    EXPECT_EQ(n, 3 * 2 * 2 * 2);
+    // Without a mask, an exported graph re-imports to the very same problem.
+    for (Dir dir : {Dir::fwd_i, Dir::fwd_t, Dir::bwd}) {
+        const Problem p = with_dropout(kGqa, dir, DType::f16, 3);
+        const GraphImport r = import_text(onednn_graph_json(p), {}, 3);
+        ASSERT_TRUE(r.prb) << r.error;
+        EXPECT_EQ(*r.prb, p) << knobs(p) << " vs " << knobs(*r.prb);
+    }
+    // The case's --dropout, when the caller passes it, is kept; a graph without Dropout ignores it.
+    GraphRewrites rw;
+    rw.dropout = Dropout{0.25f, 9, 4};
+    GraphImport r = import_text(onednn_graph_json(with_dropout(kMha, Dir::bwd, DType::bf16, 1)), rw);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->dropout, rw.dropout);
+    r = import_text(onednn_graph_json(graph_canonical(make(kMha, Dir::bwd, DType::bf16))), rw);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->dropout, std::nullopt);
+}
+
+TEST(OnednnJson, ExportWritesDropoutHostScalars) {
+    for (Dir dir : {Dir::fwd_t, Dir::bwd}) {
+        const Problem p = with_dropout(kGqa, dir, DType::bf16, 1);
+        json j = json::parse(onednn_graph_json(p));
+        const auto drops = ops_of_kind(j, "Dropout");
+        ASSERT_EQ(drops.size(), dir == Dir::bwd ? 2u : 1u);
+        // Q K V scale [O dO stats] + seed offset probability.
+        EXPECT_EQ(j["input_ports"].size(), dir == Dir::bwd ? 10u : 7u);
+        for (const json* op : drops) {
+            ASSERT_EQ((*op)["inputs"].size(), 4u);
+            EXPECT_EQ((*op)["attrs"], json::object());
+            EXPECT_EQ((*op)["inputs"][0]["dtype"], "f32");
+            EXPECT_EQ((*op)["inputs"][0]["property_type"], "undef");
+            const char* dts[] = {"s64", "s64", "f32"};
+            for (int k = 0; k < 3; ++k) {
+                const json& t = (*op)["inputs"][k + 1];
+                EXPECT_EQ(t["dtype"], dts[k]);
+                EXPECT_EQ(t["shape"], json::array());
+                EXPECT_EQ(t["stride"], json::array());
+                EXPECT_EQ(t["layout_type"], "strided");
+                EXPECT_EQ(t["property_type"], "host_scalar");
+            }
+            // Both Dropout ops share the three scalars.
+            for (int k = 1; k < 4; ++k) EXPECT_EQ((*op)["inputs"][k]["id"], (*drops[0])["inputs"][k]["id"]);
+        }
+    }
+}
+
+TEST(OnednnJson, DropoutScalarsAsBenchdnnTensors) {
+    // benchdnn's other form: seed, offset and probability as [1] tensors (property undef). The
+    // problem is the same; the export writes host scalars again.
+    const Problem p = with_dropout(kGqa, Dir::bwd, DType::bf16, 1);
+    const std::string text = onednn_graph_json(p);
+    json g = json::parse(text);
+    for (std::size_t k = 1; k < 4; ++k)
+        for (json* t : tensors_with_id(g, (*ops_of_kind(g, "Dropout")[0])["inputs"][k]["id"].get<std::size_t>())) {
+            (*t)["shape"] = {1};
+            (*t)["stride"] = {1};
+            (*t)["property_type"] = "undef";
+        }
+    const GraphImport r = import_text(g.dump());
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(*r.prb, p);
+    EXPECT_EQ(onednn_graph_json(*r.prb), text);
+}
+
+TEST(OnednnJson, DropoutWithSoftMaxBackward) {
+    // dS = SoftMaxBackward(dropped dP, undropped P) reads like the Multiply form.
+    const Problem p = with_dropout(kMha, Dir::bwd, DType::bf16, 1);
+    json g = json::parse(onednn_graph_json(p));
+    const json dp = (*op_named(g, "dropout_dp"))["outputs"][0], probs = (*op_named(g, "exp"))["outputs"][0];
+    json fused = json::array();
+    for (const json& op : g["graph"]) {
+        const std::string n = op["name"];
+        if (n == "mul_o_do" || n == "rowsum_o_do" || n == "sub_dp_d") continue;
+        if (n == "mul_p_dpd")
+            fused.push_back({{"id", op["id"]}, {"name", "softmax_bwd"}, {"kind", "SoftMaxBackward"},
+                {"attrs", {{"axis", {{"type", "s64"}, {"value", -1}}}}}, {"inputs", {dp, probs}},
+                {"outputs", op["outputs"]}});
+        else
+            fused.push_back(op);
+    }
+    g["graph"] = fused;
+    GraphImport r = import_text(g.dump());
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(*r.prb, p);
+    // With the dropped P it is another computation.
+    (*op_named(g, "softmax_bwd"))["inputs"][1] = (*op_named(g, "cast_p"))["outputs"][0];
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (SoftMaxBackward 'softmax_bwd'): expected SoftMaxBackward(dP, "
+                                   "P) with the dropped dP (tensor {}) and the undropped P (tensor {})",
+                               (*op_named(g, "softmax_bwd"))["id"].get<int>(), dp["id"].get<int>(),
+                               probs["id"].get<int>()));
+}
+
+TEST(OnednnJson, DropoutElsewhereIsUnimplementedNamingTheOp) {
+    const std::string places =
+            "sdpabench's SDPA graphs drop out only P (the SoftMax output in the forward, the Exp output before the dV "
+            "MatMul in the backward) and dP (the dO*V^T MatMul output, before the subtraction of D)";
+    const auto id_of = [](json& g, const char* name) { return (*op_named(g, name))["id"].get<int>(); };
+    const auto out_of = [](json& g, const char* name) { return (*op_named(g, name))["outputs"][0]; };
+    // On the scaled scores (before the mask).
+    json g = small_forward();
+    insert_dropout(g, out_of(g, "scale"), 900, "drop_scores");
+    GraphImport r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op 900 (Dropout 'drop_scores'): a Dropout on the output {} of op {} "
+                                   "(Multiply 'scale') is not supported: {}",
+                               out_of(g, "scale")["id"].get<int>(), id_of(g, "scale"), places));
+    // On Q*K^T, before the scale (the Q*K^T MatMul is then not recognised as such).
+    g = small_forward();
+    insert_dropout(g, out_of(g, "bmm_qk"), 900, "drop_qk");
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op 900 (Dropout 'drop_qk'): a Dropout on the output {} of op {} "
+                                   "(MatMul 'bmm_qk') is not supported: {}",
+                               out_of(g, "bmm_qk")["id"].get<int>(), id_of(g, "bmm_qk"), places));
+    // On a graph input (V).
+    g = small_forward();
+    const json v = (*op_named(g, "bmm_pv"))["inputs"][1];
+    insert_dropout(g, v, 900, "drop_v");
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op 900 (Dropout 'drop_v'): a Dropout on graph input tensor {} is not "
+                                   "supported: {}", v["id"].get<int>(), places));
+    // On dS in the backward.
+    json b = json::parse(onednn_graph_json(with_dropout(kGqa, Dir::bwd, DType::bf16, 1)));
+    insert_dropout(b, out_of(b, "mul_p_dpd"), 900, "drop_ds");
+    r = import_text(b.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op 900 (Dropout 'drop_ds'): a Dropout on the output {} of op {} "
+                                   "(Multiply 'mul_p_dpd') is not supported: {}",
+                               out_of(b, "mul_p_dpd")["id"].get<int>(), id_of(b, "mul_p_dpd"), places));
+    // The backward drops out both P and dP, or neither.
+    b = json::parse(onednn_graph_json(with_dropout(kGqa, Dir::bwd, DType::bf16, 1)));
+    const int drop_p = id_of(b, "dropout_p"), drop_dp = id_of(b, "dropout_dp");
+    bypass_op(b, "dropout_dp");
+    r = import_text(b.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_p'): the backward drops out P but not dP (op "
+                                   "{} (MatMul 'bmm_dp') feeds op {} (Subtract 'sub_dp_d')); sdpabench's backward with "
+                                   "dropout has a Dropout on both",
+                               drop_p, id_of(b, "bmm_dp"), id_of(b, "sub_dp_d")));
+    b = json::parse(onednn_graph_json(with_dropout(kGqa, Dir::bwd, DType::bf16, 1)));
+    bypass_op(b, "dropout_p");
+    r = import_text(b.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_dp'): the backward drops out dP but not P (op "
+                                   "{} (Exp 'exp') feeds no Dropout); sdpabench's backward with dropout has a Dropout "
+                                   "on both", drop_dp, id_of(b, "exp")));
+    // The forward's P in the io dtype without the f32 SoftMax output and the cast.
+    g = json::parse(onednn_graph_json(with_dropout(kMha, Dir::fwd_t, DType::bf16, 1)));
+    bypass_op(g, "cast_p");
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_pv'): tensor {} has dtype f32 (the io dtype bf16 "
+                                   "expected)", id_of(g, "bmm_pv"), out_of(g, "dropout")["id"].get<int>()));
+}
+
+TEST(OnednnJson, DropoutOpsAndScalarsBreakingTheRulesNameThem) {
+    const Problem p = with_dropout(kMha, Dir::bwd, DType::bf16, 1);
+    const json base = json::parse(onednn_graph_json(p));
+    json g = base;
+    const int dp_id = (*op_named(g, "dropout_dp"))["id"].get<int>();
+    const auto seed = (*op_named(g, "dropout_p"))["inputs"][1]["id"].get<std::size_t>();
+    const auto prob = (*op_named(g, "dropout_p"))["inputs"][3]["id"].get<std::size_t>();
+    // A second output (the keep mask).
+    json mask_out = (*op_named(g, "dropout_dp"))["outputs"][0];
+    mask_out["id"] = 950;
+    mask_out["dtype"] = "u8";
+    (*op_named(g, "dropout_dp"))["outputs"].push_back(mask_out);
+    GraphImport r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_dp'): the mask output (tensor 950) of Dropout "
+                                   "is not supported", dp_id));
+    // An attribute.
+    g = base;
+    (*op_named(g, "dropout_dp"))["attrs"]["seed"] = {{"type", "s64"}, {"value", 3}};
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_dp'): attribute 'seed' is not supported", dp_id));
+    // Two seeds.
+    g = base;
+    (*op_named(g, "dropout_dp"))["inputs"][1]["id"] = 960;
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_dp'): its seed is tensor 960, another "
+                                   "Dropout's is tensor {} (sdpabench's Dropout ops share one seed, offset and "
+                                   "probability)", dp_id, seed));
+    // A seed of the wrong type; a probability that is not one value.
+    g = base;
+    for (json* t : tensors_with_id(g, seed)) (*t)["dtype"] = "s32";
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: tensor {} (dropout seed): dtype s32 (sdpabench's graph has s64 here)",
+                               seed));
+    g = base;
+    for (json* t : tensors_with_id(g, prob)) {
+        (*t)["shape"] = {2};
+        (*t)["stride"] = {1};
+    }
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: tensor {} (dropout probability, property_type host_scalar): shape [2] "
+                                   "is not one value (a host scalar of shape [] or a [1] tensor)", prob));
+}
+
+TEST(OnednnJson, UpstreamDropoutGraphsGiveTheirProblems) {
+    if (!fs::exists(kUpstreamMha)) GTEST_SKIP() << kUpstreamMha << " is absent";
+    struct Want {
+        const char* file;
+        Dims dims;
+        Dir dir;
+        DType dt;
+        ScaleOp op;
+    };
+    const Want wants[] = {
+        {"gqa-plain-training-fwd-w-dropout-f32.json", {2, 16, 2, 128, 128, 64, 64}, Dir::fwd_t, DType::f32, ScaleOp::div},
+        {"gqa-plain-training-fwd-w-dropout-bf16-f32.json", {2, 16, 2, 128, 128, 64, 64}, Dir::fwd_t, DType::bf16,
+            ScaleOp::div},
+        {"gqa-plain-training-bwd-w-dropout-bf16-f32.json", {2, 16, 2, 256, 256, 64, 64}, Dir::bwd, DType::bf16,
+            ScaleOp::mul},
+    };
+    for (const Want& w : wants) {
+        const std::string file = (kUpstreamMha / w.file).string();
+        for (std::uint64_t seed : {1u, 5u}) {
+            const GraphImport r = import_onednn_json(file, {}, seed);
+            ASSERT_TRUE(r.prb) << r.error;
+            const Problem& p = *r.prb;
+            EXPECT_EQ(p.dims, w.dims) << w.file;
+            EXPECT_EQ(p.dir, w.dir) << w.file;
+            EXPECT_EQ(p.dt, w.dt) << w.file;
+            EXPECT_EQ(p.scale_op, w.op) << w.file;
+            EXPECT_EQ(p.mask, Mask::bias) << w.file;
+            EXPECT_EQ(p.bias_shape, BiasShape::bh) << w.file;
+            EXPECT_EQ(p.mask_dt, std::nullopt) << w.file;
+            EXPECT_EQ(p.scale_dt, std::nullopt) << w.file;
+            EXPECT_EQ(p.dropout, (Dropout{kImportDropoutP, seed, kImportDropoutOffset})) << w.file;
+            EXPECT_EQ(p.seed, seed) << w.file;
+            EXPECT_EQ(validate(p), std::nullopt) << w.file;
+            // What sdpabench exports for it reads back the same.
+            const GraphImport again = import_text(onednn_graph_json(p), {}, seed);
+            ASSERT_TRUE(again.prb) << again.error;
+            Problem named = *again.prb;
+            named.name = p.name;
+            EXPECT_EQ(named, p) << w.file;
+        }
+        GraphRewrites rw;
+        rw.dropout = Dropout{0.5f, 11, 2};
+        const GraphImport r = import_onednn_json(file, rw, 1);
+        ASSERT_TRUE(r.prb) << r.error;
+        EXPECT_EQ(r.prb->dropout, rw.dropout) << w.file;
+    }
+}
+
+TEST(OnednnJson, DropoutCaseFileAndRepro) {
+    // --case of a graph with Dropout: the values follow from --seed, so the repro needs no --dropout.
+    const fs::path dir = fs::temp_directory_path() / "sdpabench_test_onednn_json_dropout";
+    fs::create_directories(dir);
+    std::ofstream(dir / "g.json") << onednn_graph_json(with_dropout(kGqa, Dir::bwd, DType::bf16, 1));
+    const std::string file = (dir / "g.json").lexically_normal().string();
+    const auto es = parse_cases({"--backend=ref", "--seed=3", "--case=" + file});
+    ASSERT_EQ(es.size(), 1u);
+    ASSERT_TRUE(es[0].c) << es[0].error;
+    EXPECT_EQ(es[0].c->prb.dropout, (Dropout{kImportDropoutP, 3, kImportDropoutOffset}));
+    EXPECT_EQ(repro(*es[0].c), "--backend=ref --seed=3 --case=" + file);
     fs::remove_all(dir);
 }
 

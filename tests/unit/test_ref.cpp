@@ -690,6 +690,27 @@ TEST(RefDeterminism, OneAndTwoThreadsBitwiseEqual) {
              &RefBackward::M_dV})
         EXPECT_EQ((g1.*t).data, (g2.*t).data);
 }
+
+// Dropout: the keep mask is a pure function of (seed, offset, b, h, i, j), so the results do not
+// depend on the thread count either.
+TEST(RefDeterminism, DropoutOneAndTwoThreadsBitwiseEqual) {
+    Problem p = make_problem(2, 4, 2, 150, 170, 32, 32, Mask::causal_tl, BiasShape::one, ScaleOp::mul,
+            std::nullopt, DType::bf16);
+    p.dropout = Dropout{0.3f, 99, 5};
+    const auto mask = ref_dropout_mask(p);
+    const RefOptions opt = default_ref_options(p, mask.get());
+    SdpaInputs in = make_inputs(p, 43);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const RefForward f1 = displace(p, in, opt);
+    const RefBackward g1 = ref_backward(p, in, opt);
+    omp_set_num_threads(2);
+    const RefForward f2 = ref_forward(p, in, opt);
+    const RefBackward g2 = ref_backward(p, in, opt);
+    omp_set_num_threads(saved);
+    EXPECT_EQ(f1.O.data, f2.O.data);
+    for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV}) EXPECT_EQ((g1.*t).data, (g2.*t).data);
+}
 #endif
 
 /// A shape spanning many tiles in both directions, with D = 128 as in the models, against the
