@@ -247,25 +247,17 @@ MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m) {
         equal[static_cast<std::size_t>(bh)] = e;
         hash[static_cast<std::size_t>(bh)] = hsh;
     }
-    for (i64 bh = 0; bh < heads; ++bh) {
-        const auto u = static_cast<std::size_t>(bh);
-        const double pk = binomial_p_value(kept[u], n, q);
-        if (pk < st.min_p_keep || bh == 0) {
-            st.min_p_keep = pk;
-            st.keep_rate_worst = static_cast<double>(kept[u]) / static_cast<double>(n);
-            st.worst_b = bh / d.H_q;
-            st.worst_h = bh % d.H_q;
+    // The head with the smallest p-value of `count` successes out of `trials` at probability prob.
+    auto worst = [&](WorstHead& w, const std::vector<i64>& count, i64 trials, double prob) {
+        for (i64 bh = 0; bh < heads; ++bh) {
+            const i64 c = count[static_cast<std::size_t>(bh)];
+            const double pv = binomial_p_value(c, trials, prob);
+            if (bh > 0 && !(pv < w.p_value)) continue;
+            w = WorstHead{pv, static_cast<double>(c) / static_cast<double>(trials), bh / d.H_q, bh % d.H_q};
         }
-        if (pairs > 0) {
-            const double pp = binomial_p_value(equal[u], pairs, same);
-            if (pp < st.min_p_pairs || bh == 0) {
-                st.min_p_pairs = pp;
-                st.pairs_rate_worst = static_cast<double>(equal[u]) / static_cast<double>(pairs);
-                st.pairs_b = bh / d.H_q;
-                st.pairs_h = bh % d.H_q;
-            }
-        }
-    }
+    };
+    worst(st.keep, kept, n, q);
+    if (pairs > 0) worst(st.pairs, equal, pairs, same);
     // Identical masks by chance: probability same^n per pair of heads.
     const double chance = std::exp(static_cast<double>(n) * std::log(same)) * 0.5 * static_cast<double>(heads) *
                           static_cast<double>(heads - 1);
@@ -292,14 +284,14 @@ MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m) {
             }
         }
     }
-    if (st.min_p_keep < st.threshold)
+    if (st.keep.p_value < st.threshold)
         st.failure = fmt::format("dropout mask: head (b,h) = ({},{}) keeps {:.4f} of its {} elements, expected {:.4f} "
                                  "(binomial p-value {:.3g} < {:.3g})",
-                st.worst_b, st.worst_h, st.keep_rate_worst, n, q, st.min_p_keep, st.threshold);
-    else if (pairs > 0 && st.min_p_pairs < st.threshold)
+                st.keep.b, st.keep.h, st.keep.rate, n, q, st.keep.p_value, st.threshold);
+    else if (pairs > 0 && st.pairs.p_value < st.threshold)
         st.failure = fmt::format("dropout mask: head (b,h) = ({},{}) has equal neighbours (j = 2k, 2k+1) in {:.4f} of "
                                  "{} pairs, expected {:.4f} for independent draws (binomial p-value {:.3g} < {:.3g})",
-                st.pairs_b, st.pairs_h, st.pairs_rate_worst, pairs, same, st.min_p_pairs, st.threshold);
+                st.pairs.b, st.pairs.h, st.pairs.rate, pairs, same, st.pairs.p_value, st.threshold);
     else if (st.identical_heads > 0)
         st.failure = fmt::format("dropout mask: {} head(s) repeat an earlier head's mask, e.g. (b,h) = ({},{}) equals "
                                  "({},{})",

@@ -88,15 +88,19 @@ std::shared_ptr<const DropoutMask> stored_dropout_mask(const Problem& p, std::ve
 std::shared_ptr<const DropoutMask> remapped_dropout_mask(std::shared_ptr<const DropoutMask> m,
         std::function<std::pair<std::int64_t, std::int64_t>(std::int64_t b, std::int64_t h)> f, std::string what);
 
+/// One binomial test over every head: the smallest two-sided p-value, and that head's (b, h) and
+/// observed rate.
+struct WorstHead {
+    double p_value = 1;
+    double rate = 0;
+    std::int64_t b = 0, h = 0;
+};
+
 /// What the generator-free checks found on one mask (mask_statistics).
 struct MaskStatistics {
-    std::int64_t heads = 0;          ///< (b, h) pairs tested
-    double min_p_keep = 1;           ///< smallest two-sided binomial p-value of a head's keep count
-    double keep_rate_worst = 0;      ///< that head's keep rate
-    std::int64_t worst_b = 0, worst_h = 0;
-    double min_p_pairs = 1;          ///< smallest p-value of a head's equal-neighbour count
-    double pairs_rate_worst = 0;     ///< that head's fraction of equal pairs (j = 2k, 2k + 1)
-    std::int64_t pairs_b = 0, pairs_h = 0;
+    std::int64_t heads = 0;  ///< (b, h) pairs tested
+    WorstHead keep;          ///< keep count per head (rate: kept / S_q S_kv)
+    WorstHead pairs;         ///< equal neighbour pairs (j = 2k, 2k + 1) per head (rate: equal / pairs)
     std::int64_t identical_heads = 0;  ///< (b, h) whose mask equals an earlier head's
     std::int64_t first_dup_b = -1, first_dup_h = -1, first_dup_of_b = -1, first_dup_of_h = -1;
     bool distinct_checked = false;   ///< false when identical masks are too likely by chance to judge

@@ -329,6 +329,10 @@ Match walk(Graph& g) {
     } else {
         if (after_dp.kind != "Subtract") invalid(fmt::format("{}: expected dP - D (Subtract) here", after_dp.where()));
         check_binary(after_dp);
+        // Subtract is not commutative: D - dP would flip the sign of every gradient.
+        if (after_dp.ins[0].id != dp_t->id)
+            invalid(fmt::format("{}: computes D - dP (dP, tensor {}, is the second input); the SDPA backward is "
+                                      "dP - D", after_dp.where(), dp_t->id));
         const RawTensor& dsum = other_input(after_dp, dp_t->id);
         const RawOp* red = nullptr;
         for (const RawOp& op : g.ops())

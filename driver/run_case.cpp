@@ -108,8 +108,8 @@ std::string dropout_note(const DropoutReport& d) {
     const MaskStatistics& s = d.stats;
     if (s.heads == 0) return fmt::format("dropout: {} (p = 0: no mask statistics)", d.mask);
     return fmt::format("dropout: {}; {} heads: keep-rate p-value {:.3g} (worst head keeps {:.4f}), neighbour-pair "
-                       "p-value {:.3g}, threshold {:.3g}, {}", d.mask, s.heads, s.min_p_keep, s.keep_rate_worst,
-            s.min_p_pairs, s.threshold,
+                       "p-value {:.3g}, threshold {:.3g}, {}", d.mask, s.heads, s.keep.p_value, s.keep.rate,
+            s.pairs.p_value, s.threshold,
             s.distinct_checked ? fmt::format("{} identical heads", s.identical_heads) : "heads too small to compare");
 }
 

@@ -39,8 +39,8 @@ std::string csv_row(const CaseResult& r) {
     f.push_back(worst ? fmt::format("{}", worst->worst_ratio) : "");
     f.push_back(i.dropout);
     const bool stats = r.dropout && r.dropout->stats.heads > 0;
-    f.push_back(stats ? fmt::format("{}", r.dropout->stats.min_p_keep) : "");
-    f.push_back(stats ? fmt::format("{}", r.dropout->stats.min_p_pairs) : "");
+    f.push_back(stats ? fmt::format("{}", r.dropout->stats.keep.p_value) : "");
+    f.push_back(stats ? fmt::format("{}", r.dropout->stats.pairs.p_value) : "");
     std::string line;
     for (std::size_t k = 0; k < f.size(); ++k) {
         if (k) line += ',';

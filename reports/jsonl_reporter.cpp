@@ -86,11 +86,12 @@ nlohmann::json json_record(const CaseResult& r) {
         if (s.heads > 0) {
             d["heads"] = s.heads;
             d["threshold"] = s.threshold;
-            d["keep_p_value"] = s.min_p_keep;
-            d["keep_rate_worst"] = s.keep_rate_worst;
-            d["keep_worst_head"] = {s.worst_b, s.worst_h};
-            d["pairs_p_value"] = s.min_p_pairs;
-            d["pairs_rate_worst"] = s.pairs_rate_worst;
+            d["keep_p_value"] = s.keep.p_value;
+            d["keep_rate_worst"] = s.keep.rate;
+            d["keep_worst_head"] = {s.keep.b, s.keep.h};
+            d["pairs_worst_head"] = {s.pairs.b, s.pairs.h};
+            d["pairs_p_value"] = s.pairs.p_value;
+            d["pairs_rate_worst"] = s.pairs.rate;
             d["identical_heads"] = s.identical_heads;
             d["distinct_checked"] = s.distinct_checked;
         }

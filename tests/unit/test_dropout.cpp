@@ -114,7 +114,7 @@ TEST(DropoutRefGenerator, CounterBasedAndKeyed) {
     EXPECT_FALSE(st.failure) << *st.failure;
     EXPECT_EQ(st.heads, 6);
     EXPECT_TRUE(st.distinct_checked);
-    EXPECT_GT(st.min_p_keep, st.threshold);
+    EXPECT_GT(st.keep.p_value, st.threshold);
 }
 
 // Each generator-free check fails on the bug it targets, with the values in its sentence.
@@ -140,7 +140,7 @@ TEST(DropoutStatistics, EachRuleCatchesItsBug) {
     st = mask_statistics(legacy, *onednn_dropout_mask(legacy));
     ASSERT_TRUE(st.failure);
     EXPECT_NE(st.failure->find("equal neighbours"), std::string::npos) << *st.failure;
-    EXPECT_DOUBLE_EQ(st.pairs_rate_worst, 1.0);
+    EXPECT_DOUBLE_EQ(st.pairs.rate, 1.0);
     // With an offset, oneDNN's generator passes every rule.
     st = mask_statistics(p, *onednn_dropout_mask(p));
     EXPECT_FALSE(st.failure) << *st.failure;

@@ -753,5 +753,19 @@ TEST(OnednnJson, DropoutCaseFileAndRepro) {
     fs::remove_all(dir);
 }
 
+// Subtract is not commutative: a backward computing D - dP flips every gradient's sign and is not
+// the SDPA backward, so it is refused (naming the op and the tensor) rather than run as dP - D.
+TEST(OnednnJson, BackwardSubtractOperandOrder) {
+    json g = json::parse(onednn_graph_json(make(kMha, Dir::bwd, DType::f32)));
+    json* sub = op_named(g, "sub_dp_d");
+    ASSERT_NE(sub, nullptr);
+    std::swap((*sub)["inputs"][0], (*sub)["inputs"][1]);
+    const GraphImport r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Subtract 'sub_dp_d'): computes D - dP (dP, tensor {}, is the "
+                                   "second input); the SDPA backward is dP - D",
+                               (*sub)["id"].get<int>(), (*sub)["inputs"][1]["id"].get<int>()));
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -116,6 +116,29 @@ TEST(Jsonl, RecordsParseBackWithNonFiniteAsNullAndFlag) {
     EXPECT_EQ(b["perf"]["cold_cache"], true);
 }
 
+TEST(Jsonl, DropoutKnobAndChecks) {
+    CaseResult r = failed_case();
+    EXPECT_TRUE(json_record(r)["dropout"].is_null());
+    EXPECT_TRUE(json_record(r)["dropout_checks"].is_null());
+    r.info.dropout = "0.5:3:9";
+    r.dropout = DropoutReport{"oneDNN's Philox4x32-10 dropout, seed 3, offset 9", {}, {"dropout: rule"}};
+    r.dropout->stats.heads = 8;
+    r.dropout->stats.keep = WorstHead{0.02, 0.49, 1, 3};
+    r.dropout->stats.pairs = WorstHead{0.3, 0.51, 0, 2};
+    r.dropout->stats.threshold = 6.25e-8;
+    const auto j = nlohmann::json::parse(json_line(json_record(r)));
+    EXPECT_EQ(j["dropout"], "0.5:3:9");
+    const auto& d = j["dropout_checks"];
+    EXPECT_EQ(d["mask"], "oneDNN's Philox4x32-10 dropout, seed 3, offset 9");
+    EXPECT_EQ(d["failures"], nlohmann::json::array({"dropout: rule"}));
+    EXPECT_EQ(d["heads"], 8);
+    EXPECT_DOUBLE_EQ(d["keep_p_value"].get<double>(), 0.02);
+    EXPECT_EQ(d["keep_worst_head"], nlohmann::json::array({1, 3}));
+    EXPECT_DOUBLE_EQ(d["pairs_p_value"].get<double>(), 0.3);
+    EXPECT_EQ(d["pairs_worst_head"], nlohmann::json::array({0, 2}));
+    EXPECT_DOUBLE_EQ(d["threshold"].get<double>(), 6.25e-8);
+}
+
 TEST(Jsonl, InvalidUtf8IsReplacedNotThrown) {
     CaseResult r = failed_case();
     r.reason = "bad \xff byte";
@@ -199,8 +222,8 @@ TEST(Csv, DropoutColumnsCarryTheKnobAndThePValues) {
     r.info.dropout = "0.1:7:3";
     r.dropout = DropoutReport{};
     r.dropout->stats.heads = 4;
-    r.dropout->stats.min_p_keep = 0.25;
-    r.dropout->stats.min_p_pairs = 0.5;
+    r.dropout->stats.keep.p_value = 0.25;
+    r.dropout->stats.pairs.p_value = 0.5;
     const std::string row = csv_row(r);
     EXPECT_EQ(row.substr(row.size() - 20), "inf,0.1:7:3,0.25,0.5") << row;
 }
