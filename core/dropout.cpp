@@ -43,7 +43,7 @@ public:
         for (i64 jj = 0; jj < n; ++jj) {
             u32 c[4] = {static_cast<u32>(j0 + jj), static_cast<u32>(i), static_cast<u32>(h), static_cast<u32>(b)};
             philox4x32_10(c, key_);
-            keep[jj] = philox_keeps(c[0], d_.p);
+            keep[jj] = static_cast<double>(c[0]) >= static_cast<double>(d_.p) * 4294967296.0;
         }
     }
     std::string describe() const override {

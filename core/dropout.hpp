@@ -41,9 +41,9 @@ std::optional<Dropout> parse_dropout(std::string_view text, std::string* why = n
 /// The canonical spelling "P:SEED:OFFSET" (P printed so that it parses back equal).
 std::string dropout_name(const Dropout& d);
 
-/// The keep threshold of both generators here: element kept when its 32-bit draw r satisfies
-/// r > p * (2^32 - 1), compared in double (oneDNN's reference dropout; the keep probability is
-/// 1 - p to within 2^-32).
+/// oneDNN's keep rule: element kept when its 32-bit draw r satisfies r > p * (2^32 - 1),
+/// compared in double (its reference dropout; the keep probability is 1 - p to within 2^-32, and
+/// p = 0 still drops a draw of exactly 0).
 bool philox_keeps(std::uint32_t r, float p);
 
 /// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011): the
@@ -63,8 +63,8 @@ public:
 };
 
 /// sdpabench's own generator (the ref backend's): Philox4x32-10 with the counter (j, i, h, b) and
-/// the key seed XOR SplitMix64(offset) (Steele et al., OOPSLA 2014), the first output word tested
-/// by philox_keeps. Counter-based and keyed by (seed, offset, b, h, i,
+/// the key seed XOR SplitMix64(offset) (Steele et al., OOPSLA 2014), the first output word r kept
+/// when r >= p * 2^32 (so p = 0 keeps every element). Counter-based and keyed by (seed, offset, b, h, i,
 /// j), so any thread count and any tiling give the same mask; no index ever wraps.
 std::shared_ptr<const DropoutMask> ref_dropout_mask(const Problem& p);
 

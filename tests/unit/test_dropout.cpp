@@ -3,6 +3,7 @@
 // against the library's own kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -110,6 +111,11 @@ TEST(DropoutRefGenerator, CounterBasedAndKeyed) {
     q = p;
     q.dropout->offset = 3;
     EXPECT_NE(whole(q, *ref_dropout_mask(q)), z);
+    // p = 0 keeps every element (a fed mask of p = 0 is all ones).
+    q = p;
+    q.dropout->p = 0.f;
+    const auto all = whole(q, *ref_dropout_mask(q));
+    EXPECT_EQ(std::count(all.begin(), all.end(), std::uint8_t{1}), static_cast<std::ptrdiff_t>(all.size()));
     const MaskStatistics st = mask_statistics(p, *m);
     EXPECT_FALSE(st.failure) << *st.failure;
     EXPECT_EQ(st.heads, 6);
