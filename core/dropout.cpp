@@ -158,11 +158,19 @@ std::optional<Dropout> parse_dropout(std::string_view text, std::string* why) {
     const auto c1 = text.find(':');
     const std::string_view ps = text.substr(0, c1);
     double pv = 0;
-    if (!parse_whole(ps, pv) || !std::isfinite(pv))
+    if (!parse_whole(ps, pv))
         return fail(fmt::format("the probability '{}' is not a number (want P[:SEED[:OFFSET]], P in [0, 1))", ps));
-    if (pv < 0 || pv >= 1)
-        return fail(fmt::format("the probability {} must be in [0, 1) (1 would drop every element)", ps));
+    if (!std::isfinite(pv)) return fail(fmt::format("the probability {} must be a finite number in [0, 1)", ps));
+    if (pv < 0) return fail(fmt::format("the probability {} must be in [0, 1)", ps));
+    if (pv >= 1) return fail(fmt::format("the probability {} must be in [0, 1) (1 would drop every element)", ps));
+    // The vendors take p as an f32 scalar: it must stay in [0, 1) and nonzero stays nonzero.
     d.p = static_cast<float>(pv);
+    if (d.p >= 1.f)
+        return fail(fmt::format("the probability {} rounds to 1 in f32 (the largest below 1 is {})", ps,
+                std::nextafter(1.f, 0.f)));
+    if (pv > 0 && d.p == 0.f)
+        return fail(fmt::format("the probability {} rounds to 0 in f32 (write 0 for a Dropout that drops nothing)", ps));
+    d.p = d.p == 0.f ? 0.f : d.p;  // -0 is 0
     if (c1 != std::string_view::npos) {
         const std::string_view rest = text.substr(c1 + 1);
         const auto c2 = rest.find(':');
@@ -259,7 +267,7 @@ MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m) {
     worst(st.keep, kept, n, q);
     if (pairs > 0) worst(st.pairs, equal, pairs, same);
     // Identical masks by chance: probability same^n per pair of heads.
-    const double chance = std::exp(static_cast<double>(n) * std::log(same)) * 0.5 * static_cast<double>(heads) *
+    const double chance = chance_masks_agree(p.dropout.value_or(Dropout{}).p, n) * 0.5 * static_cast<double>(heads) *
                           static_cast<double>(heads - 1);
     st.distinct_checked = heads > 1 && chance < 1e-9;
     if (st.distinct_checked) {
@@ -297,6 +305,29 @@ MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m) {
                                  "({},{})",
                 st.identical_heads, st.first_dup_b, st.first_dup_h, st.first_dup_of_b, st.first_dup_of_h);
     return st;
+}
+
+double chance_masks_agree(float p, i64 n) {
+    const double q = 1.0 - static_cast<double>(p), same = q * q + (1 - q) * (1 - q);
+    return std::exp(static_cast<double>(n) * std::log(same));
+}
+
+i64 visible_mask_differences(const Problem& p, const DropoutMask& a, const DropoutMask& b) {
+    const Dims& d = p.dims;
+    i64 n = 0;
+#pragma omp parallel for collapse(2) reduction(+ : n) schedule(dynamic, 1)
+    for (i64 bb = 0; bb < d.B; ++bb)
+        for (i64 h = 0; h < d.H_q; ++h) {
+            std::vector<std::uint8_t> ra(static_cast<std::size_t>(d.S_kv)), rb(ra.size());
+            for (i64 i = 0; i < d.S_q; ++i) {
+                const auto [lo, hi] = visible_keys(p, bb, i);
+                if (lo >= hi) continue;
+                a.keep_row(bb, h, i, lo, hi - lo, ra.data());
+                b.keep_row(bb, h, i, lo, hi - lo, rb.data());
+                for (i64 j = 0; j < hi - lo; ++j) n += ra[static_cast<std::size_t>(j)] != rb[static_cast<std::size_t>(j)];
+            }
+        }
+    return n;
 }
 
 std::optional<std::string> first_mask_difference(const Problem& p, const DropoutMask& a, std::string_view a_name,

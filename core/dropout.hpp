@@ -124,6 +124,14 @@ inline constexpr double kDropoutFalseAlarm = 1e-6;
 /// A p-value below kDropoutFalseAlarm / (2 B H_q) fails. Cost: one pass over the mask.
 MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m);
 
+/// Probability that two independent masks of drop probability p agree on n given elements:
+/// ((1-p)^2 + p^2)^n.
+double chance_masks_agree(float p, std::int64_t n);
+
+/// Number of elements visible under p's mask and padding (core/problem.hpp visible_keys) where
+/// masks a and b differ: the differences that can reach the outputs.
+std::int64_t visible_mask_differences(const Problem& p, const DropoutMask& a, const DropoutMask& b);
+
 /// The first element where masks a and b differ as "(b,h,i,j) kept by the forward, dropped by the
 /// backward"-style text ("a"/"b" named by the caller), or nullopt when equal everywhere.
 std::optional<std::string> first_mask_difference(const Problem& p, const DropoutMask& a, std::string_view a_name,

@@ -486,6 +486,8 @@ private:
                     c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
+                // A graph without Dropout ops ignores --dropout, and so does its repro.
+                if (!imp.prb->dropout) c.graph_dropout.reset();
                 c.prb = std::move(*imp.prb);
                 c.graph_file = shown;
                 c.where = loc.where();
@@ -599,14 +601,14 @@ std::string escape_for_message(std::string_view text) {
 std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
     Parser p;
     KnobState st = default_state();
-    std::string dangling;               // last knob after the last problem or --batch
+    std::string dangling;               // last knob after the last problem, --case or --batch
     std::vector<std::string> batches;   // --batch files named on the command line
     bool targets = false;               // a problem or --batch was given
     for (const std::string& arg : tokens)
         for (const auto& [tok, col] : split_tokens(arg)) {
             p.token(tok, st, Loc{});
             if (tok.starts_with("--batch=")) batches.emplace_back(tok.substr(8));
-            if (tok.starts_with("--batch=") || !tok.starts_with("-")) {
+            if (tok.starts_with("--batch=") || tok.starts_with("--case=") || !tok.starts_with("-")) {
                 dangling.clear();
                 targets = true;
             } else if (tok.starts_with("--")) {
@@ -616,8 +618,8 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
     if (!dangling.empty() && targets)
         p.entries.push_back(CaseEntry{std::nullopt,
                 escape_for_message(fmt::format("command line: error: '{}' comes after the last problem and would "
-                                               "apply to nothing (knobs apply to the problems and --batch files "
-                                               "after them)", dangling)),
+                                               "apply to nothing (knobs apply to the problems, --case and --batch "
+                                               "files after them)", dangling)),
                 true});
     if (p.entries.empty() && !batches.empty())
         p.entries.push_back(CaseEntry{std::nullopt,

@@ -132,6 +132,12 @@ void take_dropout(Graph& g, Match& m, const RawOp& op) {
             unimplemented(fmt::format("{}: its {} is tensor {}, another Dropout's is tensor {} (sdpabench's Dropout ops "
                                       "share one seed, offset and probability)", op.where(), what, t.id, it->second.id));
     }
+    // One tensor in two roles would tie the seed to the offset (or the probability to either).
+    for (std::size_t i = 1; i < 4; ++i)
+        for (std::size_t j = i + 1; j < 4; ++j)
+            if (op.ins[i].id == op.ins[j].id)
+                invalid(fmt::format("{}: its {} and {} are the same tensor {} (three separate inputs are needed)",
+                        op.where(), kScalars[i - 1].second, kScalars[j - 1].second, op.ins[i].id));
     m.f32_typed.emplace_back(&op, 0);
     g.use(op);
 }

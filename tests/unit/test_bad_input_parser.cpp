@@ -62,8 +62,14 @@ TEST(BadInput, KnobAfterLastProblemIsUsageError) {
     ASSERT_EQ(es.size(), 1u);
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error, "command line: error: '--dt=bf16' comes after the last problem and would apply to "
-                           "nothing (knobs apply to the problems and --batch files after them)");
+                           "nothing (knobs apply to the problems, --case and --batch files after them)");
     EXPECT_TRUE(errors({"--dt=bf16", "b1sq4d4"}).empty());
+    // A --case file is a target too: a knob after it applies to nothing.
+    const auto ce = errors({"--case=graph.json", "--dropout=0.5"});
+    ASSERT_FALSE(ce.empty());
+    EXPECT_TRUE(ce.back().usage);
+    EXPECT_EQ(ce.back().error, "command line: error: '--dropout=0.5' comes after the last problem and would apply to "
+                               "nothing (knobs apply to the problems, --case and --batch files after them)");
     // Inside a file, trailing knobs are harmless (they end with the file).
     const auto f = write_file("trail.cases", "b1sq4d4 --dt=bf16\n");
     EXPECT_TRUE(errors({"--batch=" + f.string()}).empty());

@@ -62,6 +62,17 @@ TEST(DropoutKnob, ParsesAndSpellsBack) {
     EXPECT_FALSE(parse_dropout("0.1:3:4:5", &why));
     EXPECT_EQ(why, "the offset '4:5' is not an unsigned 64-bit integer");
     EXPECT_FALSE(parse_dropout("nan", &why));
+    EXPECT_FALSE(parse_dropout("inf", &why));
+    EXPECT_EQ(why, "the probability inf must be a finite number in [0, 1)");
+    EXPECT_FALSE(parse_dropout("-0.1", &why));
+    EXPECT_EQ(why, "the probability -0.1 must be in [0, 1)");
+    // f32 is what the vendors get: values that round to 1 or to 0 are refused, -0 is 0.
+    EXPECT_FALSE(parse_dropout("0.999999999", &why));
+    EXPECT_EQ(why, "the probability 0.999999999 rounds to 1 in f32 (the largest below 1 is 0.99999994)");
+    EXPECT_FALSE(parse_dropout("1e-50", &why));
+    EXPECT_EQ(why, "the probability 1e-50 rounds to 0 in f32 (write 0 for a Dropout that drops nothing)");
+    EXPECT_EQ(dropout_name(*parse_dropout("-0")), "0:1:1");
+    EXPECT_EQ(parse_dropout("0.99999994")->p, std::nextafter(1.f, 0.f));
 }
 
 // Known answers of Philox4x32-10 (Random123's kat_vectors, as published with Salmon et al. 2011).

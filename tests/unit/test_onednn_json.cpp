@@ -673,6 +673,13 @@ TEST(OnednnJson, DropoutOpsAndScalarsBreakingTheRulesNameThem) {
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Dropout 'dropout_dp'): its seed is tensor 960, another "
                                    "Dropout's is tensor {} (sdpabench's Dropout ops share one seed, offset and "
                                    "probability)", dp_id, seed));
+    // One tensor as both seed and offset (in every Dropout, so they still share their scalars).
+    g = base;
+    for (const char* name : {"dropout_p", "dropout_dp"}) (*op_named(g, name))["inputs"][2] = (*op_named(g, name))["inputs"][1];
+    r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_NE(r.error.find("its seed and offset are the same tensor " + std::to_string(seed) +
+                           " (three separate inputs are needed)"), std::string::npos) << r.error;
     // A seed of the wrong type; a probability that is not one value.
     g = base;
     for (json* t : tensors_with_id(g, seed)) (*t)["dtype"] = "s32";

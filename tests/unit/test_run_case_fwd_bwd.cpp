@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "backends/ref/ref_backend.hpp"
@@ -95,6 +96,98 @@ TEST(RunCaseFwdBwd, WrongForwardFailsAndSkipsTheBackward) {
     EXPECT_NE(r.reason.find("O: "), std::string::npos) << r.reason;
     EXPECT_NE(r.reason.find("backward not run"), std::string::npos) << r.reason;
     EXPECT_EQ(spy.prepared.size(), 1u);  // no backward plan
+}
+
+/// A reference-backed vendor for the dropout rerun rules: with `ignore_seed` its generator uses
+/// seed 1 whatever the seed (and declares so, so the exact comparison cannot see it); with
+/// `kernel_ignores_seed` the kernel does so while the declared mask follows the seed (a mask read
+/// back from somewhere else than the kernel); with `p0_ulp` a Dropout of p = 0 moves O element 0
+/// by one ulp (inside every tolerance, not bitwise).
+class DropoutSpy final : public Backend {
+public:
+    bool ignore_seed = false, kernel_ignores_seed = false, p0_ulp = false;
+    std::string_view name() const override { return "ref"; }
+    std::string version() const override { return "dropout spy"; }
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(seen(p)); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        RefKernel k;
+        k.compute = [this](const Problem& q, const SdpaInputs& x) {
+            Problem used = q;
+            if (kernel_ignores_seed && used.dropout) used.dropout->seed = 1;
+            const auto mask = dropout_mask(used);
+            RefOptions opt;
+            opt.dropout = mask.get();
+            SdpaOutputs o = reference_as_vendor(q, x, opt);
+            if (p0_ulp && q.dropout && q.dropout->p == 0.f && !o.O.empty())
+                o.O.data[0] = std::nextafter(o.O.data[0], 1e30f);
+            return o;
+        };
+        return make_reference_plan(p, in, std::move(k));
+    }
+
+private:
+    Problem seen(Problem p) const {
+        if (ignore_seed && p.dropout) p.dropout->seed = 1;
+        return p;
+    }
+};
+
+Case dropout_case(Dims d, Dir dir, Dropout dr, Mask mask = Mask::none) {
+    Case c;
+    c.prb.dims = d;
+    c.prb.dir = dir;
+    c.prb.mask = mask;
+    c.prb.dropout = dr;
+    return c;
+}
+
+// Tiny problems: identical masks for seed and seed + 1 are likely by chance there, and few visible
+// differences cannot be required to change a rounded output; a correct vendor never FAILS.
+TEST(RunCaseDropout, TinyProblemsNeverFailTheSeedRule) {
+    DropoutSpy spy;
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+        for (const auto& c : {dropout_case(Dims{1, 1, 1, 1, 1, 1, 1}, Dir::fwd_t, Dropout{0.1f, seed, 1}),
+                 dropout_case(Dims{1, 2, 2, 1, 33, 8, 8}, Dir::fwd_t, Dropout{0.2f, seed, 5}, Mask::causal_tl),
+                 dropout_case(Dims{1, 2, 2, 32, 32, 16, 16}, Dir::bwd, Dropout{1e-9f, seed, 1}),
+                 dropout_case(Dims{1, 2, 2, 8, 8, 8, 8}, Dir::fwd_bwd, Dropout{0.99999f, seed, 1})}) {
+            const CaseResult r = run_case(c, spy, 0);
+            EXPECT_NE(r.status, Status::failed) << r.repro << ": " << r.reason;
+        }
+    }
+}
+
+TEST(RunCaseDropout, AGeneratorThatIgnoresTheSeedFails) {
+    DropoutSpy spy;
+    spy.ignore_seed = true;
+    const CaseResult r = run_case(dropout_case(Dims{1, 2, 2, 32, 32, 16, 16}, Dir::fwd_t, Dropout{0.3f, 7, 2}), spy, 0);
+    EXPECT_EQ(r.status, Status::failed);
+    EXPECT_NE(r.reason.find("dropout: the mask for seed 8 equals the mask for seed 7"), std::string::npos) << r.reason;
+    // A kernel that ignores the seed while its declared mask follows it: seed 1 agrees with the
+    // reference, seed 2 leaves the outputs as they were.
+    spy.ignore_seed = false;
+    spy.kernel_ignores_seed = true;
+    const CaseResult k = run_case(dropout_case(Dims{1, 2, 2, 32, 32, 16, 16}, Dir::fwd_t, Dropout{0.3f, 1, 2}), spy, 0);
+    EXPECT_EQ(k.status, Status::failed);
+    EXPECT_EQ(k.reason, "dropout: changing the seed from 1 to 2 left every output bitwise unchanged (the masks differ "
+                        "in at least 64 visible elements)");
+}
+
+// p = 0 must be bitwise no dropout, in fwd_t, bwd and both halves of fwd_bwd.
+TEST(RunCaseDropout, PZeroMustBeBitwiseNoDropout) {
+    DropoutSpy spy;
+    spy.p0_ulp = true;
+    for (Dir dir : {Dir::fwd_t, Dir::fwd_bwd}) {
+        const CaseResult r = run_case(dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, dir, Dropout{0.f, 1, 1}), spy, 0);
+        EXPECT_EQ(r.status, Status::failed) << r.repro;
+        EXPECT_NE(r.reason.find("dropout: --dropout=0:1:1 is not bitwise equal to no dropout: O at (0,0,0,0)"),
+                std::string::npos) << r.reason;
+    }
+    spy.p0_ulp = false;
+    for (Dir dir : {Dir::fwd_t, Dir::bwd, Dir::fwd_bwd}) {
+        const CaseResult r = run_case(dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, dir, Dropout{0.f, 1, 1}), spy, 0);
+        EXPECT_EQ(r.status, Status::passed) << r.repro << ": " << r.reason;
+    }
 }
 
 }  // namespace
