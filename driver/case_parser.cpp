@@ -438,26 +438,74 @@ private:
         return s + last;
     }
 
-    /// Resolves `name` (relative to the including file, or to the current directory on the
-    /// command line), rejects cycles and unreadable files, then reads it.
+    /// Where `name` (a --batch or --case path) is looked for, first match wins: as given when
+    /// absolute or on the command line (the current directory); inside a file, relative to the
+    /// including file's folder, then to each folder above it (benchdnn's convention: its batch
+    /// files name cases from its inputs root, e.g. --case=complex_fusion/mha/X.json from
+    /// complex_fusion/harness_mha_ci).
+    static std::vector<fs::path> candidates(std::string_view name, const Loc& loc) {
+        const fs::path n{std::string(name)};
+        if (n.is_absolute() || loc.command_line()) return {n};
+        std::vector<fs::path> out;
+        std::error_code ec;
+        fs::path rel = fs::path(loc.file).parent_path();  // spelled as the user spelled the file
+        fs::path dir = fs::absolute(rel.empty() ? fs::path(".") : rel, ec).lexically_normal();
+        if (dir.filename().empty()) dir = dir.parent_path();  // "a/b/" -> "a/b"
+        while (true) {
+            out.push_back((rel / n).lexically_normal());
+            if (!dir.has_relative_path()) break;  // the filesystem root
+            dir = dir.parent_path();
+            rel /= "..";
+        }
+        return out;
+    }
+
+    /// A regular file or pipe that opens (a device such as /dev/zero would never end a line).
+    static bool readable(const fs::path& p) {
+        std::error_code ec;
+        const auto type = fs::status(p, ec).type();
+        return (type == fs::file_type::regular || type == fs::file_type::fifo) && std::ifstream(p).good();
+    }
+
+    /// The first readable candidate of `name`, or nullopt with `tried` listing them all.
+    static std::optional<fs::path> resolve(std::string_view name, const Loc& loc, std::string& tried) {
+        const auto places = candidates(name, loc);
+        for (const auto& c : places)
+            if (readable(c)) return c;
+        tried.clear();
+        for (const auto& c : places) tried += fmt::format("{}'{}'", tried.empty() ? "" : ", ", c.string());
+        return std::nullopt;
+    }
+
+    /// "cannot open --KIND file 'NAME'" with the places tried when there were several.
+    static std::string cannot_open(std::string_view kind, std::string_view name, const Loc& loc,
+            const std::string& tried) {
+        const auto places = candidates(name, loc);
+        std::error_code ec;
+        if (fs::is_directory(places[0], ec))
+            return fmt::format("cannot open --{} file '{}': it is a directory", kind, places[0].string());
+        if (places.size() == 1) return fmt::format("cannot open --{} file '{}'", kind, places[0].string());
+        return fmt::format("cannot open --{} file '{}' (tried, relative to the including file and each folder above "
+                           "it: {})", kind, name, tried);
+    }
+
+    /// Resolves `name` (candidates()), rejects cycles and unreadable files, then reads it.
     void include(std::string_view name, const KnobState& st, const Loc& loc) {
-        fs::path p{std::string(name)};
-        if (!loc.command_line()) p = fs::path(loc.file).parent_path() / p;
+        std::string tried;
+        const auto found = resolve(name, loc, tried);
+        if (!found) {
+            const std::string msg = cannot_open("batch", name, loc, tried);
+            if (chain_.empty()) return error(loc, msg);
+            return error(loc, fmt::format("{} (include chain: {})", msg,
+                                  chain_with(candidates(name, loc).front().string())));
+        }
+        const fs::path& p = *found;
         const std::string shown = p.lexically_normal().string();
         std::error_code ec;
         fs::path canon = fs::weakly_canonical(p, ec);
         if (ec) canon = fs::absolute(p, ec).lexically_normal();
         for (const auto& c : canon_)
             if (c == canon) return error(loc, fmt::format("--batch cycle: {}", chain_with(shown)));
-        // Regular files and pipes only: a device such as /dev/zero would never end a line.
-        const auto type = fs::status(p, ec).type();
-        const bool readable = (type == fs::file_type::regular || type == fs::file_type::fifo) &&
-                std::ifstream(p).good();
-        if (!readable) {
-            if (chain_.empty()) return error(loc, fmt::format("cannot open --batch file '{}'", shown));
-            return error(loc, fmt::format("cannot open --batch file '{}' (include chain: {})", shown,
-                                  chain_with(shown)));
-        }
         chain_.push_back(shown);
         canon_.push_back(canon);
         const std::size_t errors_before = errors_;
@@ -468,14 +516,12 @@ private:
     }
 
     /// --case=FILE.json: one case per combination of knob values, each imported from the file
-    /// with its rewrites (--dt, --in-shapes, --mb) and seed. Path relative like --batch.
+    /// with its rewrites (--dt, --in-shapes, --mb) and seed. Path resolved like --batch.
     void graph_case(std::string_view name, const KnobState& st, const Loc& loc) {
-        fs::path p{std::string(name)};
-        if (!loc.command_line()) p = fs::path(loc.file).parent_path() / p;
-        const std::string shown = p.lexically_normal().string();
-        std::error_code ec;
-        if (fs::is_directory(p, ec) || !std::ifstream(p).good())
-            return error(loc, fmt::format("cannot open --case file '{}'", shown));
+        std::string tried;
+        const auto found = resolve(name, loc, tried);
+        if (!found) return error(loc, cannot_open("case", name, loc, tried));
+        const std::string shown = found->lexically_normal().string();
         const auto& table = knob_table();
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
@@ -569,13 +615,14 @@ std::string case_language_help() {
          "  case), that no two heads share a mask, that seed + 1 changes the outputs, that p = 0 is bitwise\n"
          "  no dropout, and for fwd_bwd that the backward regenerated the forward's mask (README: Dropout).\n";
     s += "  --case=FILE.json\n"
-         "      import a oneDNN graph JSON file (benchdnn --graph format, path relative like --batch):\n"
+         "      import a oneDNN graph JSON file (benchdnn --graph format, path resolved like --batch):\n"
          "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"
          "      --seed fill it, --dropout gives its Dropout ops' values (default 0.1:SEED:1: the file has\n"
          "      none), the other problem knobs are taken from the graph\n"
          "  --batch=FILE\n"
-         "      read FILE (relative to the including file, or to the current directory on the command\n"
-         "      line); knob changes inside it end with it\n"
+         "      read FILE (in a file: relative to the including file, then to each folder above it, as\n"
+         "      benchdnn resolves its inputs; on the command line: the current directory); knob changes\n"
+         "      inside it end with it\n"
          "  --reset\n"
          "      restore every problem knob to its default (--backend and --mode are kept, so a file\n"
          "      that starts with --reset still runs on the backend chosen on the command line)\n\n"

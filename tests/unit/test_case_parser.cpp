@@ -331,6 +331,34 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
     EXPECT_EQ(gs[2].c->prb.dt, DType::bf16);
 }
 
+// benchdnn's batch files name their cases from the inputs root (complex_fusion/harness_mha_ci holds
+// --case=complex_fusion/mha/X.json): a path not found next to the including file is looked for in
+// each folder above it; the file next to it wins when both exist.
+TEST_F(TempDir, PathsResolveUpwardsLikeBenchdnn) {
+    write("inputs/complex_fusion/mha/cases.cases", "b1hq1sq5d4\n");
+    const std::string h = write("inputs/complex_fusion/harness", "--dt=bf16 --batch=complex_fusion/mha/cases.cases\n");
+    auto es = parse_cases({"--batch=" + h});
+    ASSERT_EQ(es.size(), 1u);
+    ASSERT_TRUE(es[0].c.has_value()) << es[0].error;
+    EXPECT_EQ(es[0].c->prb.dims.S_q, 5);
+    EXPECT_EQ(es[0].c->prb.dt, DType::bf16);
+    // The nearer file wins.
+    write("inputs/complex_fusion/complex_fusion/mha/cases.cases", "b1hq1sq7d4\n");
+    es = parse_cases({"--batch=" + h});
+    ASSERT_EQ(es.size(), 1u);
+    ASSERT_TRUE(es[0].c.has_value()) << es[0].error;
+    EXPECT_EQ(es[0].c->prb.dims.S_q, 7);
+    // A --case file found nowhere lists every place tried, nearest first.
+    const std::string g = write("inputs/complex_fusion/graphs", "--case=complex_fusion/mha/none.json\n");
+    es = parse_cases({"--batch=" + g});
+    ASSERT_EQ(es.size(), 1u);
+    const std::string near = (dir / "inputs/complex_fusion/complex_fusion/mha/none.json").string();
+    const std::string root = (dir / "inputs/complex_fusion/mha/none.json").string();
+    EXPECT_NE(es[0].error.find("cannot open --case file 'complex_fusion/mha/none.json' (tried, relative to the including "
+                               "file and each folder above it: '" + near + "', '" + root + "', "), std::string::npos)
+            << es[0].error;
+}
+
 TEST_F(TempDir, BatchRelativePathsAndKnobScoping) {
     write("a.cases", "--dt=bf16\n--batch=sub/b.cases\nb1hq1sq2d2n=after\n");
     const std::string b = write("sub/b.cases", "--dir=bwd\nb1hq1sq1d1n=inner\n--batch=c.cases\n");
@@ -384,8 +412,14 @@ TEST_F(TempDir, MissingFile) {
     es = parse_cases({"--batch=" + a});
     ASSERT_EQ(es.size(), 3u);
     EXPECT_FALSE(es[1].usage);  // an error inside a file is a file error
-    EXPECT_EQ(es[1].error, a + ":2:3: error: cannot open --batch file '" + missing + "' (include chain: " + a +
-                               " -> " + missing + ")");
+    // Looked for next to a.cases, then in each folder above it (benchdnn's inputs-root convention).
+    std::string tried;
+    for (fs::path d = dir; ; d = d.parent_path()) {
+        tried += fmt::format("{}'{}'", tried.empty() ? "" : ", ", (d / "nope.cases").string());
+        if (!d.has_relative_path()) break;
+    }
+    EXPECT_EQ(es[1].error, a + ":2:3: error: cannot open --batch file 'nope.cases' (tried, relative to the including "
+                               "file and each folder above it: " + tried + ") (include chain: " + a + " -> " + missing + ")");
     ASSERT_TRUE(es[2].c.has_value());  // the rest of line 2 is dropped, line 3 still runs
     EXPECT_EQ(es[2].c->prb.dims.S_q, 3);
 
