@@ -160,17 +160,32 @@ const std::vector<Knob>& knob_table() {
             {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
                 "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
                 [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
-            {"dt", enum_choices(kDTypeNames) + "|default", "default",
-                "io data type ('default': f32, or the types of a --case graph; a type rewrites the graph's)",
+            {"dt", enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]", "default",
+                "io data type ('default': f32, or the types of a --case graph; a type rewrites the graph's); "
+                "ID:DT+...: benchdnn's per-tensor form, for --case graphs only (tensor ID gets type DT)",
                 [](std::string_view v, Case& c) {
+                    c.dt_ids.clear();
                     if (v == "default") {
                         c.prb.dt = Problem{}.dt;
                         c.graph_dt.reset();
                         return true;
                     }
+                    if (v.find(':') != v.npos) {
+                        if (check_id_rewrites(v)) return false;
+                        c.prb.dt = Problem{}.dt;
+                        c.graph_dt.reset();
+                        c.dt_ids = std::string(v);
+                        return true;
+                    }
                     if (!set_enum(kDTypeNames, v, c.prb.dt)) return false;
                     c.graph_dt = c.prb.dt;
                     return true;
+                },
+                false,
+                [](std::string_view v) {
+                    if (v.find(':') == v.npos) return std::string();
+                    const auto why = check_id_rewrites(v);
+                    return why ? fmt::format("--dt: {}", *why) : std::string();
                 }},
             {"mask", "none|causal_tl|causal_br|bias|window:L,R", fmt::format("{}", d.prb.mask),
                 "mask kind; window:L,R keeps keys i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
@@ -221,6 +236,19 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v) {
                     const auto why = check_in_shapes(v);
                     return why ? fmt::format("--in-shapes: {}", *why) : std::string();
+                }},
+            {"op-kind", "ID:KIND[+ID:KIND...]", "",
+                "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps "
+                "it; empty: none)",
+                [](std::string_view v, Case& c) {
+                    if (check_id_rewrites(v)) return false;
+                    c.op_kinds = std::string(v);
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    const auto why = check_id_rewrites(v);
+                    return why ? fmt::format("--op-kind: {}", *why) : std::string();
                 }},
             {"seq-len-q", "none|random|N0:N1:...", "none",
                 "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
@@ -528,8 +556,8 @@ private:
             Case c;
             for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
             c.graph_dropout = c.prb.dropout;
-            GraphImport imp = import_onednn_json(shown, GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout},
-                    c.prb.seed);
+            GraphImport imp = import_onednn_json(shown,
+                    GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds}, c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
                 // A graph without Dropout ops ignores --dropout, and so does its repro.
@@ -555,6 +583,13 @@ private:
         std::string name, err;
         const auto dims = parse_descriptor(tok, &name, &err);
         if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));
+        for (std::size_t k = 0; k < st.size(); ++k)  // the graph rewrites mean nothing for a descriptor
+            for (const auto& v : st[k]) {
+                const std::string_view n = knob_table()[k].name;
+                if ((n == "op-kind" && !v.empty()) || (n == "dt" && v.find(':') != std::string::npos))
+                    return error(loc, fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' is "
+                                                  "a problem descriptor (use --reset, or a plain --dt)", n, v, tok));
+            }
         const auto& table = knob_table();
         std::size_t expands = 1;  // saturates at the limit
         for (const auto& values : st) expands = std::min(expands * values.size(), kMaxCases + 1);

@@ -206,6 +206,13 @@ float benchdnn_scale(ScaleOp op, std::uint64_t seed) {
     return (op == ScaleOp::mul ? kMul : kDiv)[h % 3];
 }
 
+std::optional<std::string> check_id_rewrites(std::string_view text) {
+    std::string err;
+    parse_id_rewrites(text, &err);
+    if (err.empty()) return std::nullopt;
+    return err;
+}
+
 std::optional<std::string> check_in_shapes(std::string_view text) {
     std::string err;
     parse_in_shapes(text, &err);
@@ -239,6 +246,8 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
     }
     try {
         std::vector<RawOp> ops = parse_ops(root);
+        rewrite_op_kinds(ops, rw.op_kinds);
+        rewrite_dtypes(ops, rw.dt_ids);
         rewrite_shapes(ops, rw.in_shapes);
         Graph g(topo_sort(std::move(ops)));
         const Match m = match(g);

@@ -43,6 +43,11 @@ struct GraphRewrites {
     /// {kImportDropoutP, the import's seed, kImportDropoutOffset}. Ignored for a graph without
     /// Dropout ops (the graph, not the knob, says whether there is dropout).
     std::optional<Dropout> dropout{};
+    /// benchdnn's per-tensor --dt=ID:DT[+ID:DT...] (empty: none), applied before the match
+    /// (driver/onednn_json_rewrite.hpp rewrite_dtypes).
+    std::string dt_ids{};
+    /// benchdnn's --op-kind=ID:KIND[+ID:KIND...] (empty: none; KIND undef keeps the op).
+    std::string op_kinds{};
 };
 
 /// The drop probability an imported graph's Dropout ops get when GraphRewrites::dropout is empty
@@ -69,6 +74,10 @@ float benchdnn_scale(ScaleOp op, std::uint64_t seed);
 
 /// Checks the syntax of an --in-shapes value; nullopt when valid, else a sentence.
 std::optional<std::string> check_in_shapes(std::string_view text);
+
+/// Why a per-id rewrite value ("ID:VALUE[+ID:VALUE...]", --dt and --op-kind) is malformed, or
+/// nullopt when it parses.
+std::optional<std::string> check_id_rewrites(std::string_view text);
 
 /// Imports JSON text; `file` names it in errors. Inputs that come from outside the pattern
 /// are filled as benchdnn fills them: the scale value is benchdnn_scale(op, seed); a mask whose S_q dim is 1 is a padding mask of zeros

@@ -3,7 +3,9 @@
 #include "core/geometry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -95,6 +97,64 @@ dims_t tag_strides(const dims_t& shape, const std::string& tag) {
         n = saturating_mul(n, std::max<std::int64_t>(shape[dim], 1));
     }
     return s;
+}
+
+std::vector<IdRewrite> parse_id_rewrites(std::string_view text, std::string* err) {
+    std::vector<IdRewrite> out;
+    if (text.empty()) return out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t plus = text.find('+', pos);
+        const std::string_view e = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
+        const std::size_t colon = e.find(':');
+        IdRewrite r;
+        const std::string_view id = e.substr(0, colon);
+        const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), r.id);
+        const std::string_view v = colon == e.npos ? std::string_view{} : e.substr(colon + 1);
+        const bool word = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+        });
+        if (colon == e.npos || id.empty() || ec != std::errc() || ptr != id.data() + id.size() || !word) {
+            *err = fmt::format("'{}' is not ID:VALUE", e);
+            return {};
+        }
+        r.value = std::string(v);
+        out.push_back(std::move(r));
+        if (plus == text.npos) return out;
+        pos = plus + 1;
+    }
+}
+
+void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text) {
+    std::string err;
+    const auto rws = parse_id_rewrites(text, &err);
+    if (!err.empty()) invalid(fmt::format("--dt: {}", err));
+    // oneDNN graph's data type names (dnnl_graph_types.h logical_tensor data types).
+    static const std::set<std::string> kTypes{"undef", "f32", "f16", "bf16", "s8", "u8", "s32", "s64", "boolean",
+        "f8_e4m3", "f8_e5m2", "f4_e2m1", "f4_e3m0", "u4", "s4", "e8m0"};
+    for (const auto& r : rws) {
+        if (!kTypes.count(r.value)) invalid(fmt::format("--dt: tensor {}: unknown data type '{}'", r.id, r.value));
+        bool found = false;
+        for (auto& op : ops)
+            for (auto* ts : {&op.ins, &op.outs})
+                for (auto& t : *ts)
+                    if (t.id == r.id) {
+                        t.dtype = r.value;
+                        found = true;
+                    }
+        if (!found) invalid(fmt::format("--dt: no tensor {} in the graph", r.id));
+    }
+}
+
+void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text) {
+    std::string err;
+    const auto rws = parse_id_rewrites(text, &err);
+    if (!err.empty()) invalid(fmt::format("--op-kind: {}", err));
+    for (const auto& r : rws) {
+        auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == r.id; });
+        if (it == ops.end()) invalid(fmt::format("--op-kind: no op {} in the graph", r.id));
+        if (r.value != "undef") it->kind = r.value;
+    }
 }
 
 void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text) {

@@ -33,4 +33,24 @@ dims_t tag_strides(const dims_t& shape, const std::string& tag);
 /// ids, a tag that is not a permutation of the shape's letters, strides of another rank.
 void rewrite_shapes(std::vector<RawOp>& ops, std::string_view text);
 
+/// One entry of benchdnn's per-id graph knobs (--dt=ID:DT+..., --op-kind=ID:KIND+...).
+struct IdRewrite {
+    std::size_t id = 0;
+    std::string value;
+};
+
+/// Parses "ID:VALUE[+ID:VALUE...]" (empty: no entries; VALUE non-empty letters, digits, '_').
+/// On a syntax error returns {} and sets `err` to a sentence quoting the bad entry.
+std::vector<IdRewrite> parse_id_rewrites(std::string_view text, std::string* err);
+
+/// benchdnn's --dt=ID:DT+...: every occurrence of logical tensor ID gets data type DT (a oneDNN
+/// graph type: f32, bf16, f16, s8, u8, s32, s64, boolean, f8_e4m3, f8_e5m2, f4_e2m1, ...), as
+/// benchdnn's graph rewriter does; the import then checks the result like any file.
+/// INVALID_ARGUMENTS (benchdnn's "Rewriter failed") for an id no tensor has or an unknown type.
+void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text);
+
+/// benchdnn's --op-kind=ID:KIND+...: op ID becomes KIND (e.g. the scale's Multiply <-> Divide);
+/// KIND "undef" keeps the op as it is. INVALID_ARGUMENTS for an id no op has.
+void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text);
+
 }  // namespace sdpa::graph_json

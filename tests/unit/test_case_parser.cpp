@@ -234,7 +234,7 @@ TEST(CaseParser, CommandLineErrors) {
     ASSERT_EQ(es.size(), 1u);
     EXPECT_FALSE(es[0].c.has_value());
     EXPECT_TRUE(es[0].usage);
-    EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default)");
+    EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
 
     es = parse("--mask=causal --dir=fwd_t,back");
     ASSERT_EQ(es.size(), 2u);
@@ -247,11 +247,11 @@ TEST(CaseParser, CommandLineErrors) {
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error,
         "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
-        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --fill, --seed, --mb, --in-shapes, --seq-len-q, "
+        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --fill, --seed, --mb, --in-shapes, --op-kind, --seq-len-q, "
         "--seq-len-kv, --layout, --strides, --deterministic, --dropout, --backend, --mode, --batch, --case, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
-    EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default)");
+    EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default|ID:DT[+ID:DT...])");
 
     es = parse("b1hq1d8");
     ASSERT_EQ(es.size(), 1u);
@@ -317,7 +317,7 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
     EXPECT_EQ(es[0].c->where, f + ":1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
-    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default)");
+    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
     EXPECT_EQ(es[2].c->where, f + ":3");
 
     // Line 2 holds only a bad descriptor: 2 cases and 1 error, the error at its column.

@@ -3,6 +3,7 @@
 // ../shared/upstream-cases next to the project (skipped when absent).
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -772,6 +773,74 @@ TEST(OnednnJson, BackwardSubtractOperandOrder) {
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (Subtract 'sub_dp_d'): computes D - dP (dP, tensor {}, is the "
                                    "second input); the SDPA backward is dP - D",
                                (*sub)["id"].get<int>(), (*sub)["inputs"][1]["id"].get<int>()));
+}
+
+// benchdnn's per-id graph knobs: --dt=ID:DT+... retypes tensors (here every bf16 one to f16, so the
+// graph reads as an f16 problem), --op-kind=ID:KIND+... rewrites an op (the scale's Multiply to a
+// Divide; undef keeps it); ids the graph lacks are INVALID_ARGUMENTS naming them.
+TEST(OnednnJson, PerIdDtypeAndOpKindRewrites) {
+    const json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::bf16)));
+    std::string ids;
+    std::set<std::size_t> seen;
+    for (const auto& op : g["graph"])
+        for (const char* side : {"inputs", "outputs"})
+            for (const auto& t : op[side])
+                if (t["dtype"] == "bf16" && seen.insert(t["id"].get<std::size_t>()).second)
+                    ids += fmt::format("{}{}:f16", ids.empty() ? "" : "+", t["id"].get<std::size_t>());
+    GraphRewrites rw;
+    rw.dt_ids = ids;
+    GraphImport r = import_text(g.dump(), rw);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->dt, DType::f16);
+    rw.dt_ids = "99999:f16";
+    r = import_text(g.dump(), rw);
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_EQ(r.error, "g.json: error: --dt: no tensor 99999 in the graph");
+    rw.dt_ids = fmt::format("{}:f99", *seen.begin());
+    r = import_text(g.dump(), rw);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: --dt: tensor {}: unknown data type 'f99'", *seen.begin()));
+
+    json h = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    const auto scale_op = (*op_of_kind(h, "Multiply"))["id"].get<std::size_t>();
+    GraphRewrites ok;
+    ok.op_kinds = fmt::format("{}:Divide", scale_op);
+    r = import_text(h.dump(), ok);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->scale_op, ScaleOp::div);
+    ok.op_kinds = fmt::format("{}:undef", scale_op);
+    r = import_text(h.dump(), ok);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->scale_op, ScaleOp::mul);
+    ok.op_kinds = "77777:Divide";
+    r = import_text(h.dump(), ok);
+    EXPECT_EQ(r.error, "g.json: error: --op-kind: no op 77777 in the graph");
+    EXPECT_EQ(check_id_rewrites("1:f16+x:bf16"), "'x:bf16' is not ID:VALUE");
+    EXPECT_FALSE(check_id_rewrites("0:f16+13:f16"));
+}
+
+// The per-id knobs in the case language: carried into the import and the repro of a --case, and
+// refused for a problem descriptor (they name ids of a graph).
+TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
+    const fs::path dir = fs::temp_directory_path() / "sdpabench_json_per_id";
+    fs::create_directories(dir);
+    const Problem p = make(kMha, Dir::fwd_t, DType::f32);
+    const json g = json::parse(onednn_graph_json(p));
+    const fs::path f = dir / "g.json";
+    std::ofstream(f) << g.dump();
+    json h = g;
+    const auto scale_op = (*op_of_kind(h, "Multiply"))["id"].get<std::size_t>();
+    const std::string knob = fmt::format("--op-kind={}:Multiply,{}:Divide", scale_op, scale_op);
+    const auto es = parse_cases({knob, "--case=" + f.string()});
+    ASSERT_EQ(es.size(), 2u);
+    ASSERT_TRUE(es[0].c && es[1].c) << es[0].error << es[1].error;
+    EXPECT_EQ(es[0].c->prb.scale_op, ScaleOp::mul);
+    EXPECT_EQ(es[1].c->prb.scale_op, ScaleOp::div);
+    EXPECT_EQ(repro(*es[1].c), fmt::format("--op-kind={}:Divide --case={}", scale_op, f.string()));
+    const auto bad = parse_cases({"--dt=0:f16", "b1hq1sq4d4"});
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors or ops of a --case graph by id; "
+                            "'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
+    fs::remove_all(dir);
 }
 
 }  // namespace
