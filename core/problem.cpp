@@ -245,6 +245,7 @@ std::string knobs(const Problem& p) {
     if (p.scale) add(fmt::format("--scale={}", *p.scale));
     if (p.scale_op != def.scale_op) add(fmt::format("--scale-op={}", p.scale_op));
     if (p.scale_dt) add(fmt::format("--scale-dt={}", *p.scale_dt));
+    if (p.scale_host_scalar) add("--scale-property=host_scalar");
     if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
     if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
     if (!p.seq_len_q.empty()) add(fmt::format("--seq-len-q={}", fmt::join(p.seq_len_q, ":")));

@@ -103,6 +103,9 @@ struct Problem {
     std::optional<DType> scale_dt;          ///< dtype of the scale tensor; default: dt
     std::optional<float> scale;             ///< scale tensor value; default 1/sqrt(D_qk) (mul) or sqrt(D_qk) (div)
     ScaleOp scale_op = ScaleOp::mul;
+    /// The scale passed as a host scalar (rank 0, oneDNN's property_type host_scalar, as PyTorch's
+    /// exported graphs pass it) instead of a [1] device tensor (--scale-property).
+    bool scale_host_scalar = false;
     Fill fill = Fill::exact;
     std::uint64_t seed = 1;
     /// Padding: valid query / key lengths per batch (B entries each; empty: S_q / S_kv for all).

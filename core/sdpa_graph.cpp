@@ -103,7 +103,8 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     const GraphTensor q = input(GraphPort::Q, port(Role::Q));
     const GraphTensor k = input(GraphPort::K, port(Role::K));
     const GraphTensor v = input(GraphPort::V, port(Role::V));
-    const GraphTensor scale = input(GraphPort::scale, b.tensor(elem_type(scale_dtype(p)), dims_t{1}));
+    const GraphTensor scale = input(GraphPort::scale, p.scale_host_scalar ? b.scalar(elem_type(scale_dtype(p)))
+                                                                          : b.tensor(elem_type(scale_dtype(p)), dims_t{1}));
     GraphTensor mask;
     if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(elem_type(mask_dtype(p)), graph_mask_view(p)));
     // Dropout: Z o x / (1-p) on a score-shaped f32 tensor x, the three scalars shared by every op.

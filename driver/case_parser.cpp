@@ -220,6 +220,14 @@ const std::vector<Knob>& knob_table() {
             {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
                 "apply the scale by multiplying or dividing QK^T",
                 [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
+            {"scale-property", "tensor|host_scalar", "tensor",
+                "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's "
+                "property_type host_scalar, as PyTorch's exported graphs have it)",
+                [](std::string_view v, Case& c) {
+                    if (v != "tensor" && v != "host_scalar") return false;
+                    c.prb.scale_host_scalar = v == "host_scalar";
+                    return true;
+                }},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
@@ -249,6 +257,19 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v) {
                     const auto why = check_id_rewrites(v);
                     return why ? fmt::format("--op-kind: {}", *why) : std::string();
+                }},
+            {"tensor-property", "ID:PROP[+ID:PROP...]", "",
+                "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, "
+                "constant, host_scalar; empty: none)",
+                [](std::string_view v, Case& c) {
+                    if (check_id_rewrites(v)) return false;
+                    c.properties = std::string(v);
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    const auto why = check_id_rewrites(v);
+                    return why ? fmt::format("--tensor-property: {}", *why) : std::string();
                 }},
             {"seq-len-q", "none|random|N0:N1:...", "none",
                 "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
@@ -557,7 +578,8 @@ private:
             for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
             c.graph_dropout = c.prb.dropout;
             GraphImport imp = import_onednn_json(shown,
-                    GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds}, c.prb.seed);
+                    GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds, c.properties},
+                    c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
                 // A graph without Dropout ops ignores --dropout, and so does its repro.
@@ -586,7 +608,8 @@ private:
         for (std::size_t k = 0; k < st.size(); ++k)  // the graph rewrites mean nothing for a descriptor
             for (const auto& v : st[k]) {
                 const std::string_view n = knob_table()[k].name;
-                if ((n == "op-kind" && !v.empty()) || (n == "dt" && v.find(':') != std::string::npos))
+                if (((n == "op-kind" || n == "tensor-property") && !v.empty()) ||
+                        (n == "dt" && v.find(':') != std::string::npos))
                     return error(loc, fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' is "
                                                   "a problem descriptor (use --reset, or a plain --dt)", n, v, tok));
             }

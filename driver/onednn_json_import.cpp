@@ -99,6 +99,7 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     for (auto x : sc.shape) n *= x;
     if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
     p.scale = benchdnn_scale(p.scale_op, seed);
+    p.scale_host_scalar = sc.property == "host_scalar";
     if (m.in.count(GraphPort::dropout_seed))
         p.dropout = dropout.value_or(Dropout{kImportDropoutP, seed, kImportDropoutOffset});
 
@@ -152,6 +153,11 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
                     shape_str(t.shape), shape_str(w.dims), shape_str(q.shape), shape_str(k.shape), shape_str(v.shape)));
         if (t.dtype != fmt::format("{}", w.dt))
             unimplemented(fmt::format("tensor {} ({}): dtype {} (sdpabench's graph has {} here)", t.id, pname, t.dtype, w.dt));
+        // sdpabench binds the dropout scalars as host scalars and every other port as a device
+        // tensor; a graph asking for the other kind would run another kernel path.
+        if (w.host_scalar != (t.property == "host_scalar"))
+            unimplemented(fmt::format("tensor {} ({}): property_type {}: sdpabench binds it as {}", t.id, pname,
+                    t.property, w.host_scalar ? "a host scalar (property_type host_scalar, shape [])" : "a device tensor"));
         if (t.layout != "strided" && t.layout != "undef" && t.layout != "any")
             unimplemented(fmt::format("tensor {} ({}): layout_type {} is not supported", t.id, pname, t.layout));
         if (shape && port != GraphPort::scale && t.layout == "strided" && t.stride.size() == t.shape.size())
@@ -248,6 +254,7 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
         std::vector<RawOp> ops = parse_ops(root);
         rewrite_op_kinds(ops, rw.op_kinds);
         rewrite_dtypes(ops, rw.dt_ids);
+        rewrite_properties(ops, rw.properties);
         rewrite_shapes(ops, rw.in_shapes);
         Graph g(topo_sort(std::move(ops)));
         const Match m = match(g);

@@ -48,6 +48,8 @@ struct GraphRewrites {
     std::string dt_ids{};
     /// benchdnn's --op-kind=ID:KIND[+ID:KIND...] (empty: none; KIND undef keeps the op).
     std::string op_kinds{};
+    /// benchdnn's --tensor-property=ID:PROP[+ID:PROP...] (empty: none).
+    std::string properties{};
 };
 
 /// The drop probability an imported graph's Dropout ops get when GraphRewrites::dropout is empty

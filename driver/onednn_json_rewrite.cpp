@@ -146,6 +146,27 @@ void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text) {
     }
 }
 
+void rewrite_properties(std::vector<RawOp>& ops, std::string_view text) {
+    std::string err;
+    const auto rws = parse_id_rewrites(text, &err);
+    if (!err.empty()) invalid(fmt::format("--tensor-property: {}", err));
+    static const std::set<std::string> kProps{"undef", "variable", "constant", "host_scalar"};
+    for (const auto& r : rws) {
+        if (!kProps.count(r.value))
+            invalid(fmt::format("--tensor-property: tensor {}: unknown property '{}' (undef, variable, constant, "
+                                "host_scalar)", r.id, r.value));
+        bool found = false;
+        for (auto& op : ops)
+            for (auto* ts : {&op.ins, &op.outs})
+                for (auto& t : *ts)
+                    if (t.id == r.id) {
+                        t.property = r.value;
+                        found = true;
+                    }
+        if (!found) invalid(fmt::format("--tensor-property: no tensor {} in the graph", r.id));
+    }
+}
+
 void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text) {
     std::string err;
     const auto rws = parse_id_rewrites(text, &err);

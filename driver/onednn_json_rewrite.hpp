@@ -49,6 +49,11 @@ std::vector<IdRewrite> parse_id_rewrites(std::string_view text, std::string* err
 /// INVALID_ARGUMENTS (benchdnn's "Rewriter failed") for an id no tensor has or an unknown type.
 void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text);
 
+/// benchdnn's --tensor-property=ID:PROP+...: every occurrence of logical tensor ID gets
+/// property_type PROP (undef, variable, constant, host_scalar; the import then checks it against
+/// what sdpabench binds). INVALID_ARGUMENTS for an id no tensor has or an unknown property.
+void rewrite_properties(std::vector<RawOp>& ops, std::string_view text);
+
 /// benchdnn's --op-kind=ID:KIND+...: op ID becomes KIND (e.g. the scale's Multiply <-> Divide);
 /// KIND "undef" keeps the op as it is. INVALID_ARGUMENTS for an id no op has.
 void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text);

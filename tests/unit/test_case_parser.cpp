@@ -247,7 +247,7 @@ TEST(CaseParser, CommandLineErrors) {
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error,
         "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
-        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --fill, --seed, --mb, --in-shapes, --op-kind, --seq-len-q, "
+        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --scale-property, --fill, --seed, --mb, --in-shapes, --op-kind, --tensor-property, --seq-len-q, "
         "--seq-len-kv, --layout, --strides, --deterministic, --dropout, --backend, --mode, --batch, --case, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);

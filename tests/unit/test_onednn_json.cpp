@@ -533,21 +533,46 @@ TEST(OnednnJson, ExportWritesDropoutHostScalars) {
 }
 
 TEST(OnednnJson, DropoutScalarsAsBenchdnnTensors) {
-    // benchdnn's other form: seed, offset and probability as [1] tensors (property undef). The
-    // problem is the same; the export writes host scalars again.
+    // benchdnn's other form: seed, offset and probability as [1] device tensors (property undef,
+    // as benchdnn's --tensor-property=205:undef+... makes them). sdpabench binds host scalars, a
+    // different kernel path, so the graph is UNIMPLEMENTED naming the tensor; with
+    // --tensor-property=...:host_scalar it is the same problem, and the export writes host scalars.
     const Problem p = with_dropout(kGqa, Dir::bwd, DType::bf16, 1);
     const std::string text = onednn_graph_json(p);
     json g = json::parse(text);
-    for (std::size_t k = 1; k < 4; ++k)
-        for (json* t : tensors_with_id(g, (*ops_of_kind(g, "Dropout")[0])["inputs"][k]["id"].get<std::size_t>())) {
+    std::string props;
+    const auto seed = (*ops_of_kind(g, "Dropout")[0])["inputs"][1]["id"].get<std::size_t>();
+    for (std::size_t k = 1; k < 4; ++k) {
+        const auto id = (*ops_of_kind(g, "Dropout")[0])["inputs"][k]["id"].get<std::size_t>();
+        props += fmt::format("{}{}:host_scalar", props.empty() ? "" : "+", id);
+        for (json* t : tensors_with_id(g, id)) {
             (*t)["shape"] = {1};
             (*t)["stride"] = {1};
             (*t)["property_type"] = "undef";
         }
-    const GraphImport r = import_text(g.dump());
+    }
+    GraphImport r = import_text(g.dump());
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: tensor {} (dropout seed): property_type undef: sdpabench binds it as a "
+                                   "host scalar (property_type host_scalar, shape [])", seed));
+    GraphRewrites rw;
+    rw.properties = props;
+    r = import_text(g.dump(), rw);
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(*r.prb, p);
     EXPECT_EQ(onednn_graph_json(*r.prb), text);
+    // --tensor-property on the scale: a host-scalar scale (--scale-property=host_scalar).
+    json h = json::parse(text);
+    const auto scale = (*op_named(h, "scale"))["inputs"][1]["id"].get<std::size_t>();
+    rw.properties = fmt::format("{}:host_scalar", scale);
+    r = import_text(h.dump(), rw);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_TRUE(r.prb->scale_host_scalar);
+    rw.properties = "31337:host_scalar";
+    EXPECT_EQ(import_text(h.dump(), rw).error, "g.json: error: --tensor-property: no tensor 31337 in the graph");
+    rw.properties = fmt::format("{}:shared", scale);
+    EXPECT_EQ(import_text(h.dump(), rw).error, fmt::format("g.json: error: --tensor-property: tensor {}: unknown property "
+                                                           "'shared' (undef, variable, constant, host_scalar)", scale));
 }
 
 TEST(OnednnJson, DropoutWithSoftMaxBackward) {
@@ -841,6 +866,29 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors or ops of a --case graph by id; "
                             "'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
     fs::remove_all(dir);
+}
+
+// A host-scalar scale (PyTorch's exported graphs) reads as --scale-property=host_scalar and is
+// exported as one; the device-tensor scale stays the default.
+TEST(OnednnJson, RoundTripHostScalarScale) {
+    for (Dir dir : {Dir::fwd_t, Dir::bwd}) {
+        Problem p = make(kGqa, dir, DType::bf16);
+        p.scale_dt = DType::f32;
+        p.scale_host_scalar = true;
+        const json g = json::parse(onednn_graph_json(p));
+        const json* sc = op_named(const_cast<json&>(g), "scale");
+        ASSERT_NE(sc, nullptr);
+        EXPECT_EQ((*sc)["inputs"][1]["property_type"], "host_scalar");
+        EXPECT_EQ((*sc)["inputs"][1]["shape"], json::array());
+        const GraphImport r = import_text(g.dump());
+        ASSERT_TRUE(r.prb) << r.error;
+        EXPECT_TRUE(r.prb->scale_host_scalar);
+        EXPECT_EQ(onednn_graph_json(*r.prb), onednn_graph_json(p));
+        p.scale_host_scalar = false;
+        const GraphImport d = import_text(onednn_graph_json(p));
+        ASSERT_TRUE(d.prb) << d.error;
+        EXPECT_FALSE(d.prb->scale_host_scalar);
+    }
 }
 
 }  // namespace
