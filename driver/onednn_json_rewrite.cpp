@@ -125,46 +125,44 @@ std::vector<IdRewrite> parse_id_rewrites(std::string_view text, std::string* err
     }
 }
 
-void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text) {
+namespace {
+
+/// The entries of `text` (a per-id knob `knob`), each value checked against `allowed` (error
+/// "unknown WHAT 'V'" plus `hint`), written into field `field` of every occurrence of its tensor.
+void retag_tensors(std::vector<RawOp>& ops, std::string_view text, std::string_view knob,
+        const std::set<std::string>& allowed, std::string_view what, std::string_view hint,
+        std::string RawTensor::*field) {
     std::string err;
     const auto rws = parse_id_rewrites(text, &err);
-    if (!err.empty()) invalid(fmt::format("--dt: {}", err));
-    // oneDNN graph's data type names (dnnl_graph_types.h logical_tensor data types).
-    static const std::set<std::string> kTypes{"undef", "f32", "f16", "bf16", "s8", "u8", "s32", "s64", "boolean",
-        "f8_e4m3", "f8_e5m2", "f4_e2m1", "f4_e3m0", "u4", "s4", "e8m0"};
+    if (!err.empty()) invalid(fmt::format("--{}: {}", knob, err));
     for (const auto& r : rws) {
-        if (!kTypes.count(r.value)) invalid(fmt::format("--dt: tensor {}: unknown data type '{}'", r.id, r.value));
+        if (!allowed.count(r.value))
+            invalid(fmt::format("--{}: tensor {}: unknown {} '{}'{}", knob, r.id, what, r.value, hint));
         bool found = false;
         for (auto& op : ops)
             for (auto* ts : {&op.ins, &op.outs})
                 for (auto& t : *ts)
                     if (t.id == r.id) {
-                        t.dtype = r.value;
+                        t.*field = r.value;
                         found = true;
                     }
-        if (!found) invalid(fmt::format("--dt: no tensor {} in the graph", r.id));
+        if (!found) invalid(fmt::format("--{}: no tensor {} in the graph", knob, r.id));
     }
 }
 
+}  // namespace
+
+void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text) {
+    // oneDNN graph's data type names (dnnl_graph_types.h logical_tensor data types).
+    static const std::set<std::string> kTypes{"undef", "f32", "f16", "bf16", "s8", "u8", "s32", "s64", "boolean",
+        "f8_e4m3", "f8_e5m2", "f4_e2m1", "f4_e3m0", "u4", "s4", "e8m0"};
+    retag_tensors(ops, text, "dt", kTypes, "data type", "", &RawTensor::dtype);
+}
+
 void rewrite_properties(std::vector<RawOp>& ops, std::string_view text) {
-    std::string err;
-    const auto rws = parse_id_rewrites(text, &err);
-    if (!err.empty()) invalid(fmt::format("--tensor-property: {}", err));
     static const std::set<std::string> kProps{"undef", "variable", "constant", "host_scalar"};
-    for (const auto& r : rws) {
-        if (!kProps.count(r.value))
-            invalid(fmt::format("--tensor-property: tensor {}: unknown property '{}' (undef, variable, constant, "
-                                "host_scalar)", r.id, r.value));
-        bool found = false;
-        for (auto& op : ops)
-            for (auto* ts : {&op.ins, &op.outs})
-                for (auto& t : *ts)
-                    if (t.id == r.id) {
-                        t.property = r.value;
-                        found = true;
-                    }
-        if (!found) invalid(fmt::format("--tensor-property: no tensor {} in the graph", r.id));
-    }
+    retag_tensors(ops, text, "tensor-property", kProps, "property", " (undef, variable, constant, host_scalar)",
+            &RawTensor::property);
 }
 
 void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text) {
