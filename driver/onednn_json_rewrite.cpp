@@ -33,22 +33,52 @@ bool parse_dims(std::string_view s, dims_t& out) {
 
 }  // namespace
 
-std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* err) {
-    std::vector<ShapeRewrite> out;
+namespace {
+
+/// One entry of an "ID:VALUE[+ID:VALUE...]" knob: the entry as written, its id (nullopt when
+/// there is no ':' or the part before it is not an unsigned integer) and the text after the ':'.
+struct IdEntry {
+    std::string_view whole;
+    std::optional<std::size_t> id;
+    std::string_view value;
+};
+
+/// Splits `text` at '+' and each entry at its first ':' (no entries for empty text).
+std::vector<IdEntry> split_id_entries(std::string_view text) {
+    std::vector<IdEntry> out;
     if (text.empty()) return out;
     std::size_t pos = 0;
     while (true) {
         const std::size_t plus = text.find('+', pos);
-        const std::string_view e = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
-        const std::size_t colon = e.find(':');
-        ShapeRewrite r;
-        const std::string_view id = e.substr(0, colon);
-        const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), r.id);
-        if (colon == e.npos || id.empty() || ec != std::errc() || ptr != id.data() + id.size()) {
+        IdEntry e;
+        e.whole = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
+        const std::size_t colon = e.whole.find(':');
+        if (colon != e.whole.npos) {
+            const std::string_view id = e.whole.substr(0, colon);
+            std::size_t n = 0;
+            const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+            if (!id.empty() && ec == std::errc() && ptr == id.data() + id.size()) e.id = n;
+            e.value = e.whole.substr(colon + 1);
+        }
+        out.push_back(e);
+        if (plus == text.npos) return out;
+        pos = plus + 1;
+    }
+}
+
+}  // namespace
+
+std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* err) {
+    std::vector<ShapeRewrite> out;
+    for (const IdEntry& ie : split_id_entries(text)) {
+        const std::string_view e = ie.whole;
+        if (!ie.id) {
             *err = fmt::format("'{}' is not ID:SHAPE[*STRIDES|*TAG]", e);
             return {};
         }
-        const std::string_view v = e.substr(colon + 1);
+        ShapeRewrite r;
+        r.id = *ie.id;
+        const std::string_view v = ie.value;
         const std::size_t star = v.find('*');
         const std::string_view shape = v.substr(0, star);
         if (!shape.empty()) {
@@ -75,9 +105,8 @@ std::vector<ShapeRewrite> parse_in_shapes(std::string_view text, std::string* er
             return {};
         }
         out.push_back(std::move(r));
-        if (plus == text.npos) return out;
-        pos = plus + 1;
     }
+    return out;
 }
 
 std::string memory_tag(const dims_t& shape, const dims_t& stride) {
@@ -101,28 +130,17 @@ dims_t tag_strides(const dims_t& shape, const std::string& tag) {
 
 std::vector<IdRewrite> parse_id_rewrites(std::string_view text, std::string* err) {
     std::vector<IdRewrite> out;
-    if (text.empty()) return out;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t plus = text.find('+', pos);
-        const std::string_view e = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
-        const std::size_t colon = e.find(':');
-        IdRewrite r;
-        const std::string_view id = e.substr(0, colon);
-        const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), r.id);
-        const std::string_view v = colon == e.npos ? std::string_view{} : e.substr(colon + 1);
-        const bool word = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
+    for (const IdEntry& e : split_id_entries(text)) {
+        const bool word = !e.value.empty() && std::all_of(e.value.begin(), e.value.end(), [](char ch) {
             return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
         });
-        if (colon == e.npos || id.empty() || ec != std::errc() || ptr != id.data() + id.size() || !word) {
-            *err = fmt::format("'{}' is not ID:VALUE", e);
+        if (!e.id || !word) {
+            *err = fmt::format("'{}' is not ID:VALUE", e.whole);
             return {};
         }
-        r.value = std::string(v);
-        out.push_back(std::move(r));
-        if (plus == text.npos) return out;
-        pos = plus + 1;
+        out.push_back(IdRewrite{*e.id, std::string(e.value)});
     }
+    return out;
 }
 
 namespace {
