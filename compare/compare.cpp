@@ -20,7 +20,8 @@ bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t
         case Output::dQ: return row_fully_masked(p, idx[0], idx[2]);
         case Output::dK:
         case Output::dV: return key_never_visible(p, idx[0], idx[2]);
-        case Output::stats: return false;
+        case Output::stats:
+        case Output::dMask: return false;
     }
     return false;
 }
@@ -144,6 +145,14 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         checks.push_back(check_output(p, Output::dQ, got.dQ, bwd->dQ, bwd->M_dQ, d.S_kv, conv, got.integrity_of(Output::dQ)));
         checks.push_back(check_output(p, Output::dK, got.dK, bwd->dK, bwd->M_dK, d.S_q * group, conv, got.integrity_of(Output::dK)));
         checks.push_back(check_output(p, Output::dV, got.dV, bwd->dV, bwd->M_dV, d.S_q * group, conv, got.integrity_of(Output::dV)));
+        if (p.dmask) {
+            // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
+            // carries the dP = dO V^T dot product of length D_v.
+            const auto& md = bwd->dMask.dims;
+            const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
+            checks.push_back(check_output(p, Output::dMask, got.dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed, conv,
+                    got.integrity_of(Output::dMask)));
+        }
     } else {
         checks.push_back(check_output(p, Output::O, got.O, fwd->O, fwd->M_O, d.S_kv, conv, got.integrity_of(Output::O)));
         if (p.dir == Dir::fwd_t)

@@ -70,9 +70,10 @@ void check_zero_counts(const Problem& p, Output out, const Tensor& got, OutputCh
     std::int64_t structural = 0, zeros = 0, counted = 0;
     for (std::size_t k = 0; k < got.size(); ++k) {
         const auto idx = got.index(k);
-        const bool s = out == Output::O || out == Output::dQ ? row_fully_masked(p, idx[0], idx[2])
-                : out == Output::dK || out == Output::dV     ? key_never_visible(p, idx[0], idx[2])
-                                                             : row_fully_masked(p, idx[0], idx[2]);
+        const bool s = out == Output::dMask                    ? false
+                : out == Output::O || out == Output::dQ    ? row_fully_masked(p, idx[0], idx[2])
+                : out == Output::dK || out == Output::dV   ? key_never_visible(p, idx[0], idx[2])
+                                                           : row_fully_masked(p, idx[0], idx[2]);
         if (s) {
             ++structural;
             continue;

@@ -184,7 +184,8 @@ std::string_view role_shape_name(Role r) {
         case Role::O:
         case Role::dO: return "[B,H_q,S_q,D_v]";
         case Role::stats: return "[B,H_q,S_q,1]";
-        case Role::bias: return "[1|B,1|H_q,1|S_q,S_kv]";
+        case Role::bias:
+        case Role::dMask: return "[1|B,1|H_q,1|S_q,S_kv]";
         case Role::seq_len_q:
         case Role::seq_len_kv: return "[B,1,1,1]";
         case Role::dropout_mask:
@@ -247,6 +248,7 @@ Geometry geometry(const Problem& p) {
         add(Role::dV, io, v, false, true);
     }
     if (p.mask == Mask::bias) add(Role::bias, elem_type(mask_dtype(p)), bias_dims(p), true, false);
+    if (bwd && p.dmask) add(Role::dMask, ElemType::f32, bias_dims(p), false, true);
     if (padded) {
         add(Role::seq_len_q, ElemType::s32, {d.B, 1, 1, 1}, true, false);
         add(Role::seq_len_kv, ElemType::s32, {d.B, 1, 1, 1}, true, false);

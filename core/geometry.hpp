@@ -18,10 +18,10 @@ namespace sdpa {
 
 /// Element type of a role: the floating types of DType, s32 (padding lengths) or u8 (dropout
 /// mask); s64 for the dropout seed and offset scalars of a graph (core/sdpa_graph.hpp).
-enum class ElemType { f32, bf16, f16, s32, u8, s64 };
-inline constexpr std::array<EnumName<ElemType>, 6> kElemTypeNames{{{ElemType::f32, "f32"},
+enum class ElemType { f32, bf16, f16, s32, u8, s64, boolean };
+inline constexpr std::array<EnumName<ElemType>, 7> kElemTypeNames{{{ElemType::f32, "f32"},
     {ElemType::bf16, "bf16"}, {ElemType::f16, "f16"}, {ElemType::s32, "s32"}, {ElemType::u8, "u8"},
-    {ElemType::s64, "s64"}}};
+    {ElemType::s64, "s64"}, {ElemType::boolean, "boolean"}}};
 inline std::string_view format_as(ElemType v) { return enum_name(kElemTypeNames, v); }
 
 /// The ElemType of a floating DType.
@@ -39,7 +39,10 @@ constexpr std::optional<DType> float_type(ElemType t) {
 }
 /// Bytes per element.
 constexpr std::size_t size_of(ElemType t) {
-    return t == ElemType::s64 ? 8 : t == ElemType::f32 || t == ElemType::s32 ? 4 : t == ElemType::u8 ? 1 : 2;
+    return t == ElemType::s64                         ? 8
+           : t == ElemType::f32 || t == ElemType::s32 ? 4
+           : t == ElemType::u8 || t == ElemType::boolean ? 1
+                                                         : 2;
 }
 
 /// One tensor role of a problem: logical dims in [B, H, S, D] order, strides in elements in the

@@ -217,6 +217,20 @@ std::optional<std::string> validate(const Problem& p) {
     if (p.mask_fill == MaskFill::causal_last_row && bias_dims(p)[2] != d.S_q)
         return fmt::format("mask rule: --mask-fill=causal_last_row needs one mask row per query (got --mask-shape={})",
                 p.bias_shape);
+    if (p.implicit_mask && p.mask != Mask::causal_tl && p.mask != Mask::causal_br)
+        return fmt::format("mask rule: --mask-form=implicit needs --mask=causal_tl or causal_br (got --mask={})", p.mask);
+    if (p.implicit_mask && (!p.seq_len_q.empty() || !p.seq_len_kv.empty()))
+        return "mask rule: --mask-form=implicit builds only the causal mask in the graph; padding (--seq-len-q/kv) "
+               "needs the mask tensor (--mask-form=tensor)";
+    if (p.dmask && p.mask != Mask::bias)
+        return fmt::format("dmask rule: --dmask=true needs --mask=bias (got --mask={})", p.mask);
+    if (p.dmask && p.dir != Dir::bwd && p.dir != Dir::fwd_bwd)
+        return fmt::format("dmask rule: --dmask=true needs --dir=bwd or fwd_bwd (got --dir={})", p.dir);
+    if (p.dmask && (!p.seq_len_q.empty() || !p.seq_len_kv.empty()))
+        return "dmask rule: --dmask=true with padding (--seq-len-q/kv) is not modelled (the vendor graph merges padding "
+               "into the mask tensor)";
+    if (p.dropout_device_scalars && !p.dropout)
+        return "dropout rule: --dropout-property=tensor needs --dropout";
     if (p.dropout && !(p.dropout->p >= 0.f && p.dropout->p < 1.f))
         return fmt::format("dropout rule: the probability {} must be in [0, 1)", p.dropout->p);
     if (p.scale) {
@@ -246,6 +260,8 @@ std::string knobs(const Problem& p) {
     if (p.scale_op != def.scale_op) add(fmt::format("--scale-op={}", p.scale_op));
     if (p.scale_dt) add(fmt::format("--scale-dt={}", *p.scale_dt));
     if (p.scale_host_scalar) add("--scale-property=host_scalar");
+    if (p.implicit_mask) add("--mask-form=implicit");
+    if (p.dmask) add("--dmask=true");
     if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
     if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
     if (!p.seq_len_q.empty()) add(fmt::format("--seq-len-q={}", fmt::join(p.seq_len_q, ":")));
@@ -254,6 +270,7 @@ std::string knobs(const Problem& p) {
     if (!p.strides.empty()) add(fmt::format("--strides={}", role_layouts_name(p.strides)));
     if (p.deterministic) add("--deterministic=true");
     if (p.dropout) add(fmt::format("--dropout={}", dropout_name(*p.dropout)));
+    if (p.dropout_device_scalars) add("--dropout-property=tensor");
     return s;
 }
 

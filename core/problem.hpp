@@ -106,6 +106,16 @@ struct Problem {
     /// The scale passed as a host scalar (rank 0, oneDNN's property_type host_scalar, as PyTorch's
     /// exported graphs pass it) instead of a [1] device tensor (--scale-property).
     bool scale_host_scalar = false;
+    /// causal_tl / causal_br built inside the vendor graph (oneDNN's implicit causal mask:
+    /// GenIndex on rows and columns, GreaterEqual, Select of -inf; for causal_br the row index
+    /// plus S_kv minus S_q first) instead of a 0 / -inf mask tensor (--mask-form=implicit).
+    bool implicit_mask = false;
+    /// The Dropout ops' seed, offset and probability passed as [1] device tensors instead of
+    /// host scalars (--dropout-property=tensor; benchdnn --tensor-property=ID:undef).
+    bool dropout_device_scalars = false;
+    /// The backward also outputs dMask, the gradient of the bias: dS = P o (dP - D) summed over
+    /// the bias's broadcast dims, f32 in the bias's shape (--dmask; needs --mask=bias).
+    bool dmask = false;
     Fill fill = Fill::exact;
     std::uint64_t seed = 1;
     /// Padding: valid query / key lengths per batch (B entries each; empty: S_q / S_kv for all).

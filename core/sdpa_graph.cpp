@@ -50,11 +50,15 @@ std::optional<Role> port_role(const Problem& p, GraphPort port) {
         case GraphPort::dQ: return Role::dQ;
         case GraphPort::dK: return Role::dK;
         case GraphPort::dV: return Role::dV;
+        case GraphPort::dMask: return Role::dMask;
         case GraphPort::mask: return graph_mask_is_bias(p) ? std::optional<Role>(Role::bias) : std::nullopt;
         case GraphPort::scale:
         case GraphPort::dropout_seed:
         case GraphPort::dropout_offset:
-        case GraphPort::dropout_p: return std::nullopt;
+        case GraphPort::dropout_p:
+        case GraphPort::mask_fill:
+        case GraphPort::causal_s_kv:
+        case GraphPort::causal_s_q: return std::nullopt;
     }
     return std::nullopt;
 }
@@ -68,7 +72,7 @@ GraphView graph_view(const Problem& p, const TensorGeom& t) {
     return {{n[0], n[1], 1, n[2], n[3]}, {s[0], s[1], s[1], s[2], s[3]}};
 }
 
-bool graph_has_mask(const Problem& p) { return !merged_mask_dims(p).empty(); }
+bool graph_has_mask(const Problem& p) { return !p.implicit_mask && !merged_mask_dims(p).empty(); }
 
 bool graph_mask_is_bias(const Problem& p) {
     return p.mask == Mask::bias && p.seq_len_q.empty() && p.seq_len_kv.empty();
@@ -109,9 +113,11 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(elem_type(mask_dtype(p)), graph_mask_view(p)));
     // Dropout: Z o x / (1-p) on a score-shaped f32 tensor x, the three scalars shared by every op.
     std::vector<GraphTensor> drop_args;
-    if (p.dropout)
-        drop_args = {input(GraphPort::dropout_seed, b.scalar(ElemType::s64)),
-            input(GraphPort::dropout_offset, b.scalar(ElemType::s64)), input(GraphPort::dropout_p, b.scalar(f32))};
+    if (p.dropout) {
+        auto scalar = [&](ElemType dt) { return p.dropout_device_scalars ? b.tensor(dt, dims_t{1}) : b.scalar(dt); };
+        drop_args = {input(GraphPort::dropout_seed, scalar(ElemType::s64)),
+            input(GraphPort::dropout_offset, scalar(ElemType::s64)), input(GraphPort::dropout_p, scalar(f32))};
+    }
     auto dropout = [&](const GraphTensor& x, const char* name) {
         if (!p.dropout) return x;
         std::vector<GraphTensor> ins{x};
@@ -123,6 +129,23 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, b.tensor(f32, score.dims), {{"transpose_b", true}});
     scores = b.op1(scale_kind(p), "scale", {scores, scale}, b.tensor(f32, score.dims));
     if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, b.tensor(f32, score.dims));
+    if (p.implicit_mask) {
+        // keep = row (+ S_kv - S_q for causal_br) >= column; scores = keep ? scores : -inf.
+        const ElemType s32 = ElemType::s32;
+        GraphTensor row = b.op1("GenIndex", "causal_row", {scores}, b.tensor(s32, score.dims),
+                {{"axis", std::int64_t{-2}}});
+        if (p.mask == Mask::causal_br) {
+            row = b.op1("Add", "causal_add_s_kv", {row, input(GraphPort::causal_s_kv, b.scalar(s32))},
+                    b.tensor(s32, score.dims));
+            row = b.op1("Subtract", "causal_sub_s_q", {row, input(GraphPort::causal_s_q, b.scalar(s32))},
+                    b.tensor(s32, score.dims));
+        }
+        const GraphTensor col = b.op1("GenIndex", "causal_col", {scores}, b.tensor(s32, score.dims),
+                {{"axis", std::int64_t{-1}}});
+        const GraphTensor keep = b.op1("GreaterEqual", "causal_keep", {row, col}, b.tensor(ElemType::boolean, score.dims));
+        const GraphTensor fill = input(GraphPort::mask_fill, p.scale_host_scalar ? b.scalar(f32) : b.tensor(f32, dims_t{1}));
+        scores = b.op1("Select", "causal_select", {keep, scores, fill}, b.tensor(f32, score.dims));
+    }
 
     if (p.dir != Dir::bwd) {
         // With dropout the SoftMax writes f32 P; Dropout, then TypeCast to the io dtype.
@@ -169,6 +192,20 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
                 {{"axes", std::vector<std::int64_t>{last}}, {"keep_dims", true}});
         const GraphTensor dp_c = b.op1("Subtract", "sub_dp_d", {dp, dsum}, b.tensor(f32, score.dims));
         const GraphTensor ds = b.op1("Multiply", "mul_p_dpd", {probs, dp_c}, b.tensor(f32, score.dims));
+        if (p.dmask) {
+            // dMask = dS summed over the bias's broadcast axes (End on dS when there are none).
+            const GraphView mv = graph_view(p, geo.at(Role::dMask));
+            std::vector<std::int64_t> axes;
+            for (std::size_t a = 0; a < mv.dims.size(); ++a)
+                if (mv.dims[a] == 1 && score.dims[a] != 1) axes.push_back(static_cast<std::int64_t>(a));
+            if (axes.empty()) {
+                b.add("End", "end_dmask", {ds}, {});
+                g.outputs[GraphPort::dMask] = ds;
+            } else {
+                g.outputs[GraphPort::dMask] = b.op1("ReduceSum", "reduce_dmask", {ds}, port(Role::dMask),
+                        {{"axes", axes}, {"keep_dims", true}});
+            }
+        }
         const GraphTensor ds_scaled = b.op1(scale_kind(p), "scale_ds", {ds, scale}, b.tensor(f32, score.dims));
         GraphTensor ds_io = ds_scaled;
         if (io != f32) ds_io = b.op1("TypeCast", "cast_ds", {ds_scaled}, b.tensor(io, score.dims));

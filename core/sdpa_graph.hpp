@@ -16,10 +16,17 @@
 
 namespace sdpa {
 
-/// External tensors of an SDPA graph (inputs Q..stats and the dropout scalars, outputs O..dV).
-/// dropout_seed, dropout_offset (s64) and dropout_p (f32) are the host scalars of the Dropout
-/// ops (oneDNN's Dropout op: inputs src, seed, offset, probability).
-enum class GraphPort { Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV, dropout_seed, dropout_offset, dropout_p };
+/// External tensors of an SDPA graph (inputs Q..stats and the scalars, outputs O..dV).
+/// dropout_seed, dropout_offset (s64) and dropout_p (f32) are the scalars of the Dropout ops
+/// (oneDNN's Dropout op: inputs src, seed, offset, probability). The implicit causal mask
+/// (Problem::implicit_mask) takes mask_fill (f32, -inf: the Select's value for hidden keys)
+/// and for causal_br causal_s_kv and causal_s_q (s32 host scalars S_kv and S_q, added to and
+/// subtracted from the row index, as benchdnn fills them). dMask is the output of the bias
+/// gradient (Problem::dmask).
+enum class GraphPort {
+    Q, K, V, scale, mask, O, dO, stats, dQ, dK, dV, dropout_seed, dropout_offset, dropout_p, mask_fill, causal_s_kv,
+    causal_s_q, dMask
+};
 
 /// Value of an op attribute, typed as the oneDNN Graph API types them: bool, s64, f32,
 /// string, s64[] (e.g. ReduceSum axes), f32[].
@@ -85,8 +92,15 @@ GraphView graph_mask_view(const Problem& p);
 /// Intermediates are f32; P (forward, and before the dV matmul) and the scaled dS (before
 /// the dQ/dK matmuls) are in the io dtype. Causal masks become explicit additive masks of
 /// 0 / -inf in the mask dtype; SoftMax uses mode inf_as_zero. Ids count up from 1.
-/// With p.dropout (core/dropout.hpp), the documented Dropout ops (host-scalar seed, offset,
-/// probability): forward after the SoftMax (whose P is then f32, cast to the io dtype after the
+/// With p.dmask the backward also outputs dMask: dS itself (an End op on it, oneDNN's mask
+/// gradient output) when the bias has the scores' shape, else ReduceSum of dS over the bias's
+/// broadcast axes (keep_dims) into a tensor of the bias's view.
+/// With p.implicit_mask, the causal mask is built in the graph instead (oneDNN's implicit causal
+/// mask, doc/graph_api/fusion_patterns/sdpa.md): GenIndex on the scores' rows (axis -2) [+ S_kv
+/// - S_q for causal_br], GenIndex on the columns (axis -1), GreaterEqual(row, column), and
+/// Select(keep, scores, mask_fill).
+/// With p.dropout (core/dropout.hpp), the documented Dropout ops (seed, offset, probability:
+/// host scalars, or [1] tensors with p.dropout_device_scalars): forward after the SoftMax (whose P is then f32, cast to the io dtype after the
 /// Dropout), backward on P before the dV matmul and on dP before the subtraction of D, as
 /// oneDNN's SDPA training patterns with dropout place them.
 SdpaGraphDesc describe_sdpa_graph(const Problem& p);

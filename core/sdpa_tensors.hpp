@@ -38,9 +38,11 @@ struct SdpaInputs {
 };
 
 /// The outputs of SDPA training, in report order.
-enum class Output { O, stats, dQ, dK, dV };
-inline constexpr std::array<EnumName<Output>, 5> kOutputNames{{{Output::O, "O"},
-    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}}};
+/// dMask: the gradient of the bias (Problem::dmask), f32 in the bias's shape.
+enum class Output { O, stats, dQ, dK, dV, dMask };
+inline constexpr std::size_t kOutputCount = 6;
+inline constexpr std::array<EnumName<Output>, kOutputCount> kOutputNames{{{Output::O, "O"},
+    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}, {Output::dMask, "dMask"}}};
 inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
 /// The geometry role of an output.
 constexpr Role role_of(Output o) {
@@ -50,6 +52,7 @@ constexpr Role role_of(Output o) {
         case Output::dQ: return Role::dQ;
         case Output::dK: return Role::dK;
         case Output::dV: return Role::dV;
+        case Output::dMask: return Role::dMask;
     }
     return Role::O;
 }
@@ -75,12 +78,12 @@ struct OutputIntegrity {
 };
 
 /// Outputs a backend produced (empty tensors for outputs the direction does not have):
-/// fwd_i: O; fwd_t: O, stats; bwd: dQ, dK, dV. Dense, with the dims of their geometry roles; values exactly
+/// fwd_i: O; fwd_t: O, stats; bwd: dQ, dK, dV (and dMask with Problem::dmask). Dense, with the dims of their geometry roles; values exactly
 /// representable in the io dtype (stats f32). `integrity` is indexed by Output; backends
 /// without guard bands leave it clean.
 struct SdpaOutputs {
-    Tensor O, stats, dQ, dK, dV;
-    std::array<OutputIntegrity, 5> integrity{};
+    Tensor O, stats, dQ, dK, dV, dMask;
+    std::array<OutputIntegrity, kOutputCount> integrity{};
     Tensor& of(Output o) {
         switch (o) {
             case Output::O: return O;
@@ -88,6 +91,7 @@ struct SdpaOutputs {
             case Output::dQ: return dQ;
             case Output::dK: return dK;
             case Output::dV: return dV;
+            case Output::dMask: return dMask;
         }
         return O;
     }

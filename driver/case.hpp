@@ -40,6 +40,7 @@ struct Case {
     std::string in_shapes;          ///< --in-shapes rewrite of an imported graph (benchdnn syntax)
     std::string dt_ids;             ///< --dt=ID:DT+... per-tensor rewrite of an imported graph (benchdnn)
     std::string op_kinds;           ///< --op-kind=ID:KIND+... rewrite of an imported graph (benchdnn)
+    std::string op_attrs;           ///< --op-attrs=ID:ATTR:VALUE+... rewrite of an imported graph (benchdnn)
     std::string properties;         ///< --tensor-property=ID:PROP+... rewrite of an imported graph (benchdnn)
     std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
     /// --dropout given for an imported graph: the values of its Dropout ops (nullopt: the
@@ -63,6 +64,7 @@ inline std::string repro(const Case& c) {
         if (c.graph_dt) s += fmt::format("--dt={} ", *c.graph_dt);
         if (!c.dt_ids.empty()) s += fmt::format("--dt={} ", c.dt_ids);
         if (!c.op_kinds.empty()) s += fmt::format("--op-kind={} ", c.op_kinds);
+        if (!c.op_attrs.empty()) s += fmt::format("--op-attrs={} ", c.op_attrs);
         if (!c.properties.empty()) s += fmt::format("--tensor-property={} ", c.properties);
         if (c.mb > 0) s += fmt::format("--mb={} ", c.mb);
         if (!c.in_shapes.empty()) s += fmt::format("--in-shapes={} ", c.in_shapes);

@@ -1,5 +1,6 @@
 #include "driver/case_parser.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -228,6 +229,15 @@ const std::vector<Knob>& knob_table() {
                     c.prb.scale_host_scalar = v == "host_scalar";
                     return true;
                 }},
+            {"mask-form", "tensor|implicit", "tensor",
+                "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
+                "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
+                "--scale-property)",
+                [](std::string_view v, Case& c) {
+                    if (v != "tensor" && v != "implicit") return false;
+                    c.prb.implicit_mask = v == "implicit";
+                    return true;
+                }},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
@@ -257,6 +267,19 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v) {
                     const auto why = check_id_rewrites(v);
                     return why ? fmt::format("--op-kind: {}", *why) : std::string();
+                }},
+            {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]", "",
+                "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed "
+                "like the op's attribute, else by the value; empty: none)",
+                [](std::string_view v, Case& c) {
+                    if (check_op_attrs(v)) return false;
+                    c.op_attrs = std::string(v);
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    const auto why = check_op_attrs(v);
+                    return why ? fmt::format("--op-attrs: {}", *why) : std::string();
                 }},
             {"tensor-property", "ID:PROP[+ID:PROP...]", "",
                 "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, "
@@ -297,6 +320,14 @@ const std::vector<Knob>& knob_table() {
                     parse_role_layouts(v, &why);
                     return why.empty() ? std::string() : fmt::format("--strides: {}", why);
                 }},
+            {"dmask", "false|true", "false",
+                "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed "
+                "over the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
+                [](std::string_view v, Case& c) {
+                    if (v != "true" && v != "false") return false;
+                    c.prb.dmask = v == "true";
+                    return true;
+                }},
             {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
                 [](std::string_view v, Case& c) {
                     if (v != "true" && v != "false") return false;
@@ -321,6 +352,14 @@ const std::vector<Knob>& knob_table() {
                     std::string why;
                     if (v != "none") parse_dropout(v, &why);
                     return why.empty() ? std::string() : fmt::format("--dropout={}: {}", v, why);
+                }},
+            {"dropout-property", "host_scalar|tensor", "host_scalar",
+                "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
+                "property_type host_scalar) or [1] device tensors",
+                [](std::string_view v, Case& c) {
+                    if (v != "tensor" && v != "host_scalar") return false;
+                    c.prb.dropout_device_scalars = v == "tensor";
+                    return true;
                 }},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
@@ -447,21 +486,64 @@ public:
         error(loc, fmt::format("unknown knob '{}' (accepted: {})", tok.substr(0, eq), all_knob_names()));
     }
 
-    /// Reads one file with its own copy of the knob state (changes end with the file). After
-    /// an error in a line the rest of that line is dropped, so a bad knob never runs the
-    /// line's problems with knobs the author did not ask for.
+    /// Reads one file with its own copy of the knob state (changes end with the file). Tokens
+    /// are joined as benchdnn's batch reader joins them: a token ending in '\' is continued by
+    /// the next token (the '\' dropped; a lone '\' joins the tokens either side of it), over
+    /// line ends and comment lines, and the joined token is located at its first piece. A logical
+    /// line runs to the end of the first physical line that does not continue; after an error
+    /// the rest of it is dropped, so a bad knob never runs the line's problems with knobs the
+    /// author did not ask for.
     void file(const std::string& path, KnobState st) {
+        struct Pending {
+            std::string text;
+            Loc loc;
+            std::size_t group = 0;  ///< the logical line
+            std::string err;        ///< when set, the token is this error instead
+        };
+        std::optional<Pending> pend;
+        bool cont = false;                    // the pending token continues into the next one
+        Loc cont_at;                          // where its last '\' is
+        std::size_t group = 0, last_line = 0, skip = 0;  // skip: the logical line an error dropped
+        auto flush = [&] {
+            if (!pend || pend->group == skip) return;
+            const std::size_t before = errors_;
+            if (!pend->err.empty()) error(pend->loc, pend->err);
+            else token(pend->text, st, pend->loc);
+            if (errors_ != before) skip = pend->group;
+        };
         std::ifstream in(path);
         std::string line;
         for (std::size_t n = 1; std::getline(in, line); ++n) {
             std::string_view text = line;
             if (const auto hash = text.find('#'); hash != text.npos) text = text.substr(0, hash);
             for (const auto& [tok, col] : split_tokens(text)) {
-                const std::size_t before = errors_;
-                token(tok, st, Loc{path, n, col});
-                if (errors_ != before) break;
+                const bool lone = tok == "\\";
+                if (cont) {
+                    pend->text += tok;
+                } else if (!lone || !pend) {
+                    flush();
+                    if (n != last_line) ++group;
+                    pend = Pending{lone ? std::string() : std::string(tok), Loc{path, n, col}, group,
+                        lone ? "a line continuation with no token before it in the file to continue" : ""};
+                }
+                last_line = n;
+                if (lone && !cont) {
+                    cont = true;  // a lone '\' joins the pending token with the next one
+                } else {
+                    cont = pend->text.ends_with('\\');
+                    if (cont) pend->text.pop_back();
+                }
+                if (cont) cont_at = Loc{path, n, col + tok.size() - 1};
             }
         }
+        if (cont && pend) {  // reported even when the logical line had an error before
+            const std::string_view t = pend->text;
+            pend->err = fmt::format("the file ends in a line continuation: nothing follows to be joined with '{}'",
+                    t.size() > 60 ? fmt::format("{}...", t.substr(0, 60)) : std::string(t));
+            pend->loc = cont_at;
+            pend->group = ++group;
+        }
+        flush();
     }
 
 private:
@@ -572,13 +654,24 @@ private:
         if (!found) return error(loc, cannot_open("case", name, loc, tried));
         const std::string shown = found->lexically_normal().string();
         const auto& table = knob_table();
+        // Only the knobs an imported case reads expand it (the rewrites, the fill, the dropout
+        // values, the run knobs); the other problem knobs come from the graph, so their lists
+        // would only repeat the same case.
+        static constexpr std::string_view kGraphKnobs[] = {"dt", "fill", "seed", "mb", "in-shapes", "op-kind", "op-attrs",
+            "tensor-property", "dropout"};
+        std::vector<std::size_t> span(table.size(), 1);
+        for (std::size_t k = 0; k < table.size(); ++k)
+            if (table[k].run_knob || std::find(std::begin(kGraphKnobs), std::end(kGraphKnobs), table[k].name) !=
+                    std::end(kGraphKnobs))
+                span[k] = st[k].size();
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
             Case c;
             for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
             c.graph_dropout = c.prb.dropout;
             GraphImport imp = import_onednn_json(shown,
-                    GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds, c.properties},
+                    GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds, c.properties,
+                            c.op_attrs},
                     c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
@@ -595,7 +688,7 @@ private:
                 entries.push_back(std::move(e));
             }
             std::size_t k = table.size();
-            while (k > 0 && ++idx[k - 1] == st[k - 1].size()) idx[--k] = 0;
+            while (k > 0 && ++idx[k - 1] == span[k - 1]) idx[--k] = 0;
             if (k == 0) return;
         }
     }
@@ -608,7 +701,7 @@ private:
         for (std::size_t k = 0; k < st.size(); ++k)  // the graph rewrites mean nothing for a descriptor
             for (const auto& v : st[k]) {
                 const std::string_view n = knob_table()[k].name;
-                if (((n == "op-kind" || n == "tensor-property") && !v.empty()) ||
+                if (((n == "op-kind" || n == "op-attrs" || n == "tensor-property") && !v.empty()) ||
                         (n == "dt" && v.find(':') != std::string::npos))
                     return error(loc, fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' is "
                                                   "a problem descriptor (use --reset, or a plain --dt)", n, v, tok));
@@ -651,7 +744,8 @@ std::string case_language_help() {
         "Case language (the same on the command line and in --batch files):\n"
         "  Knobs apply to the problem descriptors after them; a comma list (--dt=f32,bf16) expands\n"
         "  to the cross product over all knobs (the first knob below varies slowest). In files, '#'\n"
-        "  starts a comment.\n\n"
+        "  starts a comment, and a token ending in '\\' is joined with the next one (benchdnn's line\n"
+        "  continuation: the '\\' dropped, comment lines in between skipped).\n\n"
         "Knobs:\n";
     for (const Knob& k : knob_table())
         s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def);

@@ -12,8 +12,8 @@ std::optional<std::string> rerun_differs(Plan& plan, const SdpaOutputs& first) {
     plan.execute();
     const SdpaOutputs second = plan.read_outputs();
     const std::pair<Output, const Tensor*> outs[] = {{Output::O, &first.O}, {Output::stats, &first.stats},
-        {Output::dQ, &first.dQ}, {Output::dK, &first.dK}, {Output::dV, &first.dV}};
-    const Tensor* seconds[] = {&second.O, &second.stats, &second.dQ, &second.dK, &second.dV};
+        {Output::dQ, &first.dQ}, {Output::dK, &first.dK}, {Output::dV, &first.dV}, {Output::dMask, &first.dMask}};
+    const Tensor* seconds[] = {&second.O, &second.stats, &second.dQ, &second.dK, &second.dV, &second.dMask};
     for (std::size_t o = 0; o < 5; ++o) {
         const Tensor& a = *outs[o].second;
         const Tensor& b = *seconds[o];

@@ -144,7 +144,7 @@ std::optional<DType> float_dtype(const std::string& s) {
 
 bool known_kind(const std::string& k) {
     static const std::set<std::string> kinds{"MatMul", "Multiply", "Divide", "Add", "Subtract", "SoftMax", "Exp",
-        "TypeCast", "ReduceSum", "SoftMaxBackward", "End", "Dropout"};
+        "TypeCast", "ReduceSum", "SoftMaxBackward", "End", "Dropout", "GenIndex", "GreaterEqual", "Select"};
     return kinds.count(k) != 0;
 }
 

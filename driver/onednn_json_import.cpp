@@ -11,6 +11,7 @@
 
 #include "core/geometry.hpp"
 #include "core/sdpa_graph.hpp"
+#include "core/validate.hpp"
 #include "driver/onednn_json_graph.hpp"
 #include "driver/onednn_json_match.hpp"
 #include "driver/onednn_json_rewrite.hpp"
@@ -26,7 +27,7 @@ std::string shape_str(const dims_t& d) { return fmt::format("[{}]", fmt::join(d,
 /// "Q", "mask", ...: a port as import errors name it.
 std::string_view port_name(GraphPort port) {
     static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV",
-        "dropout seed", "dropout offset", "dropout probability"};
+        "dropout seed", "dropout offset", "dropout probability", "implicit mask fill", "causal_br S_kv", "causal_br S_q", "dMask"};
     return names[static_cast<std::size_t>(port)];
 }
 
@@ -58,6 +59,32 @@ std::optional<std::array<std::int64_t, 4>> file_strides(const RawTensor& t, cons
     return out;
 }
 
+/// The matched graph inputs as the case language's shape rules read them (core/validate.hpp): 4-D
+/// [B,H,S,D], a 5-D GQA tensor [B,H_kv,G,S,D] with H_kv and G merged into one head dim.
+GraphShapes shapes_of(const Match& m) {
+    auto desc = [&](const std::map<GraphPort, RawTensor>& ports, GraphPort port) {
+        const auto it = ports.find(port);
+        if (it == ports.end()) return TensorDesc{};
+        dims_t d = it->second.shape;
+        if (d.size() == 5) d = {d[0], saturating_mul(d[1], d[2]), d[3], d[4]};
+        return TensorDesc{true, d, it->second.dtype};
+    };
+    GraphShapes g;
+    g.Q = desc(m.in, GraphPort::Q);
+    g.K = desc(m.in, GraphPort::K);
+    g.V = desc(m.in, GraphPort::V);
+    if (m.dir == Dir::bwd) {  // the forward's O and stats are outputs, checked against the graph later
+        g.O = desc(m.in, GraphPort::O);
+        g.dO = desc(m.in, GraphPort::dO);
+        g.stats = desc(m.in, GraphPort::stats);
+    }
+    // A 5-D mask broadcast over only one of H_kv and G has no 4-D form: derive() names it.
+    if (const auto it = m.in.find(GraphPort::mask);
+            it == m.in.end() || it->second.shape.size() != 5 || (it->second.shape[1] == 1) == (it->second.shape[2] == 1))
+        g.bias = desc(m.in, GraphPort::mask);
+    return g;
+}
+
 /// Derives the problem from the matched ports and checks every port against the graph
 /// sdpabench would build for it. A graph with Dropout ops gets p.dropout = `dropout`, or when
 /// that is empty {kImportDropoutP, seed, kImportDropoutOffset}; its seed, offset and
@@ -67,6 +94,11 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     const RawTensor& q = m.in.at(GraphPort::Q);
     const RawTensor& k = m.in.at(GraphPort::K);
     const RawTensor& v = m.in.at(GraphPort::V);
+    // The case language's shape rules first, on the file's tensors (5-D GQA forms merged).
+    if (q.shape.size() == k.shape.size() && q.shape.size() == v.shape.size() && (q.shape.size() == 4 || q.shape.size() == 5))
+        if (auto err = validate_shapes(shapes_of(m)))
+            invalid(fmt::format("tensor {} (Q) {}, {} (K) {}, {} (V) {}: {}", q.id, shape_str(q.shape), k.id,
+                    shape_str(k.shape), v.id, shape_str(v.shape), *err));
     Problem p;
     p.dir = m.dir;
     p.scale_op = m.scale_op;
@@ -100,8 +132,19 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
     p.scale = benchdnn_scale(p.scale_op, seed);
     p.scale_host_scalar = sc.property == "host_scalar";
-    if (m.in.count(GraphPort::dropout_seed))
+    if (m.in.count(GraphPort::dropout_seed)) {
         p.dropout = dropout.value_or(Dropout{kImportDropoutP, seed, kImportDropoutOffset});
+        p.dropout_device_scalars = m.in.at(GraphPort::dropout_seed).property != "host_scalar";
+    }
+    if (m.out.count(GraphPort::dMask)) {
+        if (!m.in.count(GraphPort::mask))
+            unimplemented(fmt::format("tensor {} (dMask): a mask gradient without a mask tensor", m.out.at(GraphPort::dMask).id));
+        p.dmask = true;
+    }
+    if (m.implicit_causal) {
+        p.mask = *m.implicit_causal;
+        p.implicit_mask = true;
+    }
 
     if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) {
         const RawTensor& mk = it->second;
@@ -134,6 +177,17 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
         // benchdnn: a mask with one row (S_q dim 1) is a padding mask, filled with zeros;
         // any other is causal with the last row fully masked.
         p.mask_fill = row ? MaskFill::zero : MaskFill::causal_last_row;
+    }
+
+    if (p.dmask) {
+        // oneDNN's End on dS gives the scores' shape; sdpabench's dMask has the mask's (summed).
+        const RawTensor& t = m.out.at(GraphPort::dMask);
+        const Geometry g = geometry(p);
+        const dims_t want = graph_view(p, g.at(Role::dMask)).dims, scores = graph_view(p, g.at(Role::scores)).dims;
+        if (t.shape != want && t.shape == scores)
+            unimplemented(fmt::format("tensor {} (dMask): the mask gradient has the scores' shape {} but the mask is "
+                                      "broadcast as {}: sdpabench's dMask has the mask's shape (dS summed over the "
+                                      "broadcast axes: ReduceSum, keep_dims)", t.id, shape_str(t.shape), shape_str(want)));
     }
 
     // Strides: every port's, as the [B,H,S,D] strides of its geometry role (5-D GQA forms merged).
@@ -170,7 +224,8 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     for (const auto& [port, t] : m.in) {
         if (port == GraphPort::O && !want.inputs.count(port)) continue;
         const bool scalar = port == GraphPort::dropout_seed || port == GraphPort::dropout_offset ||
-                port == GraphPort::dropout_p;
+                port == GraphPort::dropout_p || port == GraphPort::mask_fill || port == GraphPort::causal_s_kv ||
+                port == GraphPort::causal_s_q;
         check(port, t, want.inputs.at(port), !scalar);
         if (scalar && !t.shape.empty() && t.shape != dims_t{1})
             unimplemented(fmt::format("tensor {} ({}, property_type {}): shape {} is not one value (a host scalar of "
@@ -219,6 +274,13 @@ std::optional<std::string> check_id_rewrites(std::string_view text) {
     return err;
 }
 
+std::optional<std::string> check_op_attrs(std::string_view text) {
+    std::string err;
+    parse_op_attrs(text, &err);
+    if (err.empty()) return std::nullopt;
+    return err;
+}
+
 std::optional<std::string> check_in_shapes(std::string_view text) {
     std::string err;
     parse_in_shapes(text, &err);
@@ -253,6 +315,7 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
     try {
         std::vector<RawOp> ops = parse_ops(root);
         rewrite_op_kinds(ops, rw.op_kinds);
+        rewrite_op_attrs(ops, rw.op_attrs);
         rewrite_dtypes(ops, rw.dt_ids);
         rewrite_properties(ops, rw.properties);
         rewrite_shapes(ops, rw.in_shapes);

@@ -50,6 +50,9 @@ struct GraphRewrites {
     std::string op_kinds{};
     /// benchdnn's --tensor-property=ID:PROP[+ID:PROP...] (empty: none).
     std::string properties{};
+    /// benchdnn's --op-attrs=ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...] (empty: none), applied before
+    /// the match (driver/onednn_json_rewrite.hpp rewrite_op_attrs).
+    std::string op_attrs{};
 };
 
 /// The drop probability an imported graph's Dropout ops get when GraphRewrites::dropout is empty
@@ -80,6 +83,10 @@ std::optional<std::string> check_in_shapes(std::string_view text);
 /// Why a per-id rewrite value ("ID:VALUE[+ID:VALUE...]", --dt and --op-kind) is malformed, or
 /// nullopt when it parses.
 std::optional<std::string> check_id_rewrites(std::string_view text);
+
+/// Why an --op-attrs value ("ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]") is malformed, or nullopt
+/// when it parses.
+std::optional<std::string> check_op_attrs(std::string_view text);
 
 /// Imports JSON text; `file` names it in errors. Inputs that come from outside the pattern
 /// are filled as benchdnn fills them: the scale value is benchdnn_scale(op, seed); a mask whose S_q dim is 1 is a padding mask of zeros

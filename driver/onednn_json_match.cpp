@@ -1,6 +1,10 @@
 #include "driver/onednn_json_match.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "core/geometry.hpp"
 
 namespace sdpa::graph_json {
 
@@ -142,9 +146,91 @@ void take_dropout(Graph& g, Match& m, const RawOp& op) {
     g.use(op);
 }
 
+/// GenIndex `op` over axis `axis` (-1 columns, -2 rows, also spelled rank-1 / rank-2) of a
+/// tensor of the scores' shape `shape`: true when it is one.
+bool gen_index_on(const RawOp* op, const dims_t& shape, std::int64_t axis) {
+    if (!op || op->kind != "GenIndex" || op->ins.size() != 1 || op->outs.size() != 1) return false;
+    allow_attrs(*op, {"axis"});
+    const json* a = attr(*op, "axis");
+    if (!a || !a->is_number_integer()) invalid(fmt::format("{}: GenIndex needs an integer axis", op->where()));
+    const auto rank = static_cast<std::int64_t>(shape.size());
+    std::int64_t ax = a->get<std::int64_t>();
+    if (ax < 0) ax += rank;
+    return op->ins[0].shape == shape && ax == rank + axis;
+}
+
+/// The implicit causal mask on the scaled scores `scores` (oneDNN's pattern, see match()):
+/// takes its ops and inputs into `m` (m.implicit_causal, GraphPort::mask_fill, causal_s_kv,
+/// causal_s_q) and returns the Select's output, the masked scores. Fails UNIMPLEMENTED naming the
+/// op for a Select or GenIndex form other than the causal one.
+const RawTensor* take_implicit_causal(Graph& g, Match& m, const RawOp& sel, const RawTensor& scores) {
+    allow_attrs(sel, {"auto_broadcast"});
+    if (sel.ins.size() != 3 || sel.outs.size() != 1 || sel.ins[1].id != scores.id)
+        unimplemented(fmt::format("{}: a Select on the scores must be Select(keep, scores, fill) (the implicit causal "
+                                  "mask)", sel.where()));
+    const RawOp* ge = g.producer(sel.ins[0]);
+    if (!ge || ge->kind != "GreaterEqual" || ge->ins.size() != 2)
+        unimplemented(fmt::format("{}: its condition (tensor {}) is not GreaterEqual(row index, column index): only the "
+                                  "implicit causal mask is supported", sel.where(), sel.ins[0].id));
+    check_binary(*ge);
+    const RawTensor& fill = sel.ins[2];
+    if (!g.is_input(fill)) unimplemented(fmt::format("{}: the fill value (tensor {}) is computed in the graph", sel.where(), fill.id));
+    const dims_t& shape = scores.shape;
+    const RawOp* col = g.producer(ge->ins[1]);
+    if (!gen_index_on(col, shape, -1)) {
+        if (gen_index_on(g.producer(ge->ins[0]), shape, -1))
+            unimplemented(fmt::format("{}: compares column >= row, which keeps keys at and after each query (an upper "
+                                      "triangle); causal masks keep row >= column", ge->where()));
+        unimplemented(fmt::format("{}: its second input (tensor {}) is not GenIndex over the scores' last axis (the "
+                                  "column index)", ge->where(), ge->ins[1].id));
+    }
+    const RawOp* row = g.producer(ge->ins[0]);
+    std::vector<const RawOp*> used{&sel, ge, col};
+    Mask kind = Mask::causal_tl;
+    if (!gen_index_on(row, shape, -2)) {
+        // causal_br: (row + S_kv) - S_q, both scalars graph inputs.
+        const RawOp* sub = row;
+        const RawOp* add = sub && sub->kind == "Subtract" && sub->ins.size() == 2 ? g.producer(sub->ins[0]) : nullptr;
+        const RawOp* r = add && add->kind == "Add" && add->ins.size() == 2 ? g.producer(add->ins[0]) : nullptr;
+        if (add && !gen_index_on(r, shape, -2)) r = g.producer(add->ins[1]);
+        if (!gen_index_on(r, shape, -2))
+            unimplemented(fmt::format("{}: its first input (tensor {}) is neither GenIndex over the scores' rows "
+                                      "(causal_tl) nor (that + S_kv) - S_q (causal_br)", ge->where(), ge->ins[0].id));
+        check_binary(*add);
+        check_binary(*sub);
+        const RawTensor& s_kv = other_input(*add, r->outs[0].id);
+        const RawTensor& s_q = sub->ins[1];
+        for (const RawTensor* t : {&s_kv, &s_q})
+            if (!g.is_input(*t))
+                unimplemented(fmt::format("{}: the sequence length (tensor {}) is computed in the graph", sub->where(), t->id));
+        m.in[GraphPort::causal_s_kv] = s_kv;
+        m.in[GraphPort::causal_s_q] = s_q;
+        used.insert(used.end(), {add, sub});
+        row = r;
+        kind = Mask::causal_br;
+    }
+    used.push_back(row);
+    for (const RawOp* op : used) g.use(*op);
+    m.in[GraphPort::mask_fill] = fill;
+    m.implicit_causal = kind;
+    m.f32_typed.emplace_back(&sel, 0);
+    return &sel.outs[0];
+}
+
 /// The walk behind match(): the pattern from the Q*K^T MatMul to the outputs.
 Match walk(Graph& g) {
     Match m;
+    // 0. An attention graph (it has a SoftMax) with an op outside the patterns, e.g. the
+    // inference graphs' Dequantize, StaticReshape or StaticTranspose: UNIMPLEMENTED, naming the op.
+    const bool attention = std::any_of(g.ops().begin(), g.ops().end(),
+            [](const RawOp& op) { return op.kind == "SoftMax" || op.kind == "SoftMaxBackward"; });
+    if (attention)
+        for (const RawOp& op : g.ops())
+            if (!known_kind(op.kind))
+                unimplemented(fmt::format("{}: op kind {} is not part of the SDPA training patterns sdpabench reads{}",
+                        op.where(), op.kind,
+                        op.kind.find("uantize") != std::string::npos ? " (quantized attention graphs are not modelled)" : ""));
+
     // 1. The QK^T MatMul: both inputs from outside, output scaled by a graph input.
     const RawOp* qk = nullptr;
     const RawOp* sc = nullptr;
@@ -172,10 +258,26 @@ Match walk(Graph& g) {
                     op.kind));
     for (const RawOp& op : g.ops())
         if (op.kind == "Dropout" && !dropout_in_place(g, op)) misplaced_dropout(g, op);
-    check_matmul(*qk, false, true, "Q*K^T");
+    // K^T given already transposed (transpose_b=false, K of shape [.., D_qk, S_kv], the ViT form):
+    // the same memory as K [.., S_kv, D_qk] with the last two strides swapped, K's layout in the
+    // geometry model (core/geometry.hpp; --strides=K:bhds when dense).
+    const bool k_transposed = !attr_bool(*qk, "transpose_b") && !attr_bool(*qk, "transpose_a");
+    check_matmul(*qk, false, !k_transposed, "Q*K^T");
     g.use(*qk);
     m.in[GraphPort::Q] = qk->ins[0];
     m.in[GraphPort::K] = qk->ins[1];
+    if (k_transposed) {
+        RawTensor& k = m.in[GraphPort::K];
+        if (k.shape.size() < 2) invalid(fmt::format("{}: K (tensor {}) has rank {}", qk->where(), k.id, k.shape.size()));
+        if (k.stride.size() != k.shape.size() || k.layout != "strided") {
+            k.stride = dense_strides(k.shape);
+            k.layout = "strided";
+        }
+        const std::size_t n = k.shape.size();
+        std::swap(k.shape[n - 1], k.shape[n - 2]);
+        std::swap(k.stride[n - 1], k.stride[n - 2]);
+        m.k_transposed = true;
+    }
     m.f32_typed.emplace_back(qk, 0);
 
     // 2. The scale.
@@ -188,15 +290,39 @@ Match walk(Graph& g) {
     g.use(*sc);
     const RawTensor* scores = &sc->outs[0];
 
-    // 3. Optional additive mask.
-    const RawOp* next = &g.sole_consumer(*scores, *sc, "scaled scores");
+    // 3. Optional implicit causal mask or additive mask.
+    const RawOp* from = sc;  // the op whose output `scores` is
+    for (const RawOp* c : g.consumers(*scores))
+        if (c->kind == "Select") {
+            const RawOp& sel = *c;
+            scores = take_implicit_causal(g, m, sel, *scores);
+            for (const RawOp* u : g.consumers(sc->outs[0]))
+                if (!g.used(*u))
+                    unimplemented(fmt::format("{}: the scaled scores feed {} besides the implicit causal mask",
+                            sc->where(), u->where()));
+            from = &sel;
+            break;
+        }
+    const RawOp* next = &g.sole_consumer(*scores, *from, "scaled scores");
     if (next->kind == "Add") {
+        if (m.implicit_causal)
+            unimplemented(fmt::format("{}: a mask tensor added to the implicitly masked scores is not supported (the "
+                                      "implicit causal mask or a mask tensor, not both)", next->where()));
         check_binary(*next);
         const RawTensor& mask = other_input(*next, scores->id);
         if (!g.is_input(mask))
             unimplemented(fmt::format("{}: the mask is computed inside the graph (implicit masks are not supported)",
                     next->where()));
-        m.in[GraphPort::mask] = mask;
+        // numpy broadcasting aligns the last dims: a mask of lower rank ([S_kv], [1,S_kv]) is
+        // the same tensor with leading dims of 1.
+        RawTensor& mk = m.in[GraphPort::mask] = mask;
+        if (mk.shape.size() < scores->shape.size() && !mk.shape.empty()) {
+            const std::size_t pad = scores->shape.size() - mk.shape.size();
+            const bool strided = mk.stride.size() + pad == scores->shape.size();
+            const std::int64_t outer = strided ? saturating_mul(mk.shape[0], mk.stride[0]) : 0;
+            mk.shape.insert(mk.shape.begin(), pad, 1);
+            if (strided) mk.stride.insert(mk.stride.begin(), pad, outer);
+        }
         m.f32_typed.emplace_back(next, 0);
         g.use(*next);
         scores = &next->outs[0];
@@ -211,9 +337,11 @@ Match walk(Graph& g) {
         const auto rank = static_cast<std::int64_t>(sm.ins[0].shape.size());
         const std::int64_t ax = axis && axis->is_number_integer() ? axis->get<std::int64_t>() : 1;
         if (ax != -1 && ax != rank - 1) unimplemented(fmt::format("{}: axis={} (the last axis is needed)", sm.where(), ax));
-        if (const auto mode = attr_str(sm, "mode", "none"); mode != "inf_as_zero")
-            unimplemented(fmt::format("{}: mode={} is not supported (inf_as_zero only: fully masked rows give 0)",
-                    sm.where(), mode));
+        // mode=none differs from inf_as_zero only in fully masked rows, which need a mask.
+        if (const auto mode = attr_str(sm, "mode", "none");
+                mode != "inf_as_zero" && !(mode == "none" && !m.in.count(GraphPort::mask) && !m.implicit_causal))
+            unimplemented(fmt::format("{}: mode={} is not supported with a mask (inf_as_zero only: fully masked rows "
+                                      "give 0)", sm.where(), mode));
         if (sm.outs.empty() || sm.outs.size() > 2) invalid(fmt::format("{}: needs 1 or 2 outputs", sm.where()));
         g.use(sm);
         m.dir = sm.outs.size() == 2 ? Dir::fwd_t : Dir::fwd_i;
@@ -256,6 +384,9 @@ Match walk(Graph& g) {
 
     // Backward: P = Exp(scores - stats).
     m.dir = Dir::bwd;
+    if (m.k_transposed)
+        unimplemented(fmt::format("{}: a backward graph with K given transposed (transpose_b=0) is not supported",
+                qk->where()));
     const RawOp& sub = *next;
     check_binary(sub);
     g.use(sub);
@@ -367,11 +498,22 @@ Match walk(Graph& g) {
     }
     g.use(*ds_op);
     m.f32_typed.emplace_back(ds_op, 0);
-    // Scale of dS (the same op kind and scale tensor as the forward), optional dMask (End).
+    // Scale of dS (the same op kind and scale tensor as the forward), optional dMask: End on dS
+    // (dS itself, the bias's shape), or ReduceSum of dS over the bias's broadcast axes.
     const RawOp* ds_scale = nullptr;
     for (const RawOp* c : g.consumers(ds_op->outs[0])) {
-        if (c->kind == "End")
-            unimplemented(fmt::format("{}: dMask output (End on dS) is not supported", c->where()));
+        if (c->kind == "End") {
+            if (!c->outs.empty() || c->ins.size() != 1) invalid(fmt::format("{}: End has one input and no output", c->where()));
+            g.use(*c);
+            m.out[GraphPort::dMask] = ds_op->outs[0];
+        }
+        if (c->kind == "ReduceSum") {
+            allow_attrs(*c, {"axes", "keep_dims"});
+            if (!attr_bool(*c, "keep_dims") || c->outs.size() != 1)
+                unimplemented(fmt::format("{}: the mask gradient's ReduceSum needs keep_dims=1", c->where()));
+            g.use(*c);
+            m.out[GraphPort::dMask] = c->outs[0];  // its shape is checked against the bias's in derive()
+        }
         if (c->kind == "Multiply" || c->kind == "Divide") ds_scale = c;
     }
     if (!ds_scale || ds_scale->kind != sc->kind || other_input(*ds_scale, ds_op->outs[0].id).id != m.in[GraphPort::scale].id)

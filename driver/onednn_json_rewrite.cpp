@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <optional>
+#include <type_traits>
 #include <set>
 
 #include <fmt/format.h>
@@ -191,6 +194,121 @@ void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text) {
         auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == r.id; });
         if (it == ops.end()) invalid(fmt::format("--op-kind: no op {} in the graph", r.id));
         if (r.value != "undef") it->kind = r.value;
+    }
+}
+
+std::vector<AttrRewrite> parse_op_attrs(std::string_view text, std::string* err) {
+    std::vector<AttrRewrite> out;
+    auto all = [](std::string_view s, auto pred) {
+        return !s.empty() && std::all_of(s.begin(), s.end(), [&](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || pred(ch);
+        });
+    };
+    for (const IdEntry& e : split_id_entries(text)) {
+        const auto bad = [&] {
+            *err = fmt::format("'{}' is not ID:ATTR:VALUE[*ATTR:VALUE...]", e.whole);
+            return std::vector<AttrRewrite>{};
+        };
+        if (!e.id) return bad();
+        std::size_t pos = 0;
+        while (true) {  // ATTR:VALUE pieces separated by '*'
+            const std::size_t star = e.value.find('*', pos);
+            const std::string_view piece = e.value.substr(pos, star == e.value.npos ? e.value.npos : star - pos);
+            const std::size_t colon = piece.find(':');
+            if (colon == piece.npos) return bad();
+            const std::string_view name = piece.substr(0, colon), value = piece.substr(colon + 1);
+            if (!all(name, [](char) { return false; }) ||
+                    !all(value, [](char ch) { return ch == '-' || ch == '.'; }))
+                return bad();
+            out.push_back(AttrRewrite{*e.id, std::string(name), std::string(value)});
+            if (star == e.value.npos) break;
+            pos = star + 1;
+        }
+    }
+    return out;
+}
+
+namespace {
+
+/// `s` as one number of type T (the whole string; floats finite), or nullopt.
+template <typename T>
+std::optional<T> parse_number(std::string_view s) {
+    T v{};
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+    if constexpr (std::is_floating_point_v<T>)
+        if (!std::isfinite(v)) return std::nullopt;
+    return v;
+}
+
+/// `s` split at 'x' into numbers of type T ("1x1x96x1"), or nullopt when a piece is not one.
+template <typename T>
+std::optional<std::vector<T>> parse_number_list(std::string_view s) {
+    std::vector<T> out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t x = s.find('x', pos);
+        const auto v = parse_number<T>(s.substr(pos, x == s.npos ? s.npos : x - pos));
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+        if (x == s.npos) return out;
+        pos = x + 1;
+    }
+}
+
+/// The oneDNN attribute type of a value written for an attribute the op does not have.
+std::string infer_attr_type(std::string_view v) {
+    if (parse_number<std::int64_t>(v)) return "s64";
+    if (v.find('x') != v.npos && parse_number_list<std::int64_t>(v)) return "s64[]";
+    if (parse_number<float>(v)) return "f32";
+    return "string";
+}
+
+}  // namespace
+
+void rewrite_op_attrs(std::vector<RawOp>& ops, std::string_view text) {
+    std::string err;
+    const auto rws = parse_op_attrs(text, &err);
+    if (!err.empty()) invalid(fmt::format("--op-attrs: {}", err));
+    for (const auto& r : rws) {
+        auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == r.id; });
+        if (it == ops.end()) invalid(fmt::format("--op-attrs: no op {} in the graph", r.id));
+        json& attrs = it->attrs;
+        const json* old = attrs.contains(r.name) ? &attrs.at(r.name) : nullptr;
+        const bool typed = old && old->is_object() && old->contains("type") && old->at("type").is_string();
+        const std::string type = typed ? old->at("type").get<std::string>() : infer_attr_type(r.value);
+        const auto not_a = [&](std::string_view what) {
+            invalid(fmt::format("--op-attrs: {}: attribute '{}' is {}: '{}' is not {}", it->where(), r.name, type,
+                    r.value, what));
+        };
+        json v;
+        if (type == "s64") {
+            const auto n = parse_number<std::int64_t>(r.value);
+            if (!n) not_a("an integer");
+            v = *n;
+        } else if (type == "bool") {
+            if (r.value == "1" || r.value == "true") v = 1;
+            else if (r.value == "0" || r.value == "false") v = 0;
+            else not_a("0 or 1");
+        } else if (type == "f32") {
+            const auto f = parse_number<float>(r.value);
+            if (!f) not_a("a finite number");
+            v = *f;
+        } else if (type == "string") {
+            v = r.value;
+        } else if (type == "s64[]") {
+            const auto l = parse_number_list<std::int64_t>(r.value);
+            if (!l) not_a("a list of integers like 1x1x32x1");
+            v = *l;
+        } else if (type == "f32[]") {
+            const auto l = parse_number_list<float>(r.value);
+            if (!l) not_a("a list of numbers like 0.5x2");
+            v = *l;
+        } else {
+            invalid(fmt::format("--op-attrs: {}: attribute '{}' has type '{}', which --op-attrs cannot write",
+                    it->where(), r.name, type));
+        }
+        attrs[r.name] = json{{"type", type}, {"value", std::move(v)}};
     }
 }
 

@@ -58,4 +58,23 @@ void rewrite_properties(std::vector<RawOp>& ops, std::string_view text);
 /// KIND "undef" keeps the op as it is. INVALID_ARGUMENTS for an id no op has.
 void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text);
 
+/// One attribute of a benchdnn --op-attrs entry: op id, attribute name, value as written.
+struct AttrRewrite {
+    std::size_t id = 0;
+    std::string name, value;
+};
+
+/// Parses benchdnn's --op-attrs value "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]" (empty: no
+/// entries; ATTR letters, digits, '_'; VALUE non-empty letters, digits, '_', '-', '.'), one
+/// AttrRewrite per attribute, in order. On a syntax error returns {} and sets `err` to a sentence
+/// quoting the bad entry.
+std::vector<AttrRewrite> parse_op_attrs(std::string_view text, std::string* err);
+
+/// benchdnn's --op-attrs: attribute ATTR of op ID gets VALUE, typed like the attribute the op
+/// already has (s64; bool 0/1 or true/false, written 0/1; f32; string; s64[] and f32[] written
+/// AxBxC), else typed by the value (an integer: s64; integers joined by 'x': s64[]; a number: f32;
+/// anything else: string) and added. INVALID_ARGUMENTS for an id no op has, a value that is not of
+/// the attribute's type, or an attribute type sdpabench does not know.
+void rewrite_op_attrs(std::vector<RawOp>& ops, std::string_view text);
+
 }  // namespace sdpa::graph_json

@@ -47,7 +47,7 @@ struct BwdCtx {
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB).
 struct BwdScratch {
-    std::vector<float> q, qabs, dO, dOabs, kb, kabs, s, p, pr, ds, wm;
+    std::vector<float> q, qabs, dO, dOabs, kb, kabs, s, p, pr, ds, dsu, wm;
     std::vector<double> s64, dp64, acc1, macc1, acc2, macc2;
     explicit BwdScratch(const BwdCtx& c) {
         const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
@@ -57,7 +57,7 @@ struct BwdScratch {
         kabs.resize(q.size());
         dO.resize(n(kB * c.Dvp));
         dOabs.resize(dO.size());
-        for (auto* t : {&s, &p, &pr, &ds, &wm}) t->resize(n(kB * kB));
+        for (auto* t : {&s, &p, &pr, &ds, &dsu, &wm}) t->resize(n(kB * kB));
         s64.resize(n(kB * kB));
         dp64.resize(s64.size());
         acc1.resize(q.size());
@@ -69,7 +69,7 @@ struct BwdScratch {
 
 /// One tile: from packed q [kB x Dqkp], dO [kB x Dvp] and the K, V panels of the key block, fills
 /// w.p (exact P, or P_d with dropout: the M_dV weight), w.pr (P or P_d as it enters the dV matmul), w.ds (scaled dS as it enters the dQ/dK
-/// matmuls) and w.wm (W = |dS| + P r_i), all [kB x kB] row-major over (query, key), zero
+/// matmuls), w.dsu (dS unscaled and unrounded: dMask's terms) and w.wm (W = |dS| + P r_i), all [kB x kB] row-major over (query, key), zero
 /// outside the visible part. Transposed (key-major) when `transpose`.
 SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0, i64 nj,
     bool transpose) {
@@ -95,7 +95,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         const double Di = ii < ni ? c.Dr[row0 + static_cast<std::size_t>(ii)] : 0.0;
         const double ri = ii < ni ? c.rr[row0 + static_cast<std::size_t>(ii)] : 0.0;
         const double* dprow = &w.dp64[static_cast<std::size_t>(ii * kB)];
-        float dsr[kB], wr[kB];
+        float dsr[kB], wr[kB], dsu[kB];
         if (c.drop) {
             // Dropout (core/dropout.hpp): dS = P o (Z o dP / (1-p) - D); P_d = Z o P / (1-p) enters dV.
             std::uint8_t keep[kB] = {};
@@ -107,6 +107,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
                 const float pd = keep[jj] ? prow[jj] * c.inv_q : 0.f;
                 const double ds = (c.ds_dropped ? static_cast<double>(pd) : pij) * (dpd - Di);
                 dsr[jj] = static_cast<float>(c.mul ? ds * g : ds / c.v);
+                dsu[jj] = static_cast<float>(ds);
                 wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
                 prow[jj] = pd;
             }
@@ -115,6 +116,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
             for (i64 jj = 0; jj < kB; ++jj) {
                 const double pij = prow[jj], ds = pij * (dprow[jj] - Di);
                 dsr[jj] = static_cast<float>(ds * c.v);
+                dsu[jj] = static_cast<float>(ds);
                 // W_ij = P_ij (|dP_ij - D_i| + r_i) = |dS_ij| + P_ij r_i.
                 wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
             }
@@ -123,6 +125,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
             for (i64 jj = 0; jj < kB; ++jj) {
                 const double pij = prow[jj], ds = pij * (dprow[jj] - Di);
                 dsr[jj] = static_cast<float>(ds / c.v);  // the division stays a division, as in the vendor graph
+                dsu[jj] = static_cast<float>(ds);
                 wr[jj] = static_cast<float>(std::fabs(ds) + pij * ri);
             }
         }
@@ -141,6 +144,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
                 w.p[at] = prow[jj];
                 w.pr[at] = pr[jj];
                 w.ds[at] = dsr[jj];
+                w.dsu[at] = dsu[jj];
                 w.wm[at] = wr[jj];
             }
         } else {
@@ -148,6 +152,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
             std::memcpy(&w.p[at], prow, sizeof prow);
             std::memcpy(&w.pr[at], pr, sizeof prow);
             std::memcpy(&w.ds[at], dsr, sizeof dsr);
+            std::memcpy(&w.dsu[at], dsu, sizeof dsu);
             std::memcpy(&w.wm[at], wr, sizeof wr);
         }
     }
@@ -218,6 +223,43 @@ SDPA_REF_CLONES void dkv_cols(const BwdCtx& c, BwdScratch& w, i64 b, i64 hk, i64
     }
 }
 
+/// dMask, M_dMask of bias element block (bb, hb, rows [i0, i0 + kB) or the one broadcast row,
+/// keys [j0, j0 + kB)): the sum of dS (and of W) over every (b, h, i) that reads those bias
+/// elements, in a fixed order (b, h, query block, row). With the dmask_no_reduce fault only
+/// the first (b, h, i) of each broadcast group.
+SDPA_REF_CLONES void dmask_block(const BwdCtx& c, BwdScratch& w, i64 bb, i64 hb, i64 i0, i64 j0, bool no_reduce) {
+    const Dims& d = c.p.dims;
+    const auto& md = c.r.dMask.dims;  // [1|B, 1|H_q, 1|S_q, S_kv]
+    const bool all_b = md[0] == 1 && !no_reduce, all_h = md[1] == 1 && !no_reduce, all_i = md[2] == 1;
+    const i64 nj = std::min(kB, d.S_kv - j0), Dqk = d.D_qk, Dv = d.D_v;
+    const i64 ib0 = all_i ? 0 : i0, ib1 = all_i ? (no_reduce ? 1 : d.S_q) : std::min(d.S_q, i0 + kB);
+    std::vector<double> sum(static_cast<std::size_t>(kB * kB), 0.0), msum(sum.size(), 0.0);
+    for (i64 b = all_b ? 0 : bb; b < (all_b ? d.B : bb + 1); ++b)
+        for (i64 h = all_h ? 0 : hb; h < (all_h ? d.H_q : hb + 1); ++h)
+            for (i64 q0 = ib0; q0 < ib1; q0 += kB) {
+                const i64 ni = std::min(kB, ib1 - q0);
+                if (!block_any_visible(c.p, b, q0, q0 + ni, j0, j0 + nj)) continue;
+                pack_rows(w.q.data(), c.Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, q0, 0)], Dqk, ni, Dqk);
+                pack_rows(w.dO.data(), c.Dvp, kB, &c.in.dO.data[c.in.dO.offset(b, h, q0, 0)], Dv, ni, Dv);
+                grad_tile(c, w, b, h, q0, ni, j0, nj, false);
+                for (i64 ii = 0; ii < ni; ++ii)
+                    for (i64 jj = 0; jj < nj; ++jj) {
+                        const auto src = static_cast<std::size_t>(ii * kB + jj);
+                        const auto dst = static_cast<std::size_t>((all_i ? 0 : ii) * kB + jj);
+                        sum[dst] += static_cast<double>(w.dsu[src]);
+                        msum[dst] += static_cast<double>(w.wm[src]);
+                    }
+            }
+    const i64 rows = all_i ? 1 : std::min(kB, d.S_q - i0);
+    for (i64 ii = 0; ii < rows; ++ii)
+        for (i64 jj = 0; jj < nj; ++jj) {
+            const auto a = static_cast<std::size_t>(ii * kB + jj);
+            const std::size_t at = c.r.dMask.offset(bb, hb, all_i ? 0 : i0 + ii, j0 + jj);
+            c.r.dMask.data[at] = static_cast<float>(sum[a]);
+            c.r.M_dMask.data[at] = static_cast<float>(msum[a]);
+        }
+}
+
 }  // namespace
 
 RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt) {
@@ -228,6 +270,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     r.dQ = r.M_dQ = Tensor(g.at(Role::dQ).dims, DType::f32);
     r.dK = r.M_dK = Tensor(g.at(Role::dK).dims, DType::f32);
     r.dV = r.M_dV = Tensor(g.at(Role::dV).dims, DType::f32);
+    if (p.dmask) r.dMask = r.M_dMask = Tensor(g.at(Role::dMask).dims, DType::f32);
     const bool mul = p.scale_op == ScaleOp::mul;
     const float v = scale_tensor_value(p);
     const i64 nkb0 = (d.S_kv + kB - 1) / kB;
@@ -272,6 +315,16 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
         for (i64 b = 0; b < d.B; ++b)
             for (i64 hk = 0; hk < d.H_kv; ++hk)
                 for (i64 kb = 0; kb < nkb; ++kb) dkv_cols(c, w, b, hk, kb * kB);
+        if (p.dmask) {
+            // One task per block of dMask elements: each owns its sums (no races, fixed order).
+            const auto& md = r.dMask.dims;
+            const i64 mqb = md[2] == 1 ? 1 : nqb;
+#pragma omp for collapse(4) schedule(dynamic, 1)
+            for (i64 bb = 0; bb < md[0]; ++bb)
+                for (i64 hb = 0; hb < md[1]; ++hb)
+                    for (i64 qb = 0; qb < mqb; ++qb)
+                        for (i64 kb = 0; kb < nkb; ++kb) dmask_block(c, w, bb, hb, qb * kB, kb * kB, opt.dmask_no_reduce);
+        }
     }
     return r;
 }

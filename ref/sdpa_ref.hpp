@@ -23,6 +23,9 @@ struct RefOptions {
     /// Injected dropout bugs, for the fault-injecting backend only (backends/faulty/): P_d = Z o P
     /// without the 1/(1-p) rescale; dS formed from the dropped P_d instead of P.
     bool dropout_no_rescale = false, dropout_ds_from_dropped_p = false;
+    /// Injected dMask bug, for the fault-injecting backend only: dMask taken from the first
+    /// batch, head and query row of each broadcast group instead of their sum.
+    bool dmask_no_reduce = false;
 };
 
 /// Default options for `p`: rounding emulation on for bf16/f16, off (a no-op) for f32; `mask`
@@ -47,8 +50,11 @@ struct RefForward {
 /// dV [B,H_kv,S_kv,D_v] (GQA: summed over the H_q/H_kv query heads of each group); and the
 /// magnitudes of the tolerance model (DESIGN.md): W = P o (|dP - D| + r_i) with
 /// r_i = ||dO_i o O_i||_2, M_dQ = |scale|*W*|K|, M_dK = |scale|*W^T*|Q|, M_dV = P^T*|dO|.
+/// With p.dmask also dMask [1|B,1|H_q,1|S_q,S_kv] (the bias's dims) = dS = P o (dP - D) (the
+/// dropout form with dropout) summed over the bias's broadcast dims, and M_dMask = the same sums
+/// of W (above, without the scale).
 struct RefBackward {
-    Tensor dQ, dK, dV, M_dQ, M_dK, M_dV;
+    Tensor dQ, dK, dV, M_dQ, M_dK, M_dV, dMask, M_dMask;
 };
 
 /// With dropout (p > 0) O = P_d V with P_d = Z o P / (1 - p) (the quotient 1/(1-p) in f32 and

@@ -26,16 +26,22 @@ HEAD = [8, 16, 32, 64, 72, 80, 96, 128]
 
 
 def known_bug(dt, b, hq, hkv, mask, shape):
-    broadcast = mask in ("causal_tl", "causal_br") or (mask == "bias" and shape == "1x1xSqxSkv")
+    broadcast = mask in ("causal_tl", "causal_br") or (mask == "bias" and shape.startswith("1x1x"))
     return dt == "bf16" and hkv == hq and b >= 2 and hq >= 2 and broadcast
 
 
-def draw(rng):
+DMASK_SHAPES = ["1x1xSqxSkv", "Bx1xSqxSkv", "BxHqxSqxSkv", "1xHqxSqxSkv", "1x1x1xSkv", "Bx1x1xSkv", "1xHqx1xSkv",
+                "BxHqx1xSkv"]
+
+
+def draw(rng, dmask=False):
     while True:
         dt = rng.choice(["f32", "bf16", "f16"])
         direction = rng.choice(["fwd_t", "bwd"])
         mask = rng.choice(["none", "causal_tl", "causal_br", "bias"])
         shape = rng.choice(["1x1xSqxSkv", "Bx1xSqxSkv", "BxHqxSqxSkv"])
+        if dmask:  # the bias gradient: bwd with a bias of every broadcast shape
+            direction, mask, shape = "bwd", "bias", rng.choice(DMASK_SHAPES)
         b = rng.choice([1, 1, 2])
         hkv = rng.choice([1, 2])
         hq = hkv * rng.choice([1, 2, 4, 7])
@@ -48,6 +54,8 @@ def draw(rng):
                  f"--seed={rng.randrange(1, 1 << 31)}"]
         if mask == "bias":
             knobs.append(f"--mask-shape={shape}")
+        if dmask:
+            knobs.append("--dmask=true")
         if rng.random() < 0.15:
             knobs.append("--scale-op=div")
         desc = f"b{b}hq{hq}hkv{hkv}sq{sq}skv{skv}dqk{dqk}dv{dv}"
@@ -65,17 +73,18 @@ def main():
     ap.add_argument("--backend", default="onednn")
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--dmask", action="store_true", help="draw bwd cases with a bias of every shape and --dmask=true")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
-    lines = [draw(rng) for _ in range(args.cases)]
+    lines = [draw(rng, args.dmask) for _ in range(args.cases)]
     with tempfile.NamedTemporaryFile("w", suffix=".cases", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         batch = f.name
     proc = subprocess.run([args.exe, "-v", f"--backend={args.backend}", f"--batch={batch}"],
                           capture_output=True, text=True)
     status_re = re.compile(r"^(\d+):([A-Z_]+)(.*)__REPRO: (.*)$")
-    margin_re = re.compile(r"^\s+(O|stats|dQ|dK|dV): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
+    margin_re = re.compile(r"^\s+(O|stats|dQ|dK|dV|dMask): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
     per = collections.defaultdict(lambda: collections.defaultdict(list))
     statuses = collections.Counter()
     bad = []
@@ -101,7 +110,7 @@ def main():
     print(f"calibrate: {args.cases} cases, seed {args.seed}, backend {args.backend}, exit {proc.returncode}")
     print("statuses: " + " ".join(f"{k}:{v}" for k, v in sorted(statuses.items())))
     print(f"{'output':6} {'dt':5} {'check':5} {'n':>5} {'max':>9} {'p99.9':>9} {'p99':>9}")
-    for (out, dt) in sorted(per, key=lambda k: (["O", "stats", "dQ", "dK", "dV"].index(k[0]), k[1])):
+    for (out, dt) in sorted(per, key=lambda k: (["O", "stats", "dQ", "dK", "dV", "dMask"].index(k[0]), k[1])):
         for check, vals in per[(out, dt)].items():
             print(f"{out:6} {dt:5} {check:5} {len(vals):5d} {max(vals):9.3g} {pct(vals, 0.999):9.3g} "
                   f"{pct(vals, 0.99):9.3g}")

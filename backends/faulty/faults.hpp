@@ -27,9 +27,10 @@ enum class FaultKind {
     dropout_bwd_offset,         ///< dropout: the backward regenerates its mask from offset + 1
     dropout_ds_dropped_p,       ///< dropout: dS = P_d o (Z o dP/(1-p) - D), the dropped P instead of P
     dropout_no_rescale,         ///< dropout: P_d = Z o P, the 1/(1-p) rescale missing
+    dmask_no_reduce,            ///< dMask: the first (b, h, row) of each broadcast group, not their sum
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 17> kFaultNames{{
+inline constexpr std::array<EnumName<FaultKind>, 18> kFaultNames{{
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -47,6 +48,7 @@ inline constexpr std::array<EnumName<FaultKind>, 17> kFaultNames{{
     {FaultKind::dropout_bwd_offset, "dropout_bwd_offset"},
     {FaultKind::dropout_ds_dropped_p, "dropout_ds_dropped_p"},
     {FaultKind::dropout_no_rescale, "dropout_no_rescale"},
+    {FaultKind::dmask_no_reduce, "dmask_no_reduce"},
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 

@@ -111,6 +111,11 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
             opt.dropout_no_rescale = kind == FaultKind::dropout_no_rescale;
             return reference_as_vendor(p, in, opt);
         }
+        case FaultKind::dmask_no_reduce: {
+            RefOptions opt;
+            opt.dmask_no_reduce = true;
+            return reference_as_vendor(p, in, opt);
+        }
         default: break;
     }
     // Faults applied to the correct outputs.

@@ -40,6 +40,8 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 /// - dropout_bwd_offset: the backward regenerates its mask with offset + 1 (forward correct).
 /// - dropout_ds_dropped_p: dS = P_d o (Z o dP / (1-p) - D) (backward only).
 /// - dropout_no_rescale: P_d = Z o P, without 1/(1-p), in the forward and the backward.
+/// - dmask_no_reduce: dMask (--dmask) is dS of the first batch, head and row of each group the
+///   bias broadcasts over, not their sum (no-op for a full [B,H_q,S_q,S_kv] bias).
 std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
 
 /// "faulty:causal_off_by_one, faulty:..." for --help.

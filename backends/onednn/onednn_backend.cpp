@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -184,6 +185,14 @@ private:
                 b.resize(sizeof s64);
                 if (port == Port::dropout_p) std::memcpy(b.data(), &d.p, sizeof d.p);
                 else std::memcpy(b.data(), &s64, sizeof s64);
+            }
+            else if (port == Port::mask_fill) bind_values(port, {-std::numeric_limits<float>::infinity()});
+            else if (port == Port::causal_s_kv || port == Port::causal_s_q) {
+                // s32 host scalars of the implicit causal_br mask: row + S_kv - S_q >= column.
+                const auto v = static_cast<std::int32_t>(port == Port::causal_s_kv ? p_.dims.S_kv : p_.dims.S_q);
+                auto& b = buffers_[pt.lt.get_id()];
+                b.resize(sizeof v);
+                std::memcpy(b.data(), &v, sizeof v);
             }
             else bind_values(port, mask_values(p_, in));
         }

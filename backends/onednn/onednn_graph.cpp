@@ -21,12 +21,13 @@ ldt to_ldt(ElemType dt) {
         case ElemType::s32: return ldt::s32;
         case ElemType::u8: return ldt::u8;
         case ElemType::s64: return ldt::s64;
+        case ElemType::boolean: return ldt::boolean;
     }
     return ldt::f32;
 }
 
 /// A strided logical tensor with the description's dims and strides (the geometry's for ports);
-/// a rank-0 host scalar for the dropout scalars.
+/// a rank-0 host scalar for the scalars the description marks host_scalar.
 logical_tensor to_lt(const GraphTensor& t) {
     if (t.host_scalar)
         return logical_tensor(t.id, to_ldt(t.dt), std::vector<std::int64_t>{}, logical_tensor::layout_type::strided,
@@ -39,7 +40,9 @@ op::kind to_kind(std::string_view k) {
     static const std::pair<std::string_view, op::kind> table[] = {{"MatMul", op::kind::MatMul},
         {"Multiply", op::kind::Multiply}, {"Divide", op::kind::Divide}, {"Add", op::kind::Add},
         {"Subtract", op::kind::Subtract}, {"SoftMax", op::kind::SoftMax}, {"Exp", op::kind::Exp},
-        {"TypeCast", op::kind::TypeCast}, {"ReduceSum", op::kind::ReduceSum}, {"Dropout", op::kind::Dropout}};
+        {"TypeCast", op::kind::TypeCast}, {"ReduceSum", op::kind::ReduceSum}, {"Dropout", op::kind::Dropout},
+        {"GenIndex", op::kind::GenIndex}, {"GreaterEqual", op::kind::GreaterEqual}, {"Select", op::kind::Select},
+        {"End", op::kind::End}};
     for (const auto& [name, kind] : table)
         if (name == k) return kind;
     throw std::invalid_argument(fmt::format("oneDNN graph builder: no op kind '{}'", k));

@@ -88,6 +88,7 @@ SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptio
         out.dQ = rounded(std::move(b.dQ), p.dt);
         out.dK = rounded(std::move(b.dK), p.dt);
         out.dV = rounded(std::move(b.dV), p.dt);
+        if (p.dmask) out.dMask = std::move(b.dMask);  // f32, as the vendor graph's dS
     } else {
         RefForward f = ref_forward(p, in, opt);
         out.O = rounded(std::move(f.O), p.dt);

@@ -75,16 +75,23 @@ dropout_onednn|dropout_ref)
   ;;
 harness_ci)
   # benchdnn's own batch file, unmodified, from its inputs root: every --case path resolves, every
-  # benchdnn knob it uses is read, nothing FAILS; the graphs sdpabench models PASS (or are SKIPPED
-  # for the CPU's ISA). The rest (inference-only forms, GenIndex/Select masks, dMask) are
-  # UNIMPLEMENTED or INVALID_ARGUMENTS with the reason until the issue on benchdnn's harness lands.
+  # benchdnn knob it uses is read, one result per case benchdnn expands the lines to (83), nothing
+  # FAILS. Every training line (file name with training, bwd, backward or dmask) is PASSED,
+  # MISTRUSTED (the dMask graphs only) or SKIPPED for the CPU's ISA; the inference lines sdpabench
+  # does not model are UNIMPLEMENTED with the reason, never INVALID_ARGUMENTS.
   root="$src/../shared/upstream-cases/benchdnn-graph"
   [ -d "$root" ] || { echo "SKIP: $root is absent"; exit 77; }
   (cd "$root" && "$exe" --backend=onednn --batch=complex_fusion/harness_mha_ci) >"$tmp/out" 2>&1
   grep -q "cannot open" "$tmp/out" && fail "a path did not resolve"
   grep -q "unknown knob" "$tmp/out" && fail "a benchdnn knob was not read"
+  [ "$(summary_field tests)" = 83 ] || fail "$(summary_field tests) results, benchdnn expands the file to 83 cases"
   [ "$(summary_field failed)" = 0 ] || fail "$(summary_field failed) FAILED"
-  [ "$(summary_field passed)" -ge 10 ] || fail "only $(summary_field passed) PASSED"
+  [ "$(summary_field invalid_arguments)" = 0 ] || fail "$(summary_field invalid_arguments) INVALID_ARGUMENTS"
+  grep -E '^[0-9]+:' "$tmp/out" | grep -E 'mha/[^ /]*(training|bwd|backward|dmask)[^ /]*\.json' >"$tmp/training"
+  [ "$(grep -c . "$tmp/training")" -ge 28 ] || fail "fewer than 28 training results"
+  if grep -vE '^[0-9]+:(PASSED|MISTRUSTED|SKIPPED \(f16 needs)' "$tmp/training"; then fail "training lines above lack a verdict"; fi
+  [ "$(grep -c ':PASSED' "$tmp/training")" -ge 14 ] || fail "fewer than 14 training lines PASSED"
+  if grep -E '^[0-9]+:MISTRUSTED' "$tmp/out" | grep -v dmask; then fail "a MISTRUSTED line that is not a dMask graph"; fi
   ;;
 roundtrip)
   # Export the graphs of descriptor cases, run the files back on both backends. (MHA with B = 1:
@@ -101,6 +108,24 @@ roundtrip)
     [ "$rc" -eq 0 ] || fail "$backend on the exported files: exit code $rc"
     tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
     [ "$tests" -eq 20 ] && [ $((passed + skipped)) -eq 20 ] || fail "$backend: passed $passed skipped $skipped of $tests"
+  done
+  # Implicit causal masks, dropout device scalars and dMask graphs read back as the same problem.
+  run --backend=ref --emit-onednn-json="$tmp/forms" --dir=fwd_t,bwd --mask=causal_tl,causal_br --mask-form=implicit \
+      b1hq2sq16skv24d16 b2hq4hkv2sq17skv9d8 --reset --dir=bwd --dropout=0.2:3:4 --dropout-property=tensor b1hq2sq16d16 \
+      --reset --dir=bwd --mask=bias --dmask=true --mask-shape=1x1xSqxSkv,BxHqxSqxSkv,Bx1x1xSkv b2hq2sq8skv12d8
+  [ "$rc" -eq 0 ] || fail "export of the graph forms: exit code $rc"
+  [ "$(ls "$tmp/forms"/*.json | wc -l)" -eq 12 ] || fail "expected 12 JSON files of the graph forms"
+  forms=()
+  for f in "$tmp/forms"/*.json; do forms+=("--case=$f"); done
+  for backend in ref onednn; do
+    run -v --backend=$backend --dropout=0.2:3:4 "${forms[@]}"
+    [ "$rc" -eq 0 ] || fail "$backend on the graph forms: exit code $rc"
+    # (an imported bias gets benchdnn's causal fill: a full-shape dMask is then mostly exact zeros, MISTRUSTED)
+    [ $(( $(summary_field passed) + $(summary_field mistrusted) )) -eq 12 ] || fail "$backend: $(summary_field passed) of 12 graph forms PASSED"
+    [ "$(grep -cE 'graph: .*--mask=causal_(tl|br) .*--mask-form=implicit' "$tmp/out")" -eq 8 ] || fail "implicit masks not read back"
+    [ "$(grep -cE 'graph: .*--dropout-property=tensor' "$tmp/out")" -eq 1 ] || fail "dropout device scalars not read back"
+    [ "$(grep -cE 'graph: .*--dmask=true' "$tmp/out")" -eq 3 ] || fail "dMask not read back"
+    [ "$(grep -cE '^ +dMask: worst' "$tmp/out")" -eq 3 ] || fail "dMask not checked"
   done
   # Exporting an imported file again gives the same bytes.
   first=${args[0]#--case=}
@@ -120,12 +145,13 @@ errors)
   run --case="$tmp/relu.json"
   [ "$rc" -eq 1 ] || fail "non-SDPA: exit code $rc, expected 1"
   grep -qE "^0:INVALID_ARGUMENTS \(.*relu.json: error: not an SDPA training graph" "$tmp/out" || fail "non-SDPA not named"
-  # An unsupported attribute in an SDPA graph: UNIMPLEMENTED naming the op.
-  run --mode=L --emit-onednn-json="$tmp/j" b1hq2sq8d8
+  # An unsupported attribute in an SDPA graph: UNIMPLEMENTED naming the op (mode=none differs from
+  # inf_as_zero only with a mask).
+  run --mode=L --emit-onednn-json="$tmp/j" --mask=causal_tl b1hq2sq8d8
   sed 's/"inf_as_zero"/"none"/' "$tmp/j"/*.json >"$tmp/mode.json"
   run --case="$tmp/mode.json"
   [ "$rc" -eq 1 ] || fail "unsupported attr: exit code $rc"
-  grep -qE "^0:UNIMPLEMENTED \(.*op [0-9]+ \(SoftMax 'softmax'\): mode=none is not supported" "$tmp/out" || fail "op not named"
+  grep -qE "^0:UNIMPLEMENTED \(.*op [0-9]+ \(SoftMax 'softmax'\): mode=none is not supported with a mask" "$tmp/out" || fail "op not named"
   [ "$(summary_field unimplemented)" = 1 ] || fail "expected one UNIMPLEMENTED"
   ;;
 *) fail "unknown scenario" ;;

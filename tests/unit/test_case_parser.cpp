@@ -247,8 +247,9 @@ TEST(CaseParser, CommandLineErrors) {
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error,
         "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
-        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --scale-property, --fill, --seed, --mb, --in-shapes, --op-kind, --tensor-property, --seq-len-q, "
-        "--seq-len-kv, --layout, --strides, --deterministic, --dropout, --backend, --mode, --batch, --case, --reset)");
+        "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --scale-property, --mask-form, --fill, --seed, --mb, "
+        "--in-shapes, --op-kind, --op-attrs, --tensor-property, --seq-len-q, --seq-len-kv, --layout, --strides, --dmask, "
+        "--deterministic, --dropout, --dropout-property, --backend, --mode, --batch, --case, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
     EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default|ID:DT[+ID:DT...])");
@@ -329,6 +330,81 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
         << gs[1].error;
     EXPECT_FALSE(gs[1].usage);
     EXPECT_EQ(gs[2].c->prb.dt, DType::bf16);
+}
+
+// benchdnn's line continuation (tests/benchdnn/common.cpp batch()): a token ending in '\' is joined
+// with the next token, over line ends and comment lines; a lone '\' joins the tokens either side.
+// The joined token is located at its first piece; a case's "where" is its descriptor's first line.
+TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
+    const std::string f = write("cont.cases",
+        "--in-shapes=\\\n"                                    // 1
+        "# 0:256x16x...,\\\n"                                 // 2: a comment line in between
+        "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd,\\\n"       // 3
+        "0:4x16x128x64\n"                                     // 4
+        "b1hq1sq4d8\n"                                        // 5
+        "--dt=bf\\\n"                                         // 6: a value split mid-word
+        "16 --dir=fwd_t, \\\n"                                // 7: a lone '\' joins 'fwd_t,' and 'bwd'
+        "   bwd b1hq1\\\n"                                    // 8
+        "\n"                                                  // 9: a blank line in between
+        "sq8d8n=joined\n");                                   // 10
+    const auto es = parse_cases({"--batch=" + f});
+    ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 6u);
+    EXPECT_EQ(cs[0].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
+    EXPECT_EQ(cs[1].in_shapes, "0:4x16x128x64");
+    EXPECT_EQ(cs[0].where, f + ":5");
+    EXPECT_EQ(cs[0].prb.dt, DType::f32);
+    for (std::size_t i = 2; i < 6; ++i) {
+        EXPECT_EQ(cs[i].prb.dt, DType::bf16);
+        EXPECT_EQ(cs[i].prb.dims.S_q, 8);
+        EXPECT_EQ(cs[i].prb.name, "joined");
+        EXPECT_EQ(cs[i].where, f + ":8");
+    }
+    EXPECT_EQ(cs[2].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
+    EXPECT_EQ(cs[3].in_shapes, "0:4x16x128x64");
+    EXPECT_EQ(cs[3].prb.dir, Dir::fwd_t);  // --dir varies slowest
+    EXPECT_EQ(cs[4].prb.dir, Dir::bwd);
+}
+
+// An error in a continued line drops the rest of the logical line (to the end of the first physical
+// line that does not continue), located at the first piece of the bad token; a '\' at the end of the
+// file, or with no token before it, is an error naming the file and line.
+TEST_F(TempDir, LineContinuationErrors) {
+    const std::string f = write("bad.cases",
+        "b1hq1sq4d8\n"                        // 1
+        "  --dt=bf\\\n"                       // 2: --dt=bf8, located at 2:3
+        "# comment\n"                         // 3
+        "8 b1hq1sq5d8 --dir=fwd_t,\\\n"       // 4: dropped with it
+        "bwd b1hq1sq6d8\n"                    // 5: dropped too (the logical line ends here)
+        "b1hq1sq7d8 \\\n");                   // 6: the file ends in a continuation
+    const auto es = parse_cases({"--batch=" + f});
+    ASSERT_EQ(es.size(), 3u);
+    ASSERT_TRUE(es[0].c);
+    EXPECT_EQ(es[0].c->where, f + ":1");
+    EXPECT_FALSE(es[1].c.has_value());
+    EXPECT_FALSE(es[1].usage);
+    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
+    EXPECT_FALSE(es[2].c.has_value());
+    EXPECT_EQ(es[2].error,
+        f + ":6:12: error: the file ends in a line continuation: nothing follows to be joined with 'b1hq1sq7d8'");
+
+    // A continuation before a last comment line is still at the end of the file; the logical line's
+    // earlier tokens ran.
+    const std::string g = write("eof.cases", "b1hq1sq4d8 --dt=bf16\\\n# the end\n");
+    auto gs = parse_cases({"--batch=" + g});
+    ASSERT_EQ(gs.size(), 2u);
+    ASSERT_TRUE(gs[0].c);
+    EXPECT_EQ(gs[1].error,
+        g + ":1:21: error: the file ends in a line continuation: nothing follows to be joined with '--dt=bf16'");
+
+    // A lone '\' first in the file has nothing to continue: an error at it, its logical line dropped.
+    const std::string h = write("lone.cases", "\\ b1hq1sq4d8\nb1hq1sq5d8\n");
+    gs = parse_cases({"--batch=" + h});
+    ASSERT_EQ(gs.size(), 2u);
+    EXPECT_EQ(gs[0].error, h + ":1:1: error: a line continuation with no token before it in the file to continue");
+    ASSERT_TRUE(gs[1].c);
+    EXPECT_EQ(gs[1].c->prb.dims.S_q, 5);
 }
 
 // benchdnn's batch files name their cases from the inputs root (complex_fusion/harness_mha_ci holds

@@ -81,6 +81,7 @@ TEST(FaultyBackend, EveryKindChangesTheOutputsOfItsTargetCase) {
                 case Output::dQ: return o.dQ;
                 case Output::dK: return o.dK;
                 case Output::dV: return o.dV;
+                case Output::dMask: return o.dMask;
             }
             return o.O;
         };

@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/backend.hpp"
 #include "backends/onednn/onednn_graph.hpp"
+#include "driver/run_case.hpp"
 
 using namespace sdpa;
 using namespace sdpa::onednn;
@@ -96,4 +103,108 @@ TEST(OnednnGraph, EveryTrainingGraphIsOnePartition) {
                     EXPECT_TRUE(parts[0].is_supported());
                     EXPECT_EQ(static_cast<int>(parts[0].get_ops_num()), g.op_count);
                 }
+}
+
+// ---- Implicit causal mask and device-tensor dropout scalars --------------------------------
+
+namespace {
+
+Problem implicit_causal(Dir dir, DType dt, Mask mask, Dims d) {
+    Problem p = make(dir, dt, mask, d);
+    p.implicit_mask = true;
+    return p;
+}
+
+/// Runs p on the oneDNN backend through the driver (fill, run, reference, compare).
+CaseResult run_onednn(const Problem& p) {
+    Case c;
+    c.prb = p;
+    c.backend = "onednn";
+    auto be = make_backend("onednn");
+    EXPECT_TRUE(be);
+    if (!be) return {};
+    return run_case(c, *be, 0);
+}
+
+}  // namespace
+
+// The implicit causal mask (GenIndex, [Add S_kv, Subtract S_q,] GreaterEqual, Select) has no
+// mask port and stays one fused partition, forward and backward, MHA and GQA.
+TEST(OnednnGraph, ImplicitCausalGraphsAreOnePartition) {
+    for (Mask mask : {Mask::causal_tl, Mask::causal_br})
+        for (Dir dir : {Dir::fwd_t, Dir::bwd})
+            for (const Dims& d : {kMha, kGqa}) {
+                SCOPED_TRACE(fmt::format("{} {} H_kv={}", mask, dir, d.H_kv));
+                const Problem p = implicit_causal(dir, DType::bf16, mask, d);
+                SdpaGraph g = build_sdpa_graph(p, dnnl::engine::kind::cpu);
+                EXPECT_EQ(g.inputs.count(Port::mask), 0u);
+                ASSERT_EQ(g.inputs.count(Port::mask_fill), 1u);
+                EXPECT_EQ(g.inputs.count(Port::causal_s_kv), mask == Mask::causal_br ? 1u : 0u);
+                EXPECT_EQ(g.inputs.count(Port::causal_s_q), mask == Mask::causal_br ? 1u : 0u);
+                if (mask == Mask::causal_br) {
+                    EXPECT_EQ(g.inputs.at(Port::causal_s_kv).lt.get_data_type(), dnnl::graph::logical_tensor::data_type::s32);
+                    EXPECT_EQ(g.inputs.at(Port::causal_s_kv).lt.get_property_type(),
+                            dnnl::graph::logical_tensor::property_type::host_scalar);
+                }
+                // The explicit form: one mask Add; the implicit one: GenIndex x2, GreaterEqual, Select
+                // (+ Add and Subtract for causal_br) instead.
+                const int extra = mask == Mask::causal_br ? 6 : 4;
+                const int explicit_ops = build_sdpa_graph(make(dir, DType::bf16, mask, d), dnnl::engine::kind::cpu).op_count;
+                EXPECT_EQ(g.op_count, explicit_ops - 1 + extra);
+                g.graph.finalize();
+                const auto parts = g.graph.get_partitions();
+                ASSERT_EQ(parts.size(), 1u);
+                EXPECT_TRUE(parts[0].is_supported());
+                EXPECT_EQ(static_cast<int>(parts[0].get_ops_num()), g.op_count);
+            }
+}
+
+// The implicit causal masks on oneDNN against the reference, with S_q != S_kv both ways
+// (causal_br with S_q > S_kv hides the first rows entirely), forward then backward in bf16.
+TEST(OnednnRun, ImplicitCausalFwdBwdPasses) {
+    for (Mask mask : {Mask::causal_tl, Mask::causal_br})
+        for (const auto& [sq, skv] : {std::pair<std::int64_t, std::int64_t>{33, 17}, {17, 33}})
+            for (std::int64_t h_kv : {2, 4}) {
+                const Problem p = implicit_causal(Dir::fwd_bwd, DType::bf16, mask, Dims{2, 4, h_kv, sq, skv, 32, 16});
+                SCOPED_TRACE(knobs(p) + " " + descriptor(p.dims));
+                ASSERT_EQ(validate(p), std::nullopt);
+                const CaseResult r = run_onednn(p);
+                if (r.status == Status::skipped) GTEST_SKIP() << r.reason;
+                EXPECT_EQ(r.status, Status::passed) << r.reason;
+                EXPECT_TRUE(r.checked);
+                ASSERT_EQ(r.checks.size(), 5u);  // O, stats, dQ, dK, dV
+                EXPECT_NE(r.repro.find("--mask-form=implicit"), std::string::npos) << r.repro;
+                // The graphs that ran are the implicit ones (GenIndex ... Select, no mask Add).
+                for (Dir half : {Dir::fwd_t, Dir::bwd}) {
+                    Problem q = p;
+                    q.dir = half;
+                    const std::string note = fmt::format("{}: oneDNN graph: {} ops, 1 partition(s)",
+                            half == Dir::fwd_t ? "fwd" : "bwd", describe_sdpa_graph(q).ops.size());
+                    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), note), r.notes.end())
+                            << note << " not in: " << fmt::format("{}", fmt::join(r.notes, " | "));
+                }
+            }
+}
+
+// Dropout with seed, offset and probability bound as [1] device tensors: the backward (and the
+// forward with its mask checks) passes on oneDNN.
+TEST(OnednnRun, DropoutDeviceScalarsPass) {
+    for (Dir dir : {Dir::bwd, Dir::fwd_t})
+        for (const Dims& d : {kMha, kGqa}) {
+            Problem p = make(dir, DType::bf16, Mask::none, d);
+            p.dropout = Dropout{0.25f, 1234, 7};
+            p.dropout_device_scalars = true;
+            SCOPED_TRACE(knobs(p) + " " + descriptor(p.dims));
+            ASSERT_EQ(validate(p), std::nullopt);
+            SdpaGraph g = build_sdpa_graph(p, dnnl::engine::kind::cpu);
+            ASSERT_EQ(g.inputs.count(Port::dropout_seed), 1u);
+            EXPECT_EQ(g.inputs.at(Port::dropout_seed).lt.get_property_type(),
+                    dnnl::graph::logical_tensor::property_type::undef);
+            EXPECT_EQ(g.inputs.at(Port::dropout_seed).lt.get_dims(), (std::vector<std::int64_t>{1}));
+            const CaseResult r = run_onednn(p);
+            if (r.status == Status::skipped) GTEST_SKIP() << r.reason;
+            EXPECT_EQ(r.status, Status::passed) << r.reason;
+            EXPECT_TRUE(r.checked);
+            EXPECT_NE(r.repro.find("--dropout-property=tensor"), std::string::npos) << r.repro;
+        }
 }

@@ -1,9 +1,11 @@
 // oneDNN graph JSON: import (pattern match, derived problem, rewrites, errors), export, and
 // round trips case -> JSON -> case. The upstream benchdnn files are read from
 // ../shared/upstream-cases next to the project (skipped when absent).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include "driver/case_parser.hpp"
 #include "driver/onednn_json_export.hpp"
 #include "driver/onednn_json_import.hpp"
+#include "driver/onednn_json_rewrite.hpp"
 #include "fillers/fill.hpp"
 
 #ifndef SDPABENCH_SOURCE_DIR
@@ -197,16 +200,16 @@ TEST(OnednnJson, Rewrites) {
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, s128, 2}, 1);
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(r.prb->dims, (Dims{2, 16, 16, 128, 128, 64, 64}));
-    // Only Q rewritten: the others no longer fit.
+    // Only Q rewritten: the others no longer fit (the case language's shape rules name the first).
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:1x16x128x64", 0}, 1);
     EXPECT_EQ(r.status, Status::invalid_arguments);
-    EXPECT_EQ(r.error, bwd + ": error: tensor 103 (mask): shape [1,16,384,384] does not broadcast to the scores "
-                             "[1,16,128,384] (B=1 H_q=16 H_kv=16 S_q=128 S_kv=384)");
+    EXPECT_EQ(r.error, bwd + ": error: tensor 100 (Q) [1,16,128,64], 101 (K) [1,16,384,64], 104 (V) [1,16,384,64]: "
+                             "shape rule: O [1, 16, 384, 64] must be shaped like [B,H_q,S_q,D_v] [1, 16, 128, 64]");
     // Q and mask rewritten, K not: Q's head size no longer matches K's.
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:1x16x384x32", 0}, 1);
     EXPECT_EQ(r.status, Status::invalid_arguments);
-    EXPECT_EQ(r.error, bwd + ": error: tensor 101 (K): shape [1,16,384,64] does not match [1,16,384,32] implied by "
-                             "Q [1,16,384,32], K [1,16,384,64], V [1,16,384,64]");
+    EXPECT_EQ(r.error, bwd + ": error: tensor 100 (Q) [1,16,384,32], 101 (K) [1,16,384,64], 104 (V) [1,16,384,64]: "
+                             "head-size rule: D_qk must be equal for Q and K: Q 32 K 64");
     // A tag gives Q a [B,S,H,D] memory order (benchdnn's acbd); explicit strides are kept as given.
     r = import_onednn_json(bwd, GraphRewrites{std::nullopt, "100:*acbd", 0}, 1);
     ASSERT_TRUE(r.prb) << r.error;
@@ -263,14 +266,15 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
     EXPECT_EQ(r.status, Status::invalid_arguments);
     EXPECT_EQ(r.error, "g.json: error: not an SDPA training graph: no MatMul of two graph inputs whose output is "
                        "multiplied or divided by a graph input (the scale)");
-    // SoftMax without inf_as_zero.
+    // SoftMax without inf_as_zero on masked scores (without a mask, mode=none is read:
+    // test_onednn_json_implicit.cpp).
     json g = small_forward();
     json* sm = op_of_kind(g, "SoftMax");
     (*sm)["attrs"]["mode"]["value"] = "none";
     r = import_text(g.dump());
     EXPECT_EQ(r.status, Status::unimplemented);
-    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (SoftMax 'softmax'): mode=none is not supported (inf_as_zero "
-                                   "only: fully masked rows give 0)", (*sm)["id"].get<int>()));
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (SoftMax 'softmax'): mode=none is not supported with a mask "
+                                   "(inf_as_zero only: fully masked rows give 0)", (*sm)["id"].get<int>()));
     // An op outside the pattern's vocabulary.
     g = small_forward();
     const json o = g["graph"].back()["outputs"][0];
@@ -292,7 +296,7 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
     EXPECT_EQ(r.status, Status::unimplemented);
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_qk'): accumulation_mode=relaxed is not supported "
                                    "(strict only)", g["graph"][0]["id"].get<int>()));
-    // dMask: End on dS.
+    // dMask: End on the full dS while the mask is broadcast ([1,1,S_q,S_kv]): not sdpabench's dMask.
     g = json::parse(onednn_graph_json(make(kMha, Dir::bwd, DType::f32, Mask::causal_tl)));
     json* ds = nullptr;
     for (json& op : g["graph"])
@@ -302,7 +306,9 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
         {"inputs", {(*ds)["outputs"][0]}}, {"outputs", json::array()}});
     r = import_text(g.dump());
     EXPECT_EQ(r.status, Status::unimplemented);
-    EXPECT_EQ(r.error, "g.json: error: op 950 (End 'dmask'): dMask output (End on dS) is not supported");
+    EXPECT_EQ(r.error, "g.json: error: tensor 29 (dMask): the mask gradient has the scores' shape [2,4,16,24] but the "
+                       "mask is broadcast as [1,1,16,24]: sdpabench's dMask has the mask's shape (dS summed over the "
+                       "broadcast axes: ReduceSum, keep_dims)");
     // A math mode other than strict.
     g = small_forward();
     g["fpmath_mode"] = "bf16";
@@ -534,9 +540,9 @@ TEST(OnednnJson, ExportWritesDropoutHostScalars) {
 
 TEST(OnednnJson, DropoutScalarsAsBenchdnnTensors) {
     // benchdnn's other form: seed, offset and probability as [1] device tensors (property undef,
-    // as benchdnn's --tensor-property=205:undef+... makes them). sdpabench binds host scalars, a
-    // different kernel path, so the graph is UNIMPLEMENTED naming the tensor; with
-    // --tensor-property=...:host_scalar it is the same problem, and the export writes host scalars.
+    // as benchdnn's --tensor-property=205:undef+... makes them): another kernel path, read as
+    // --dropout-property=tensor (Problem::dropout_device_scalars); with
+    // --tensor-property=...:host_scalar it is the host-scalar problem, and the export writes host scalars.
     const Problem p = with_dropout(kGqa, Dir::bwd, DType::bf16, 1);
     const std::string text = onednn_graph_json(p);
     json g = json::parse(text);
@@ -552,9 +558,24 @@ TEST(OnednnJson, DropoutScalarsAsBenchdnnTensors) {
         }
     }
     GraphImport r = import_text(g.dump());
-    EXPECT_EQ(r.status, Status::unimplemented);
-    EXPECT_EQ(r.error, fmt::format("g.json: error: tensor {} (dropout seed): property_type undef: sdpabench binds it as a "
-                                   "host scalar (property_type host_scalar, shape [])", seed));
+    ASSERT_TRUE(r.prb) << r.error;
+    Problem device = p;
+    device.dropout_device_scalars = true;
+    EXPECT_EQ(*r.prb, device);
+    EXPECT_EQ(json::parse(onednn_graph_json(*r.prb)), g);
+    // The seed a host scalar, offset and probability device tensors: the three must be of one kind
+    // (the first port decides; the others are then named).
+    json mixed = g;
+    for (json* t : tensors_with_id(mixed, seed)) {
+        (*t)["shape"] = json::array();
+        (*t)["stride"] = json::array();
+        (*t)["property_type"] = "host_scalar";
+    }
+    r = import_text(mixed.dump());
+    EXPECT_EQ(r.status, Status::unimplemented) << r.error;
+    EXPECT_EQ(r.error, fmt::format("g.json: error: tensor {} (dropout offset): property_type undef: sdpabench binds it "
+                                   "as a host scalar (property_type host_scalar, shape [])",
+                               (*ops_of_kind(mixed, "Dropout")[0])["inputs"][2]["id"].get<std::size_t>()));
     GraphRewrites rw;
     rw.properties = props;
     r = import_text(g.dump(), rw);
@@ -843,6 +864,76 @@ TEST(OnednnJson, PerIdDtypeAndOpKindRewrites) {
     EXPECT_FALSE(check_id_rewrites("0:f16+13:f16"));
 }
 
+// benchdnn's --op-attrs=ID:ATTR:VALUE[*ATTR:VALUE...][+...] on the parsed ops: an attribute the op has
+// keeps its type (bool 0/1, s64), one it lacks is typed by the value; a value not of the attribute's
+// type and an id the graph lacks are INVALID_ARGUMENTS.
+TEST(OnednnJson, OpAttrsRewrite) {
+    const json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    std::vector<graph_json::RawOp> ops = graph_json::parse_ops(g);
+    auto op = [&](const char* kind) -> graph_json::RawOp& {
+        return *std::find_if(ops.begin(), ops.end(), [&](const graph_json::RawOp& o) { return o.kind == kind; });
+    };
+    const std::size_t mm = op("MatMul").id, sm = op("SoftMax").id;
+    ASSERT_EQ(op("MatMul").attrs["transpose_b"], (json{{"type", "bool"}, {"value", 1}}));
+    const auto rewrite = [&](const std::string& text) {
+        try {
+            graph_json::rewrite_op_attrs(ops, text);
+            return std::string();
+        } catch (const graph_json::ImportError& e) {
+            EXPECT_EQ(e.status, Status::invalid_arguments);
+            return e.msg;
+        }
+    };
+    EXPECT_EQ(rewrite(fmt::format("{}:transpose_b:0", mm)), "");
+    EXPECT_EQ(op("MatMul").attrs["transpose_b"], (json{{"type", "bool"}, {"value", 0}}));
+    EXPECT_EQ(rewrite(fmt::format("{}:transpose_b:true+{}:axis:-2*mode:none", mm, sm)), "");
+    EXPECT_EQ(op("MatMul").attrs["transpose_b"], (json{{"type", "bool"}, {"value", 1}}));
+    EXPECT_EQ(op("SoftMax").attrs["axis"], (json{{"type", "s64"}, {"value", -2}}));
+    EXPECT_EQ(op("SoftMax").attrs["mode"], (json{{"type", "string"}, {"value", "none"}}));
+    // Attributes the op lacks: integer, 'x'-joined integers, number, string.
+    EXPECT_EQ(rewrite(fmt::format("{}:a:7*b:1x1x96x1*c:0.5*d:per_tensor", mm)), "");
+    EXPECT_EQ(op("MatMul").attrs["a"], (json{{"type", "s64"}, {"value", 7}}));
+    EXPECT_EQ(op("MatMul").attrs["b"], (json{{"type", "s64[]"}, {"value", {1, 1, 96, 1}}}));
+    EXPECT_EQ(op("MatMul").attrs["c"], (json{{"type", "f32"}, {"value", 0.5}}));
+    EXPECT_EQ(op("MatMul").attrs["d"], (json{{"type", "string"}, {"value", "per_tensor"}}));
+    EXPECT_EQ(rewrite(fmt::format("{}:transpose_b:2", mm)),
+        fmt::format("--op-attrs: {}: attribute 'transpose_b' is bool: '2' is not 0 or 1", op("MatMul").where()));
+    EXPECT_EQ(rewrite(fmt::format("{}:axis:last", sm)),
+        fmt::format("--op-attrs: {}: attribute 'axis' is s64: 'last' is not an integer", op("SoftMax").where()));
+    EXPECT_EQ(rewrite("77777:transpose_b:1"), "--op-attrs: no op 77777 in the graph");
+    EXPECT_EQ(rewrite("0:transpose_b"), "--op-attrs: '0:transpose_b' is not ID:ATTR:VALUE[*ATTR:VALUE...]");
+
+    EXPECT_FALSE(check_op_attrs(""));
+    EXPECT_FALSE(check_op_attrs("34107656704:qtype:per_channel*axis:3+0:group_shape:1x1x96x1"));
+    for (const char* bad : {"x:a:1", "0:a:", "0::1", "0:a:1*b", "0:a:1+", "0:a:1+1:b:2*", "0:a:b c", "0:a:1:2"})
+        EXPECT_TRUE(check_op_attrs(bad)) << bad;
+    EXPECT_EQ(check_op_attrs("0:a:1+1:b"), "'1:b' is not ID:ATTR:VALUE[*ATTR:VALUE...]");
+}
+
+// --op-attrs through the import: setting the backward's dP = dO*V^T MatMul's transpose_b to 0 makes
+// it a graph sdpabench cannot read (the match names the transposes); 1 keeps it; a missing id names
+// the knob. S_q = S_kv = D, so the untransposed V still fits the shapes and the transpose check speaks.
+TEST(OnednnJson, OpAttrsRewriteReachesTheMatch) {
+    json g = json::parse(onednn_graph_json(make(Dims{2, 4, 4, 16, 16, 16, 16}, Dir::bwd, DType::f32)));
+    const json* dp = op_named(g, "bmm_dp");
+    ASSERT_TRUE(dp);
+    const auto id = (*dp)["id"].get<std::size_t>();
+    GraphRewrites rw;
+    rw.op_attrs = fmt::format("{}:transpose_b:0", id);
+    GraphImport r = import_text(g.dump(), rw);
+    EXPECT_EQ(r.status, Status::unimplemented);
+    EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_dp'): the dP = dO*V^T MatMul needs "
+                                   "transpose_a=0 transpose_b=1 (got 0 0)", id));
+    rw.op_attrs = fmt::format("{}:transpose_b:1", id);
+    r = import_text(g.dump(), rw);
+    ASSERT_TRUE(r.prb) << r.error;
+    EXPECT_EQ(r.prb->dir, Dir::bwd);
+    rw.op_attrs = "77777:transpose_b:1";
+    r = import_text(g.dump(), rw);
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_EQ(r.error, "g.json: error: --op-attrs: no op 77777 in the graph");
+}
+
 // The per-id knobs in the case language: carried into the import and the repro of a --case, and
 // refused for a problem descriptor (they name ids of a graph).
 TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
@@ -865,6 +956,46 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     ASSERT_EQ(bad.size(), 1u);
     EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors or ops of a --case graph by id; "
                             "'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
+
+    // Knobs an imported case takes from the graph do not multiply it; those it reads do.
+    const auto dup = parse_cases({"--dir=fwd_t,bwd", "--mask=none,causal_tl", "--dmask=false,true", "--mask-form=tensor,implicit",
+        "--fill=exact,normal", "--backend=ref,onednn", "--case=" + f.string()});
+    ASSERT_EQ(dup.size(), 4u);
+    std::set<std::string> repros;
+    for (const auto& e : dup) {
+        ASSERT_TRUE(e.c) << e.error;
+        EXPECT_EQ(e.c->prb.dir, Dir::fwd_t);  // the graph's
+        repros.insert(repro(*e.c));
+    }
+    EXPECT_EQ(repros.size(), 4u);
+
+    // --op-attrs: carried into the import and the repro, refused before a descriptor, checked.
+    const auto mm = (*op_of_kind(h, "MatMul"))["id"].get<std::size_t>();
+    const std::string attrs = fmt::format("--op-attrs={}:transpose_b:1*accumulation_mode:strict", mm);
+    const auto as = parse_cases({attrs, "--case=" + f.string()});
+    ASSERT_EQ(as.size(), 1u);
+    ASSERT_TRUE(as[0].c) << as[0].error;
+    EXPECT_EQ(repro(*as[0].c), fmt::format("{} --case={}", attrs, f.string()));
+    std::vector<std::string> words;
+    std::istringstream in(repro(*as[0].c));
+    for (std::string w; in >> w;) words.push_back(w);
+    const auto back = parse_cases(words);
+    ASSERT_EQ(back.size(), 1u);
+    ASSERT_TRUE(back[0].c) << back[0].error;
+    EXPECT_EQ(back[0].c->op_attrs, as[0].c->op_attrs);
+    const auto off = parse_cases({fmt::format("--op-attrs={}:transpose_b:0", mm), "--case=" + f.string()});
+    ASSERT_EQ(off.size(), 1u);
+    EXPECT_FALSE(off[0].c.has_value());  // rewritten before the match: K no longer fits Q*K^T
+    EXPECT_NE(off[0].error.find("head-size rule: D_qk must be equal for Q and K: Q 32 K 24"), std::string::npos)
+            << off[0].error;
+    const auto desc = parse_cases({"--op-attrs=0:transpose_b:1", "b1hq1sq4d4"});
+    ASSERT_EQ(desc.size(), 1u);
+    EXPECT_EQ(desc[0].error, "command line: error: --op-attrs=0:transpose_b:1 rewrites tensors or ops of a --case "
+                             "graph by id; 'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
+    const auto malformed = parse_cases({"--op-attrs=0:transpose_b", "--case=" + f.string()});
+    ASSERT_FALSE(malformed.empty());
+    EXPECT_EQ(malformed[0].error,
+        "command line: error: --op-attrs: '0:transpose_b' is not ID:ATTR:VALUE[*ATTR:VALUE...]");
     fs::remove_all(dir);
 }
 
@@ -889,6 +1020,32 @@ TEST(OnednnJson, RoundTripHostScalarScale) {
         ASSERT_TRUE(d.prb) << d.error;
         EXPECT_FALSE(d.prb->scale_host_scalar);
     }
+}
+
+// numpy broadcasting: a mask of lower rank ([S_kv], [1,S_kv]) is the [1,1,1,S_kv] one-row bias.
+TEST(OnednnJson, LowerRankMaskBroadcastsLikeNumpy) {
+    Problem p = make(kMha, Dir::fwd_t, DType::f32, Mask::bias);
+    p.bias_shape = BiasShape::one_row;
+    const std::string text = onednn_graph_json(p);
+    const json g = json::parse(text);
+    std::size_t mask_id = 0;
+    for (const json& op : g["graph"])
+        if (op["kind"] == "Add") mask_id = op["inputs"][1]["id"].get<std::size_t>();
+    ASSERT_NE(mask_id, 0u);
+    for (const std::string shape : {"24", "1x24"}) {
+        GraphRewrites rw;
+        rw.in_shapes = fmt::format("{}:{}", mask_id, shape);
+        const GraphImport r = import_text(text, rw);
+        ASSERT_TRUE(r.prb) << shape << ": " << r.error;
+        EXPECT_EQ(r.prb->mask, Mask::bias);
+        EXPECT_EQ(r.prb->bias_shape, BiasShape::one_row) << shape;
+    }
+    GraphRewrites bad;
+    bad.in_shapes = fmt::format("{}:23", mask_id);  // not S_kv
+    const GraphImport r = import_text(text, bad);
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_NE(r.error.find("bias rule: the bias's last dimension must be S_kv = 24 or 1, got 23 in [1, 1, 1, 23]"),
+            std::string::npos) << r.error;
 }
 
 }  // namespace

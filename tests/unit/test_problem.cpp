@@ -309,5 +309,51 @@ TEST(Window, ParseAndRules) {
     EXPECT_EQ(knobs(p), "--mask=window:2,0 --seq-len-q=3 --layout=bshd --deterministic=true");
 }
 
+// --mask-form=implicit builds only causal_tl / causal_br inside the graph, without padding;
+// --dropout-property=tensor needs --dropout. Both knobs appear in the repro.
+TEST(Validate, ImplicitMaskAndDropoutPropertyRules) {
+    Problem p = with_dims(8, 12, Mask::causal_tl);
+    p.implicit_mask = true;
+    EXPECT_EQ(validate(p), std::nullopt);
+    EXPECT_EQ(knobs(p), "--mask=causal_tl --mask-form=implicit");
+    p.mask = Mask::causal_br;
+    EXPECT_EQ(validate(p), std::nullopt);
+    p.mask = Mask::none;
+    EXPECT_EQ(validate(p), "mask rule: --mask-form=implicit needs --mask=causal_tl or causal_br (got --mask=none)");
+    p.mask = Mask::bias;
+    EXPECT_EQ(validate(p), "mask rule: --mask-form=implicit needs --mask=causal_tl or causal_br (got --mask=bias)");
+    p.mask = Mask::window;
+    p.window_left = 2;
+    ASSERT_TRUE(validate(p).has_value());
+    EXPECT_EQ(validate(p)->rfind("mask rule: --mask-form=implicit needs --mask=causal_tl or causal_br (got --mask=window",
+                      0), 0u) << *validate(p);
+    p.implicit_mask = false;  // the same masks as tensors are fine
+    EXPECT_EQ(validate(p), std::nullopt);
+
+    // Padding needs the mask tensor.
+    Problem pad = with_dims(8, 12, Mask::causal_br);
+    pad.implicit_mask = true;
+    pad.seq_len_kv = {5};
+    ASSERT_TRUE(validate(pad).has_value());
+    EXPECT_EQ(*validate(pad), "mask rule: --mask-form=implicit builds only the causal mask in the graph; padding "
+                              "(--seq-len-q/kv) needs the mask tensor (--mask-form=tensor)");
+    pad.seq_len_kv.clear();
+    pad.seq_len_q = {3};
+    ASSERT_TRUE(validate(pad).has_value());
+    EXPECT_EQ(validate(pad)->rfind("mask rule:", 0), 0u) << *validate(pad);
+    pad.implicit_mask = false;
+    EXPECT_EQ(validate(pad), std::nullopt);
+
+    // Dropout scalars as device tensors.
+    Problem d = with_dims(8, 8, Mask::none);
+    d.dropout_device_scalars = true;
+    EXPECT_EQ(validate(d), "dropout rule: --dropout-property=tensor needs --dropout");
+    d.dropout = Dropout{};
+    EXPECT_EQ(validate(d), std::nullopt);
+    EXPECT_NE(knobs(d).find("--dropout-property=tensor"), std::string::npos) << knobs(d);
+    d.dropout_device_scalars = false;
+    EXPECT_EQ(knobs(d).find("--dropout-property"), std::string::npos) << knobs(d);
+}
+
 }  // namespace
 }  // namespace sdpa

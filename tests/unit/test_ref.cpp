@@ -4,6 +4,7 @@
 #include "ref/sdpa_ref.hpp"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -105,6 +106,7 @@ NaiveIn naive_in(const Problem& p, const SdpaInputs& in) {
 struct NaiveOut {
     Vec O, stats, M_O, M_stats;         // forward
     Vec dQ, dK, dV, M_dQ, M_dK, M_dV;  // backward
+    Vec dMask, M_dMask;                // backward with a bias: dS and W summed into the bias's dims
 };
 
 i64 idx4(i64 a, i64 b, i64 c, i64 d, i64 n1, i64 n2, i64 n3) { return ((a * n1 + b) * n2 + c) * n3 + d; }
@@ -201,6 +203,9 @@ NaiveOut naive_backward(const NaiveIn& n) {
     r.M_dK = r.dK;
     r.dV.assign(n.V.size(), 0.0);
     r.M_dV = r.dV;
+    const auto& bd = n.bdims;
+    r.dMask.assign(static_cast<std::size_t>(bd[0] * bd[1] * bd[2] * bd[3]), 0.0);
+    r.M_dMask = r.dMask;
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h) {
             const i64 hk = h / (d.H_q / d.H_kv);
@@ -221,6 +226,12 @@ NaiveOut naive_backward(const NaiveIn& n) {
                     dP *= z;
                     const double dS = pij * (dP - Di);
                     const double W = pij * (std::fabs(dP - Di) + std::sqrt(r2));
+                    if (n.p.mask == Mask::bias) {  // the bias element (b, h, i, j) reads, broadcast dims at 0
+                        const auto mi = idx4(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j, bd[1],
+                                bd[2], bd[3]);
+                        r.dMask[static_cast<std::size_t>(mi)] += dS;
+                        r.M_dMask[static_cast<std::size_t>(mi)] += W;
+                    }
                     for (i64 k = 0; k < d.D_qk; ++k) {
                         const auto qi = idx4(b, h, i, k, d.H_q, d.S_q, d.D_qk);
                         const auto kj = idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_qk);
@@ -513,6 +524,37 @@ TEST(RefBackward, MatchesFiniteDifferences) {
     }
 }
 
+// dMask (Problem::dmask): the gradient of L = sum(O o dO) with respect to the bias, i.e. dS summed
+// over the bias's broadcast dims, for every broadcast shape; against the naive sums and finite
+// differences of the bias; M_dMask bounds |dMask|; and the no-reduce fault differs.
+TEST(RefBackward, DMaskIsTheBiasGradient) {
+    for (const BiasShape bs : {BiasShape::one, BiasShape::b, BiasShape::h, BiasShape::bh, BiasShape::one_row,
+             BiasShape::b_row, BiasShape::h_row, BiasShape::bh_row}) {
+        Problem p = make_problem(2, 4, 2, 5, 7, 3, 4, Mask::bias, bs, ScaleOp::div, 1.3f);
+        p.dmask = true;
+        SCOPED_TRACE(fmt::format("{}", bs));
+        SdpaInputs in = make_inputs(p, 23);
+        displace(p, in);
+        const RefBackward g = ref_backward(p, in, RefOptions{false});
+        const auto want = bias_dims(p);
+        EXPECT_EQ(g.dMask.dims, want);
+        EXPECT_EQ(g.M_dMask.dims, want);
+        const NaiveIn n = naive_in(p, in);
+        const NaiveOut nb = naive_backward(n);
+        expect_close("dMask", g.dMask, nb.dMask, nb.M_dMask, 1e-5);
+        expect_close("M_dMask", g.M_dMask, nb.M_dMask, nb.M_dMask, 1e-5);
+        for (std::size_t k = 0; k < g.dMask.size(); ++k)
+            ASSERT_LE(std::fabs(g.dMask.data[k]), g.M_dMask.data[k] * (1 + 1e-6) + 1e-30) << k;
+        check_fd("dMask", g.dMask, n, &NaiveIn::bias);
+        RefOptions bad{false};
+        bad.dmask_no_reduce = true;
+        const RefBackward f = ref_backward(p, in, bad);
+        EXPECT_EQ(f.dQ.data, g.dQ.data);  // only dMask changes
+        if (bs == BiasShape::bh) EXPECT_EQ(f.dMask.data, g.dMask.data);  // nothing to reduce
+        else EXPECT_NE(f.dMask.data, g.dMask.data);
+    }
+}
+
 // Dropout: the backward formulas (core/dropout.hpp) are the gradient of L = sum(O o dO) through a
 // forward with P_d = Z o P / (1-p) and a fixed mask Z; a wrong place for Z or 1/(1-p) (dS from
 // P_d, dP undropped, no rescale) fails here.
@@ -689,6 +731,24 @@ TEST(RefDeterminism, OneAndTwoThreadsBitwiseEqual) {
     for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV, &RefBackward::M_dQ, &RefBackward::M_dK,
              &RefBackward::M_dV})
         EXPECT_EQ((g1.*t).data, (g2.*t).data);
+}
+
+// dMask sums over batches and heads in one fixed order: bitwise the same for 1 and 2 threads.
+TEST(RefDeterminism, DMaskOneAndTwoThreadsBitwiseEqual) {
+    for (const BiasShape bs : {BiasShape::one, BiasShape::one_row}) {
+        Problem p = make_problem(3, 4, 2, 150, 170, 32, 32, Mask::bias, bs, ScaleOp::mul, std::nullopt, DType::bf16);
+        p.dmask = true;
+        SdpaInputs in = make_inputs(p, 43);
+        displace(p, in, default_ref_options(p));
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(1);
+        const RefBackward g1 = ref_backward(p, in, default_ref_options(p));
+        omp_set_num_threads(2);
+        const RefBackward g2 = ref_backward(p, in, default_ref_options(p));
+        omp_set_num_threads(saved);
+        EXPECT_EQ(g1.dMask.data, g2.dMask.data);
+        EXPECT_EQ(g1.M_dMask.data, g2.M_dMask.data);
+    }
 }
 
 // Dropout: the keep mask is a pure function of (seed, offset, b, h, i, j), so the results do not
