@@ -17,7 +17,7 @@
 namespace sdpa {
 
 /// Element type of a role: the floating types of DType, s32 (padding lengths) or u8 (dropout
-/// mask); s64 for the dropout seed and offset scalars of a graph (core/sdpa_graph.hpp).
+/// mask); s64 for the dropout seed and offset scalars of a graph (graph/sdpa_graph.hpp).
 enum class ElemType { f32, bf16, f16, s32, u8, s64, boolean };
 inline constexpr std::array<EnumName<ElemType>, 7> kElemTypeNames{{{ElemType::f32, "f32"},
     {ElemType::bf16, "bf16"}, {ElemType::f16, "f16"}, {ElemType::s32, "s32"}, {ElemType::u8, "u8"},

@@ -33,7 +33,7 @@ struct Case {
     std::string backend{kDefaultBackend};
     Mode mode = Mode::C;
     std::string where;
-    /// Imported graph (--case=FILE.json, driver/onednn_json_import.hpp): the file as given
+    /// Imported graph (--case=FILE.json, graph/json_import.hpp): the file as given
     /// (relative to the current directory), empty for descriptor cases. prb was derived from it.
     std::string graph_file;
     std::optional<DType> graph_dt;  ///< --dt given explicitly: rewrites an imported graph's types
@@ -44,7 +44,7 @@ struct Case {
     std::string properties;         ///< --tensor-property=ID:PROP+... rewrite of an imported graph (benchdnn)
     std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
     /// --dropout given for an imported graph: the values of its Dropout ops (nullopt: the
-    /// importer's defaults, driver/onednn_json_import.hpp).
+    /// importer's defaults, graph/json_import.hpp).
     std::optional<Dropout> graph_dropout;
     /// --seq-len-q=random / --seq-len-kv=random: the parser draws the per-batch lengths from the
     /// seed once the problem's B is known, then stores them in prb (so the repro lists them).

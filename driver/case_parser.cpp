@@ -16,7 +16,7 @@
 
 #include "backends/backend.hpp"
 #include "core/geometry.hpp"
-#include "driver/onednn_json_import.hpp"
+#include "graph/json_import.hpp"
 
 namespace sdpa {
 

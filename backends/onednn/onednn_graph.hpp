@@ -11,15 +11,15 @@
 #include <oneapi/dnnl/dnnl_graph.hpp>
 
 #include "core/problem.hpp"
-#include "core/sdpa_graph.hpp"
+#include "graph/sdpa_graph.hpp"
 
 namespace sdpa::onednn {
 
-/// Graph inputs and outputs that the backend binds to host data (core/sdpa_graph.hpp).
+/// Graph inputs and outputs that the backend binds to host data (graph/sdpa_graph.hpp).
 using Port = GraphPort;
 
 /// Logical tensor of a port, with its dims (4-D [B,H,S,D] for MHA; 5-D [B,H_kv,G,S,D] for
-/// GQA/MQA, G = H_q/H_kv; strides from the geometry, core/sdpa_graph.hpp graph_view).
+/// GQA/MQA, G = H_q/H_kv; strides from the geometry, graph/sdpa_graph.hpp graph_view).
 struct PortTensor {
     dnnl::graph::logical_tensor lt;
     std::vector<std::int64_t> dims;
@@ -49,7 +49,7 @@ SdpaGraph build_sdpa_graph(const Problem& p, dnnl::engine::kind kind);
 bool has_mask_tensor(const Problem& p);
 
 /// Dims of the additive mask tensor for p (empty when !has_mask_tensor(p)), 4-D or 5-D like Q
-/// (core/sdpa_graph.hpp graph_mask_view).
+/// (graph/sdpa_graph.hpp graph_mask_view).
 std::vector<std::int64_t> mask_dims(const Problem& p);
 
 }  // namespace sdpa::onednn

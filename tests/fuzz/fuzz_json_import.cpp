@@ -1,4 +1,4 @@
-// libFuzzer target for the oneDNN graph JSON importer (driver/onednn_json_import.hpp): the
+// libFuzzer target for the oneDNN graph JSON importer (graph/json_import.hpp): the
 // input bytes are imported as a graph file, as they are and with the benchdnn rewrites --dt
 // and --mb. Whatever the bytes, the importer must return a problem or a status with a
 // one-line error, without crashing, hanging or tripping ASan/UBSan.
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "driver/onednn_json_import.hpp"
+#include "graph/json_import.hpp"
 
 namespace {
 

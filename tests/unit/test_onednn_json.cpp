@@ -11,11 +11,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/sdpa_graph.hpp"
+#include "graph/sdpa_graph.hpp"
 #include "driver/case_parser.hpp"
-#include "driver/onednn_json_export.hpp"
-#include "driver/onednn_json_import.hpp"
-#include "driver/onednn_json_rewrite.hpp"
+#include "driver/emit_json.hpp"
+#include "graph/json_export.hpp"
+#include "graph/json_import.hpp"
+#include "graph/json_rewrite.hpp"
 #include "fillers/fill.hpp"
 
 #ifndef SDPABENCH_SOURCE_DIR

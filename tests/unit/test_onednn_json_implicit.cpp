@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/geometry.hpp"
-#include "core/sdpa_graph.hpp"
-#include "driver/onednn_json_export.hpp"
-#include "driver/onednn_json_import.hpp"
+#include "graph/sdpa_graph.hpp"
+#include "graph/json_export.hpp"
+#include "graph/json_import.hpp"
 
 #ifndef SDPABENCH_SOURCE_DIR
 #error "SDPABENCH_SOURCE_DIR (the project root) must be defined for this test"

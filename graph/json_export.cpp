@@ -1,9 +1,4 @@
-#include "driver/onednn_json_export.hpp"
-
-#include <cctype>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
+#include "graph/json_export.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,7 +19,7 @@ ordered_json tensor_json(const GraphTensor& t) {
     j["shape"] = t.dims;
     j["stride"] = t.strides;
     j["layout_type"] = "strided";
-    j["property_type"] = t.host_scalar ? "host_scalar" : "undef";  // host_scalar: the Dropout scalars, shape []
+    j["property_type"] = t.host_scalar ? "host_scalar" : "undef";  // host_scalar: a scalar of shape []
     return j;
 }
 
@@ -56,12 +51,6 @@ ordered_json attr_json(const GraphAttr& v) {
     return j;
 }
 
-std::string safe(std::string_view s) {
-    std::string out;
-    for (const char ch : s)
-        out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-') ? ch : '_';
-    return out;
-}
 
 }  // namespace
 
@@ -93,32 +82,6 @@ std::string onednn_graph_json(const Problem& p) {
     }
     j["graph"] = std::move(ops);
     return j.dump(2) + "\n";
-}
-
-std::string onednn_json_file_name(const Case& c) {
-    std::string base;
-    if (!c.graph_file.empty()) {  // imported: file stem, sizes after rewrites, the knobs that change it
-        base = std::filesystem::path(c.graph_file).stem().string() + "_" + descriptor(c.prb.dims);
-        if (c.graph_dt) base += fmt::format("_dt-{}", *c.graph_dt);
-        if (c.prb.seed != Problem{}.seed) base += fmt::format("_seed-{}", c.prb.seed);
-    } else {
-        base = descriptor(c.prb.dims, c.prb.name);
-        const std::string k = knobs(c.prb);
-        if (!k.empty()) base += "_" + k;
-    }
-    return safe(base) + ".json";
-}
-
-std::string write_onednn_json(const Case& c, const std::string& dir) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    const fs::path path = fs::path(dir) / onednn_json_file_name(c);
-    std::ofstream out(path);
-    out << onednn_graph_json(c.prb);
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
-    return path.string();
 }
 
 }  // namespace sdpa

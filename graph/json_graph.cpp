@@ -1,4 +1,4 @@
-#include "driver/onednn_json_graph.hpp"
+#include "graph/json_graph.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "driver/onednn_json_match.hpp"
+#include "graph/json_match.hpp"
 
 #include <algorithm>
 
@@ -87,7 +87,7 @@ const RawOp* consumer_of_kind(const Graph& g, const RawTensor& t, std::initializ
 /// The other input of a binary op (the one that is not tensor `id`).
 const RawTensor& other_input(const RawOp& op, std::size_t id) { return op.ins[0].id == id ? op.ins[1] : op.ins[0]; }
 
-/// The rule a misplaced Dropout breaks (core/sdpa_graph.hpp describe_sdpa_graph places them).
+/// The rule a misplaced Dropout breaks (graph/sdpa_graph.hpp describe_sdpa_graph places them).
 constexpr const char* kDropoutPlaces =
         "sdpabench's SDPA graphs drop out only P (the SoftMax output in the forward, the Exp output before the dV "
         "MatMul in the backward) and dP (the dO*V^T MatMul output, before the subtraction of D)";
@@ -217,11 +217,32 @@ const RawTensor* take_implicit_causal(Graph& g, Match& m, const RawOp& sel, cons
     return &sel.outs[0];
 }
 
-/// The walk behind match(): the pattern from the Q*K^T MatMul to the outputs.
-Match walk(Graph& g) {
-    Match m;
-    // 0. An attention graph (it has a SoftMax) with an op outside the patterns, e.g. the
-    // inference graphs' Dequantize, StaticReshape or StaticTranspose: UNIMPLEMENTED, naming the op.
+/// What the steps of one walk share: the graph, the match being built, and the ops and tensors
+/// one step finds and a later one needs.
+struct Walk {
+    Graph& g;
+    Match m{};
+    const RawOp* qk = nullptr;          ///< the Q*K^T MatMul
+    const RawOp* sc = nullptr;          ///< the scale op on its output
+    const RawTensor* scores = nullptr;  ///< the scaled [and masked] scores
+    const RawOp* from = nullptr;        ///< the op whose output `scores` is
+    // The backward's steps.
+    const RawOp* ex = nullptr;                                      ///< P = Exp(scores - stats)
+    const RawTensor *p32 = nullptr, *p_io = nullptr;                ///< P in f32; P as the dV MatMul reads it
+    const RawOp* drop_p = nullptr;                                  ///< the Dropout on P, if any
+    const RawOp* dv = nullptr;                                      ///< dV = P^T dO
+    const RawTensor* d_o = nullptr;                                 ///< dO
+    const RawOp* dp = nullptr;                                      ///< dP = dO V^T
+    const RawTensor* dp_t = nullptr;                                ///< dP as D is subtracted from it
+    const RawOp* drop_dp = nullptr;                                 ///< the Dropout on dP, if any
+    const RawOp *ds_op = nullptr, *ds_scale = nullptr;              ///< dS; dS scaled like the scores
+    const RawTensor* ds_io = nullptr;                               ///< scaled dS as dQ and dK read it
+};
+
+/// Step 0: an attention graph (it has a SoftMax) with an op outside the patterns, e.g. the
+/// inference graphs' Dequantize, StaticReshape or StaticTranspose, is UNIMPLEMENTED naming the op.
+void reject_foreign_ops(Walk& w) {
+    Graph& g = w.g;
     const bool attention = std::any_of(g.ops().begin(), g.ops().end(),
             [](const RawOp& op) { return op.kind == "SoftMax" || op.kind == "SoftMaxBackward"; });
     if (attention)
@@ -230,10 +251,14 @@ Match walk(Graph& g) {
                 unimplemented(fmt::format("{}: op kind {} is not part of the SDPA training patterns sdpabench reads{}",
                         op.where(), op.kind,
                         op.kind.find("uantize") != std::string::npos ? " (quantized attention graphs are not modelled)" : ""));
+}
 
-    // 1. The QK^T MatMul: both inputs from outside, output scaled by a graph input.
-    const RawOp* qk = nullptr;
-    const RawOp* sc = nullptr;
+/// Step 1: the Q*K^T MatMul of two graph inputs whose output a graph input scales; then every
+/// op kind and every Dropout's place checked.
+void find_qk(Walk& w) {
+    Graph& g = w.g;
+    const RawOp*& qk = w.qk;
+    const RawOp*& sc = w.sc;
     const RawOp* qk_dropout = nullptr;  // a Dropout between Q*K^T and the scale, for the error
     for (const RawOp& op : g.ops()) {
         if (op.kind != "MatMul" || op.ins.size() != 2 || op.outs.size() != 1) continue;
@@ -258,6 +283,13 @@ Match walk(Graph& g) {
                     op.kind));
     for (const RawOp& op : g.ops())
         if (op.kind == "Dropout" && !dropout_in_place(g, op)) misplaced_dropout(g, op);
+}
+
+/// The Q*K^T MatMul's inputs, Q and K; K given transposed taken back to [.., S_kv, D_qk].
+void take_qk(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp* qk = w.qk;
     // K^T given already transposed (transpose_b=false, K of shape [.., D_qk, S_kv], the ViT form):
     // the same memory as K [.., S_kv, D_qk] with the last two strides swapped, K's layout in the
     // geometry model (core/geometry.hpp; --strides=K:bhds when dense).
@@ -279,8 +311,14 @@ Match walk(Graph& g) {
         m.k_transposed = true;
     }
     m.f32_typed.emplace_back(qk, 0);
+}
 
-    // 2. The scale.
+/// Step 2: the scale op (Multiply or Divide by the scale tensor).
+void take_scale(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp* qk = w.qk;
+    const RawOp* sc = w.sc;
     check_binary(*sc);
     if (sc->kind == "Divide" && sc->ins[0].id != qk->outs[0].id)
         invalid(fmt::format("{}: divides the scale by the scores (scores / scale expected)", sc->where()));
@@ -288,10 +326,18 @@ Match walk(Graph& g) {
     m.in[GraphPort::scale] = other_input(*sc, qk->outs[0].id);
     m.f32_typed.emplace_back(sc, 0);
     g.use(*sc);
-    const RawTensor* scores = &sc->outs[0];
+    w.scores = &sc->outs[0];
+    w.from = sc;
+}
 
-    // 3. Optional implicit causal mask or additive mask.
-    const RawOp* from = sc;  // the op whose output `scores` is
+/// Step 3: the optional implicit causal mask or additive mask; returns the op that consumes
+/// the (masked) scores: the SoftMax of a forward, the stats Subtract of a backward.
+const RawOp* take_mask(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp* sc = w.sc;
+    const RawTensor*& scores = w.scores;
+    const RawOp*& from = w.from;
     for (const RawOp* c : g.consumers(*scores))
         if (c->kind == "Select") {
             const RawOp& sel = *c;
@@ -328,79 +374,85 @@ Match walk(Graph& g) {
         scores = &next->outs[0];
         next = &g.sole_consumer(*scores, *next, "masked scores");
     }
+    return next;
+}
 
-    if (next->kind == "SoftMax") {
-        // Forward: SoftMax [+ stats] -> MatMul with V.
-        const RawOp& sm = *next;
-        allow_attrs(sm, {"axis", "mode"});
-        const json* axis = attr(sm, "axis");
-        const auto rank = static_cast<std::int64_t>(sm.ins[0].shape.size());
-        const std::int64_t ax = axis && axis->is_number_integer() ? axis->get<std::int64_t>() : 1;
-        if (ax != -1 && ax != rank - 1) unimplemented(fmt::format("{}: axis={} (the last axis is needed)", sm.where(), ax));
-        // mode=none differs from inf_as_zero only in fully masked rows, which need a mask.
-        if (const auto mode = attr_str(sm, "mode", "none");
-                mode != "inf_as_zero" && !(mode == "none" && !m.in.count(GraphPort::mask) && !m.implicit_causal))
-            unimplemented(fmt::format("{}: mode={} is not supported with a mask (inf_as_zero only: fully masked rows "
-                                      "give 0)", sm.where(), mode));
-        if (sm.outs.empty() || sm.outs.size() > 2) invalid(fmt::format("{}: needs 1 or 2 outputs", sm.where()));
-        g.use(sm);
-        m.dir = sm.outs.size() == 2 ? Dir::fwd_t : Dir::fwd_i;
-        if (m.dir == Dir::fwd_t) {
-            m.out[GraphPort::stats] = sm.outs[1];
-            m.f32_typed.emplace_back(&sm, 1);
-            if (!g.consumers(sm.outs[1]).empty())
-                unimplemented(fmt::format("{}: the stats output feeds other ops", sm.where()));
-        }
-        // P as the P*V MatMul reads it: the SoftMax output in the io dtype, or with dropout the
-        // f32 SoftMax output -> Dropout (f32) -> [TypeCast to the io dtype].
-        const RawTensor* p_in = &sm.outs[0];
-        const RawOp* after = &g.sole_consumer(sm.outs[0], sm, "P");
-        if (after->kind == "Dropout") {
-            take_dropout(g, m, *after);
-            m.f32_typed.emplace_back(&sm, 0);
-            p_in = &after->outs[0];
-            after = &g.sole_consumer(*p_in, *after, "dropped P");
-            if (after->kind == "TypeCast") {
-                allow_attrs(*after, {});
-                g.use(*after);
-                p_in = &after->outs[0];
-                after = &g.sole_consumer(*p_in, *after, "dropped P in the io dtype");
-            }
-        }
-        const RawOp& pv = *after;
-        check_matmul(pv, false, false, "P*V");
-        if (pv.ins[0].id != p_in->id || !g.is_input(pv.ins[1]))
-            invalid(fmt::format("{}: expected P times a graph input (V)", pv.where()));
-        m.io_typed.emplace_back(&pv, &pv.ins[0]);
-        g.use(pv);
-        m.in[GraphPort::V] = pv.ins[1];
-        m.out[GraphPort::O] = pv.outs[0];
-        return m;
+/// The forward from its SoftMax `sm`: [stats output], [Dropout [TypeCast]], P*V.
+void take_forward(Walk& w, const RawOp& sm) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    // Forward: SoftMax [+ stats] -> MatMul with V.
+    allow_attrs(sm, {"axis", "mode"});
+    const json* axis = attr(sm, "axis");
+    const auto rank = static_cast<std::int64_t>(sm.ins[0].shape.size());
+    const std::int64_t ax = axis && axis->is_number_integer() ? axis->get<std::int64_t>() : 1;
+    if (ax != -1 && ax != rank - 1) unimplemented(fmt::format("{}: axis={} (the last axis is needed)", sm.where(), ax));
+    // mode=none differs from inf_as_zero only in fully masked rows, which need a mask.
+    if (const auto mode = attr_str(sm, "mode", "none");
+            mode != "inf_as_zero" && !(mode == "none" && !m.in.count(GraphPort::mask) && !m.implicit_causal))
+        unimplemented(fmt::format("{}: mode={} is not supported with a mask (inf_as_zero only: fully masked rows "
+                                  "give 0)", sm.where(), mode));
+    if (sm.outs.empty() || sm.outs.size() > 2) invalid(fmt::format("{}: needs 1 or 2 outputs", sm.where()));
+    g.use(sm);
+    m.dir = sm.outs.size() == 2 ? Dir::fwd_t : Dir::fwd_i;
+    if (m.dir == Dir::fwd_t) {
+        m.out[GraphPort::stats] = sm.outs[1];
+        m.f32_typed.emplace_back(&sm, 1);
+        if (!g.consumers(sm.outs[1]).empty())
+            unimplemented(fmt::format("{}: the stats output feeds other ops", sm.where()));
     }
-    if (next->kind != "Subtract" || next->ins.size() != 2 || next->ins[0].id != scores->id || !g.is_input(next->ins[1]))
-        invalid(fmt::format("{}: not an SDPA training pattern: the scores must feed SoftMax (forward) or Subtract of "
-                            "the stats (backward)",
-                next->where()));
+    // P as the P*V MatMul reads it: the SoftMax output in the io dtype, or with dropout the
+    // f32 SoftMax output -> Dropout (f32) -> [TypeCast to the io dtype].
+    const RawTensor* p_in = &sm.outs[0];
+    const RawOp* after = &g.sole_consumer(sm.outs[0], sm, "P");
+    if (after->kind == "Dropout") {
+        take_dropout(g, m, *after);
+        m.f32_typed.emplace_back(&sm, 0);
+        p_in = &after->outs[0];
+        after = &g.sole_consumer(*p_in, *after, "dropped P");
+        if (after->kind == "TypeCast") {
+            allow_attrs(*after, {});
+            g.use(*after);
+            p_in = &after->outs[0];
+            after = &g.sole_consumer(*p_in, *after, "dropped P in the io dtype");
+        }
+    }
+    const RawOp& pv = *after;
+    check_matmul(pv, false, false, "P*V");
+    if (pv.ins[0].id != p_in->id || !g.is_input(pv.ins[1]))
+        invalid(fmt::format("{}: expected P times a graph input (V)", pv.where()));
+    m.io_typed.emplace_back(&pv, &pv.ins[0]);
+    g.use(pv);
+    m.in[GraphPort::V] = pv.ins[1];
+    m.out[GraphPort::O] = pv.outs[0];
+}
 
-    // Backward: P = Exp(scores - stats).
+/// The backward's P = Exp(scores - stats) from the stats Subtract `sub`, then P as the dV MatMul
+/// reads it: [Dropout (f32)] -> [TypeCast to the io dtype].
+void take_p(Walk& w, const RawOp& sub) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp* qk = w.qk;
     m.dir = Dir::bwd;
     if (m.k_transposed)
         unimplemented(fmt::format("{}: a backward graph with K given transposed (transpose_b=0) is not supported",
                 qk->where()));
-    const RawOp& sub = *next;
     check_binary(sub);
     g.use(sub);
     m.in[GraphPort::stats] = sub.ins[1];
     m.f32_typed.emplace_back(&sub, 0);
-    const RawOp& ex = g.sole_consumer(sub.outs[0], sub, "scores - stats");
+    w.ex = &g.sole_consumer(sub.outs[0], sub, "scores - stats");
+    const RawOp& ex = *w.ex;
     if (ex.kind != "Exp") invalid(fmt::format("{}: expected Exp after the stats Subtract", ex.where()));
     allow_attrs(ex, {});
     g.use(ex);
     m.f32_typed.emplace_back(&ex, 0);
-    const RawTensor& p32 = ex.outs[0];
-    // P as the dV MatMul reads it: [Dropout (f32)] -> [TypeCast to the io dtype].
-    const RawTensor* p_io = &p32;
-    const RawOp* drop_p = consumer_of_kind(g, p32, {"Dropout"});
+    w.p32 = &ex.outs[0];
+    const RawTensor& p32 = *w.p32;
+    const RawTensor*& p_io = w.p_io;
+    p_io = &p32;
+    const RawOp*& drop_p = w.drop_p;
+    drop_p = consumer_of_kind(g, p32, {"Dropout"});
     if (drop_p) {
         take_dropout(g, m, *drop_p);
         p_io = &drop_p->outs[0];
@@ -410,13 +462,20 @@ Match walk(Graph& g) {
         g.use(*tc);
         p_io = &tc->outs[0];
     }
-    // dV = P^T dO.
-    const RawOp* dv = consumer_of_kind(g, *p_io, {"MatMul"});
-    if (!dv) invalid(fmt::format("{}: P feeds no MatMul (dV = P^T * dO expected)", ex.where()));
+}
+
+/// dV = P^T dO [ReduceSum over the group].
+void take_dv(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp*& dv = w.dv;
+    dv = consumer_of_kind(g, *w.p_io, {"MatMul"});
+    if (!dv) invalid(fmt::format("{}: P feeds no MatMul (dV = P^T * dO expected)", w.ex->where()));
     check_matmul(*dv, true, false, "dV = P^T*dO");
-    if (dv->ins[0].id != p_io->id || !g.is_input(dv->ins[1])) invalid(fmt::format("{}: expected P^T times dO", dv->where()));
+    if (dv->ins[0].id != w.p_io->id || !g.is_input(dv->ins[1])) invalid(fmt::format("{}: expected P^T times dO", dv->where()));
     g.use(*dv);
-    const RawTensor& d_o = dv->ins[1];
+    w.d_o = &dv->ins[1];
+    const RawTensor& d_o = *w.d_o;
     m.in[GraphPort::dO] = d_o;
     const RawOp* dv_out = dv;
     if (const auto c = g.consumers(dv->outs[0]); c.size() == 1 && c[0]->kind == "ReduceSum") {
@@ -425,8 +484,15 @@ Match walk(Graph& g) {
         dv_out = c[0];
     }
     m.out[GraphPort::dV] = dv_out->outs[0];
-    // dP = dO V^T.
-    const RawOp* dp = nullptr;
+}
+
+/// dP = dO V^T [Dropout], with the rule that a backward drops out both P and dP or neither.
+void take_dp(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp*& dp = w.dp;
+    const RawTensor& d_o = *w.d_o;
+    const RawOp* dv = w.dv;
     for (const RawOp* c : g.consumers(d_o))
         if (c->kind == "MatMul" && c != dv) dp = c;
     if (!dp) invalid(fmt::format("{}: dO feeds no second MatMul (dP = dO * V^T expected)", dv->where()));
@@ -436,71 +502,89 @@ Match walk(Graph& g) {
     m.in[GraphPort::V] = dp->ins[1];
     m.f32_typed.emplace_back(dp, 0);
     // With dropout, dP is dropped out (Z o dP / (1-p)) before D is subtracted.
-    const RawTensor* dp_t = &dp->outs[0];
-    const RawOp* drop_dp = &g.sole_consumer(*dp_t, *dp, "dP");
+    const RawTensor*& dp_t = w.dp_t;
+    dp_t = &dp->outs[0];
+    const RawOp*& drop_dp = w.drop_dp;
+    drop_dp = &g.sole_consumer(*dp_t, *dp, "dP");
     if (drop_dp->kind == "Dropout") {
         take_dropout(g, m, *drop_dp);
         dp_t = &drop_dp->outs[0];
     } else {
         drop_dp = nullptr;
     }
+    const RawOp* drop_p = w.drop_p;
     if (drop_p && !drop_dp)
         unimplemented(fmt::format("{}: the backward drops out P but not dP ({} feeds {}); sdpabench's backward with "
                                   "dropout has a Dropout on both", drop_p->where(), dp->where(),
                 g.sole_consumer(*dp_t, *dp, "dP").where()));
     if (drop_dp && !drop_p)
         unimplemented(fmt::format("{}: the backward drops out dP but not P ({} feeds no Dropout); sdpabench's backward "
-                                  "with dropout has a Dropout on both", drop_dp->where(), ex.where()));
-    // dS = P * (dP - rowsum(O * dO)), or SoftMaxBackward(dP, P), with the undropped P.
-    const RawOp& after_dp = g.sole_consumer(*dp_t, drop_dp ? *drop_dp : *dp, drop_dp ? "dropped dP" : "dP");
-    const RawOp* ds_op = nullptr;
-    if (after_dp.kind == "SoftMaxBackward") {
-        allow_attrs(after_dp, {"axis"});
-        if (after_dp.ins.size() != 2 || after_dp.ins[0].id != dp_t->id ||
-                (after_dp.ins[1].id != p32.id && (drop_p || after_dp.ins[1].id != p_io->id)))
-            invalid(fmt::format("{}: expected SoftMaxBackward(dP, P){}", after_dp.where(),
-                    drop_p ? fmt::format(" with the dropped dP (tensor {}) and the undropped P (tensor {})", dp_t->id,
-                                     p32.id)
-                           : ""));
-        ds_op = &after_dp;
-    } else {
-        if (after_dp.kind != "Subtract") invalid(fmt::format("{}: expected dP - D (Subtract) here", after_dp.where()));
-        check_binary(after_dp);
-        // Subtract is not commutative: D - dP would flip the sign of every gradient.
-        if (after_dp.ins[0].id != dp_t->id)
-            invalid(fmt::format("{}: computes D - dP (dP, tensor {}, is the second input); the SDPA backward is "
-                                      "dP - D", after_dp.where(), dp_t->id));
-        const RawTensor& dsum = other_input(after_dp, dp_t->id);
-        const RawOp* red = nullptr;
-        for (const RawOp& op : g.ops())
-            for (const auto& t : op.outs)
-                if (t.id == dsum.id) red = &op;
-        if (!red) invalid(fmt::format("{}: D must be computed as ReduceSum(O * dO)", after_dp.where()));
-        check_reduce(*red, static_cast<std::int64_t>(red->ins[0].shape.size()) - 1,
-                static_cast<std::int64_t>(red->ins[0].shape.size()));
-        const RawOp* mul = nullptr;
-        for (const RawOp& op : g.ops())
-            for (const auto& t : op.outs)
-                if (t.id == red->ins[0].id) mul = &op;
-        if (!mul || mul->kind != "Multiply") invalid(fmt::format("{}: D must be ReduceSum(O * dO)", red->where()));
-        check_binary(*mul);
-        const RawTensor& o = other_input(*mul, d_o.id);
-        if (o.id == d_o.id || !g.is_input(o)) invalid(fmt::format("{}: expected O * dO", mul->where()));
-        m.in[GraphPort::O] = o;
-        for (const RawOp* op : {red, mul, &after_dp}) {
-            g.use(*op);
-            m.f32_typed.emplace_back(op, 0);
-        }
-        ds_op = &g.sole_consumer(after_dp.outs[0], after_dp, "dP - D");
-        if (ds_op->kind != "Multiply" || other_input(*ds_op, after_dp.outs[0].id).id != p32.id)
-            invalid(fmt::format("{}: expected P * (dP - D)", ds_op->where()));
-        check_binary(*ds_op);
+                                  "with dropout has a Dropout on both", drop_dp->where(), w.ex->where()));
+}
+
+/// dS = SoftMaxBackward(dP, P) (the older form), with the undropped P.
+const RawOp* take_softmax_backward(Walk& w, const RawOp& sbw) {
+    allow_attrs(sbw, {"axis"});
+    const RawTensor& p32 = *w.p32;
+    if (sbw.ins.size() != 2 || sbw.ins[0].id != w.dp_t->id ||
+            (sbw.ins[1].id != p32.id && (w.drop_p || sbw.ins[1].id != w.p_io->id)))
+        invalid(fmt::format("{}: expected SoftMaxBackward(dP, P){}", sbw.where(),
+                w.drop_p ? fmt::format(" with the dropped dP (tensor {}) and the undropped P (tensor {})", w.dp_t->id,
+                                   p32.id)
+                         : ""));
+    return &sbw;
+}
+
+/// dS = P * (dP - D) with D = ReduceSum(O * dO) over the last axis (keep_dims), from the
+/// Subtract `sub`; O is taken as a graph input.
+const RawOp* take_ds_from_d(Walk& w, const RawOp& sub) {
+    Graph& g = w.g;
+    const RawTensor* dp_t = w.dp_t;
+    const RawTensor& d_o = *w.d_o;
+    if (sub.kind != "Subtract") invalid(fmt::format("{}: expected dP - D (Subtract) here", sub.where()));
+    check_binary(sub);
+    // Subtract is not commutative: D - dP would flip the sign of every gradient.
+    if (sub.ins[0].id != dp_t->id)
+        invalid(fmt::format("{}: computes D - dP (dP, tensor {}, is the second input); the SDPA backward is "
+                            "dP - D", sub.where(), dp_t->id));
+    const RawTensor& dsum = other_input(sub, dp_t->id);
+    const RawOp* red = g.producer(dsum);
+    if (!red) invalid(fmt::format("{}: D must be computed as ReduceSum(O * dO)", sub.where()));
+    check_reduce(*red, static_cast<std::int64_t>(red->ins[0].shape.size()) - 1,
+            static_cast<std::int64_t>(red->ins[0].shape.size()));
+    const RawOp* mul = g.producer(red->ins[0]);
+    if (!mul || mul->kind != "Multiply") invalid(fmt::format("{}: D must be ReduceSum(O * dO)", red->where()));
+    check_binary(*mul);
+    const RawTensor& o = other_input(*mul, d_o.id);
+    if (o.id == d_o.id || !g.is_input(o)) invalid(fmt::format("{}: expected O * dO", mul->where()));
+    w.m.in[GraphPort::O] = o;
+    for (const RawOp* op : {red, mul, &sub}) {
+        g.use(*op);
+        w.m.f32_typed.emplace_back(op, 0);
     }
-    g.use(*ds_op);
-    m.f32_typed.emplace_back(ds_op, 0);
-    // Scale of dS (the same op kind and scale tensor as the forward), optional dMask: End on dS
-    // (dS itself, the bias's shape), or ReduceSum of dS over the bias's broadcast axes.
-    const RawOp* ds_scale = nullptr;
+    const RawOp* ds = &g.sole_consumer(sub.outs[0], sub, "dP - D");
+    if (ds->kind != "Multiply" || other_input(*ds, sub.outs[0].id).id != w.p32->id)
+        invalid(fmt::format("{}: expected P * (dP - D)", ds->where()));
+    check_binary(*ds);
+    return ds;
+}
+
+/// dS = P * (dP - rowsum(O * dO)), or SoftMaxBackward(dP, P), with the undropped P.
+void take_ds(Walk& w) {
+    const RawOp& after_dp = w.g.sole_consumer(*w.dp_t, w.drop_dp ? *w.drop_dp : *w.dp, w.drop_dp ? "dropped dP" : "dP");
+    w.ds_op = after_dp.kind == "SoftMaxBackward" ? take_softmax_backward(w, after_dp) : take_ds_from_d(w, after_dp);
+    w.g.use(*w.ds_op);
+    w.m.f32_typed.emplace_back(w.ds_op, 0);
+}
+
+/// dS scaled like the scores [TypeCast], and the optional dMask: End on dS (dS itself, the
+/// bias's shape), or ReduceSum of dS over the bias's broadcast axes.
+void take_ds_scale(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawOp* ds_op = w.ds_op;
+    const RawOp* sc = w.sc;
+    const RawOp*& ds_scale = w.ds_scale;
     for (const RawOp* c : g.consumers(ds_op->outs[0])) {
         if (c->kind == "End") {
             if (!c->outs.empty() || c->ins.size() != 1) invalid(fmt::format("{}: End has one input and no output", c->where()));
@@ -522,13 +606,22 @@ Match walk(Graph& g) {
     check_binary(*ds_scale);
     g.use(*ds_scale);
     m.f32_typed.emplace_back(ds_scale, 0);
-    const RawTensor* ds_io = &ds_scale->outs[0];
+    const RawTensor*& ds_io = w.ds_io;
+    ds_io = &ds_scale->outs[0];
     if (const RawOp* tc = consumer_of_kind(g, *ds_io, {"TypeCast"})) {
         allow_attrs(*tc, {});
         g.use(*tc);
         ds_io = &tc->outs[0];
     }
-    // dQ = dS K; dK = dS^T Q [ReduceSum over the group].
+}
+
+/// dQ = dS K; dK = dS^T Q [ReduceSum over the group].
+void take_dq_dk(Walk& w) {
+    Graph& g = w.g;
+    Match& m = w.m;
+    const RawTensor* ds_io = w.ds_io;
+    const RawOp* ds_scale = w.ds_scale;
+    const RawOp* dv = w.dv;
     const RawOp* dq = nullptr;
     const RawOp* dk = nullptr;
     for (const RawOp* c : g.consumers(*ds_io))
@@ -552,7 +645,34 @@ Match walk(Graph& g) {
         m.io_typed.emplace_back(op, &op->ins[0]);
         m.io_typed.emplace_back(op, &op->outs[0]);
     }
-    return m;
+}
+
+/// The walk behind match(): the pattern from the Q*K^T MatMul to the outputs, one step per
+/// graph form.
+Match walk(Graph& g) {
+    Walk w{g};
+    reject_foreign_ops(w);
+    find_qk(w);
+    take_qk(w);
+    take_scale(w);
+    const RawOp* next = take_mask(w);
+    if (next->kind == "SoftMax") {
+        take_forward(w, *next);
+        return w.m;
+    }
+    const RawTensor* scores = w.scores;
+    if (next->kind != "Subtract" || next->ins.size() != 2 || next->ins[0].id != scores->id || !g.is_input(next->ins[1]))
+        invalid(fmt::format("{}: not an SDPA training pattern: the scores must feed SoftMax (forward) or Subtract of "
+                            "the stats (backward)",
+                next->where()));
+
+    take_p(w, *next);
+    take_dv(w);
+    take_dp(w);
+    take_ds(w);
+    take_ds_scale(w);
+    take_dq_dk(w);
+    return w.m;
 }
 
 }  // namespace

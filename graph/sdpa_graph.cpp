@@ -1,4 +1,4 @@
-#include "core/sdpa_graph.hpp"
+#include "graph/sdpa_graph.hpp"
 
 namespace sdpa {
 

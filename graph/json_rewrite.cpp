@@ -1,4 +1,4 @@
-#include "driver/onednn_json_rewrite.hpp"
+#include "graph/json_rewrite.hpp"
 
 #include "core/geometry.hpp"
 

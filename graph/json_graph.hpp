@@ -1,6 +1,6 @@
 // Internals of the oneDNN graph JSON import: the ops and tensors as the file gives them,
 // parsing, topological order and producer/consumer lookups. Errors are thrown as ImportError
-// and turned into a GraphImport by driver/onednn_json_import.cpp (the only catcher).
+// and turned into a GraphImport by graph/json_import.cpp (the only catcher).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/problem.hpp"
-#include "core/sdpa_graph.hpp"
+#include "graph/sdpa_graph.hpp"
 #include "core/status.hpp"
 
 namespace sdpa::graph_json {

@@ -2,7 +2,7 @@
 // ("ID:SHAPE[*STRIDES|*TAG][+ID:...]") and memory orders of strided tensors.
 #pragma once
 
-#include "driver/onednn_json_graph.hpp"
+#include "graph/json_graph.hpp"
 
 namespace sdpa::graph_json {
 

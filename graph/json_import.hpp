@@ -44,14 +44,14 @@ struct GraphRewrites {
     /// Dropout ops (the graph, not the knob, says whether there is dropout).
     std::optional<Dropout> dropout{};
     /// benchdnn's per-tensor --dt=ID:DT[+ID:DT...] (empty: none), applied before the match
-    /// (driver/onednn_json_rewrite.hpp rewrite_dtypes).
+    /// (graph/json_rewrite.hpp rewrite_dtypes).
     std::string dt_ids{};
     /// benchdnn's --op-kind=ID:KIND[+ID:KIND...] (empty: none; KIND undef keeps the op).
     std::string op_kinds{};
     /// benchdnn's --tensor-property=ID:PROP[+ID:PROP...] (empty: none).
     std::string properties{};
     /// benchdnn's --op-attrs=ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...] (empty: none), applied before
-    /// the match (driver/onednn_json_rewrite.hpp rewrite_op_attrs).
+    /// the match (graph/json_rewrite.hpp rewrite_op_attrs).
     std::string op_attrs{};
 };
 

@@ -1,8 +1,8 @@
 // Internals of the oneDNN graph JSON import: matching the SDPA training forward and backward
-// patterns on a parsed graph (see driver/onednn_json_import.hpp for the patterns).
+// patterns on a parsed graph (see graph/json_import.hpp for the patterns).
 #pragma once
 
-#include "driver/onednn_json_graph.hpp"
+#include "graph/json_graph.hpp"
 
 namespace sdpa::graph_json {
 

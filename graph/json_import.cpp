@@ -1,4 +1,4 @@
-#include "driver/onednn_json_import.hpp"
+#include "graph/json_import.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,11 +10,11 @@
 #include <fmt/ranges.h>
 
 #include "core/geometry.hpp"
-#include "core/sdpa_graph.hpp"
+#include "graph/sdpa_graph.hpp"
 #include "core/validate.hpp"
-#include "driver/onednn_json_graph.hpp"
-#include "driver/onednn_json_match.hpp"
-#include "driver/onednn_json_rewrite.hpp"
+#include "graph/json_graph.hpp"
+#include "graph/json_match.hpp"
+#include "graph/json_rewrite.hpp"
 
 namespace sdpa {
 
@@ -85,12 +85,9 @@ GraphShapes shapes_of(const Match& m) {
     return g;
 }
 
-/// Derives the problem from the matched ports and checks every port against the graph
-/// sdpabench would build for it. A graph with Dropout ops gets p.dropout = `dropout`, or when
-/// that is empty {kImportDropoutP, seed, kImportDropoutOffset}; its seed, offset and
-/// probability tensors must have the dtypes of describe_sdpa_graph's (s64, s64, f32) and hold
-/// one value (shape [], benchdnn's [1] also read). Throws ImportError naming the tensor.
-Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std::optional<Dropout>& dropout) {
+/// The sizes and io dtype of p from Q, K and V (4-D MHA or 5-D GQA [B,H_kv,G,S,D]), after the
+/// case language's shape rules (core/validate.hpp) on the file's graph inputs.
+void derive_dims(const Match& m, Problem& p) {
     const RawTensor& q = m.in.at(GraphPort::Q);
     const RawTensor& k = m.in.at(GraphPort::K);
     const RawTensor& v = m.in.at(GraphPort::V);
@@ -99,10 +96,6 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
         if (auto err = validate_shapes(shapes_of(m)))
             invalid(fmt::format("tensor {} (Q) {}, {} (K) {}, {} (V) {}: {}", q.id, shape_str(q.shape), k.id,
                     shape_str(k.shape), v.id, shape_str(v.shape), *err));
-    Problem p;
-    p.dir = m.dir;
-    p.scale_op = m.scale_op;
-    p.seed = seed;
     Dims& d = p.dims;
     if (q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4) {
         if (k.shape[1] != q.shape[1])
@@ -123,6 +116,10 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     const auto io = float_dtype(q.dtype);
     if (!io) unimplemented(fmt::format("tensor {} (Q): dtype {} (f32, bf16 or f16 expected)", q.id, q.dtype));
     p.dt = *io;
+}
+
+/// The scale: dtype, one value (benchdnn's for `seed`), device tensor or host scalar.
+void derive_scale(const Match& m, Problem& p, std::uint64_t seed) {
     const RawTensor& sc = m.in.at(GraphPort::scale);
     const auto sdt = float_dtype(sc.dtype);
     if (!sdt) unimplemented(fmt::format("tensor {} (scale): dtype {} is not supported", sc.id, sc.dtype));
@@ -132,6 +129,11 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
     if (n != 1) unimplemented(fmt::format("tensor {} (scale): shape {} is not one value", sc.id, shape_str(sc.shape)));
     p.scale = benchdnn_scale(p.scale_op, seed);
     p.scale_host_scalar = sc.property == "host_scalar";
+}
+
+/// The graph forms beyond the plain pattern: Dropout (its values `dropout`, or the importer's
+/// defaults for `seed`), dMask, the implicit causal mask.
+void derive_forms(const Match& m, Problem& p, std::uint64_t seed, const std::optional<Dropout>& dropout) {
     if (m.in.count(GraphPort::dropout_seed)) {
         p.dropout = dropout.value_or(Dropout{kImportDropoutP, seed, kImportDropoutOffset});
         p.dropout_device_scalars = m.in.at(GraphPort::dropout_seed).property != "host_scalar";
@@ -146,51 +148,56 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
         p.implicit_mask = true;
     }
 
-    if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) {
-        const RawTensor& mk = it->second;
-        const auto mdt = float_dtype(mk.dtype);
-        if (!mdt) unimplemented(fmt::format("tensor {} (mask): dtype {} is not supported", mk.id, mk.dtype));
-        p.mask = Mask::bias;
-        if (*mdt != p.dt) p.mask_dt = *mdt;
-        const dims_t& s = mk.shape;
-        const bool gqa = d.H_kv != d.H_q;
-        // The scores' shape in the graph's rank; the mask must broadcast to it (numpy rules).
-        const dims_t scores = graph_view(p, geometry(p).at(Role::scores)).dims;
-        bool fits = s.size() == scores.size();
-        for (std::size_t i = 0; fits && i < s.size(); ++i) fits = s[i] == 1 || s[i] == scores[i];
-        if (!fits || s.back() != d.S_kv)
-            invalid(fmt::format("tensor {} (mask): shape {} does not broadcast to the scores {} (B={} H_q={} H_kv={} "
-                                "S_q={} S_kv={})",
-                    mk.id, shape_str(s), shape_str(scores), d.B, d.H_q, d.H_kv, d.S_q, d.S_kv));
-        const std::int64_t mb = s[0], ms = s[s.size() - 2];
-        std::int64_t mh = s[1];
-        if (gqa) {
-            if (saturating_mul(s[1], s[2]) != 1 && saturating_mul(s[1], s[2]) != d.H_q)
-                unimplemented(fmt::format("tensor {} (mask): shape {} broadcasts over only one of H_kv and G (per-head "
-                                          "or shared masks only)", mk.id, shape_str(s)));
-            mh = saturating_mul(s[1], s[2]);
-        }
-        const bool per_b = mb == d.B && d.B > 1, per_h = mh == d.H_q && d.H_q > 1, row = ms == 1;
-        static constexpr BiasShape full[2][2] = {{BiasShape::one, BiasShape::h}, {BiasShape::b, BiasShape::bh}};
-        static constexpr BiasShape rows[2][2] = {{BiasShape::one_row, BiasShape::h_row}, {BiasShape::b_row, BiasShape::bh_row}};
-        p.bias_shape = (row ? rows : full)[per_b][per_h];
-        // benchdnn: a mask with one row (S_q dim 1) is a padding mask, filled with zeros;
-        // any other is causal with the last row fully masked.
-        p.mask_fill = row ? MaskFill::zero : MaskFill::causal_last_row;
-    }
+}
 
-    if (p.dmask) {
-        // oneDNN's End on dS gives the scores' shape; sdpabench's dMask has the mask's (summed).
-        const RawTensor& t = m.out.at(GraphPort::dMask);
-        const Geometry g = geometry(p);
-        const dims_t want = graph_view(p, g.at(Role::dMask)).dims, scores = graph_view(p, g.at(Role::scores)).dims;
-        if (t.shape != want && t.shape == scores)
-            unimplemented(fmt::format("tensor {} (dMask): the mask gradient has the scores' shape {} but the mask is "
-                                      "broadcast as {}: sdpabench's dMask has the mask's shape (dS summed over the "
-                                      "broadcast axes: ReduceSum, keep_dims)", t.id, shape_str(t.shape), shape_str(want)));
+/// The additive mask: dtype, broadcast shape (numpy rules against the scores), benchdnn's fill.
+void derive_mask(const RawTensor& mk, Problem& p) {
+    const Dims& d = p.dims;
+    const auto mdt = float_dtype(mk.dtype);
+    if (!mdt) unimplemented(fmt::format("tensor {} (mask): dtype {} is not supported", mk.id, mk.dtype));
+    p.mask = Mask::bias;
+    if (*mdt != p.dt) p.mask_dt = *mdt;
+    const dims_t& s = mk.shape;
+    const bool gqa = d.H_kv != d.H_q;
+    // The scores' shape in the graph's rank; the mask must broadcast to it (numpy rules).
+    const dims_t scores = graph_view(p, geometry(p).at(Role::scores)).dims;
+    bool fits = s.size() == scores.size();
+    for (std::size_t i = 0; fits && i < s.size(); ++i) fits = s[i] == 1 || s[i] == scores[i];
+    if (!fits || s.back() != d.S_kv)
+        invalid(fmt::format("tensor {} (mask): shape {} does not broadcast to the scores {} (B={} H_q={} H_kv={} "
+                            "S_q={} S_kv={})",
+                mk.id, shape_str(s), shape_str(scores), d.B, d.H_q, d.H_kv, d.S_q, d.S_kv));
+    const std::int64_t mb = s[0], ms = s[s.size() - 2];
+    std::int64_t mh = s[1];
+    if (gqa) {
+        if (saturating_mul(s[1], s[2]) != 1 && saturating_mul(s[1], s[2]) != d.H_q)
+            unimplemented(fmt::format("tensor {} (mask): shape {} broadcasts over only one of H_kv and G (per-head "
+                                      "or shared masks only)", mk.id, shape_str(s)));
+        mh = saturating_mul(s[1], s[2]);
     }
+    const bool per_b = mb == d.B && d.B > 1, per_h = mh == d.H_q && d.H_q > 1, row = ms == 1;
+    static constexpr BiasShape full[2][2] = {{BiasShape::one, BiasShape::h}, {BiasShape::b, BiasShape::bh}};
+    static constexpr BiasShape rows[2][2] = {{BiasShape::one_row, BiasShape::h_row}, {BiasShape::b_row, BiasShape::bh_row}};
+    p.bias_shape = (row ? rows : full)[per_b][per_h];
+    // benchdnn: a mask with one row (S_q dim 1) is a padding mask, filled with zeros;
+    // any other is causal with the last row fully masked.
+    p.mask_fill = row ? MaskFill::zero : MaskFill::causal_last_row;
+}
 
-    // Strides: every port's, as the [B,H,S,D] strides of its geometry role (5-D GQA forms merged).
+/// dMask's shape: the mask's (dS summed), not the scores' of oneDNN's End on the full dS.
+void check_dmask_shape(const Match& m, const Problem& p) {
+    // oneDNN's End on dS gives the scores' shape; sdpabench's dMask has the mask's (summed).
+    const RawTensor& t = m.out.at(GraphPort::dMask);
+    const Geometry g = geometry(p);
+    const dims_t want = graph_view(p, g.at(Role::dMask)).dims, scores = graph_view(p, g.at(Role::scores)).dims;
+    if (t.shape != want && t.shape == scores)
+        unimplemented(fmt::format("tensor {} (dMask): the mask gradient has the scores' shape {} but the mask is "
+                                  "broadcast as {}: sdpabench's dMask has the mask's shape (dS summed over the "
+                                  "broadcast axes: ReduceSum, keep_dims)", t.id, shape_str(t.shape), shape_str(want)));
+}
+
+/// Every port's strides, as the [B,H,S,D] strides of its geometry role (5-D GQA forms merged).
+void derive_strides(const Match& m, Problem& p) {
     const Geometry dense_geo = geometry(p);
     for (const auto* ports : {&m.in, &m.out})
         for (const auto& [port, t] : *ports)
@@ -198,7 +205,14 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
                 if (const auto st = file_strides(t, dense_geo.at(*role).dims, port_name(port)))
                     p.strides[*role] = TensorLayout{TensorLayout::Kind::strides, {0, 1, 2, 3}, *st};
 
-    // Every port against the graph sdpabench builds for p (shapes, dtypes, strides).
+}
+
+/// Every port against the graph sdpabench builds for p (shapes, dtypes, properties, strides),
+/// and the intermediates' dtypes.
+void check_ports(const Match& m, const Problem& p, bool check_outputs) {
+    const RawTensor& q = m.in.at(GraphPort::Q);
+    const RawTensor& k = m.in.at(GraphPort::K);
+    const RawTensor& v = m.in.at(GraphPort::V);
     const SdpaGraphDesc want = describe_sdpa_graph(p);
     auto check = [&](GraphPort port, const RawTensor& t, const GraphTensor& w, bool shape) {
         const auto pname = port_name(port);
@@ -240,6 +254,25 @@ Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std
         if (t->dtype != fmt::format("{}", p.dt))
             unimplemented(fmt::format("{}: tensor {} has dtype {} (the io dtype {} expected)", op->where(), t->id,
                     t->dtype, p.dt));
+}
+
+/// Derives the problem from the matched ports and checks every port against the graph
+/// sdpabench would build for it. A graph with Dropout ops gets p.dropout = `dropout`, or when
+/// that is empty {kImportDropoutP, seed, kImportDropoutOffset}; its seed, offset and
+/// probability tensors must have the dtypes of describe_sdpa_graph's (s64, s64, f32) and hold
+/// one value (shape [], benchdnn's [1] also read). Throws ImportError naming the tensor.
+Problem derive(const Match& m, bool check_outputs, std::uint64_t seed, const std::optional<Dropout>& dropout) {
+    Problem p;
+    p.dir = m.dir;
+    p.scale_op = m.scale_op;
+    p.seed = seed;
+    derive_dims(m, p);
+    derive_scale(m, p, seed);
+    derive_forms(m, p, seed, dropout);
+    if (const auto it = m.in.find(GraphPort::mask); it != m.in.end()) derive_mask(it->second, p);
+    if (p.dmask) check_dmask_shape(m, p);
+    derive_strides(m, p);
+    check_ports(m, p, check_outputs);
     return p;
 }
 
