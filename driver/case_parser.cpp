@@ -46,6 +46,33 @@ bool set_enum(const std::array<EnumName<E>, N>& table, std::string_view v, E& ou
     return e.has_value();
 }
 
+/// Setter of a two-valued knob: the value `On` sets the Problem flag `Field`, `Off` clears it.
+template <bool Problem::*Field, const char* Off, const char* On>
+bool set_flag(std::string_view v, Case& c) {
+    if (v != Off && v != On) return false;
+    c.prb.*Field = v == On;
+    return true;
+}
+inline constexpr char kFalse[] = "false", kTrue[] = "true", kTensor[] = "tensor", kHostScalar[] = "host_scalar",
+                      kImplicit[] = "implicit";
+
+/// Setter of a graph rewrite knob (--in-shapes, --op-kind, --op-attrs, --tensor-property): the
+/// value, when `Check` finds nothing wrong with it, goes to the Case string `Field`.
+template <std::string Case::*Field, std::optional<std::string> (*Check)(std::string_view)>
+bool set_rewrite(std::string_view v, Case& c) {
+    if (Check(v)) return false;
+    c.*Field = std::string(v);
+    return true;
+}
+/// Why `Check` refuses the value of knob `Name`.
+template <std::optional<std::string> (*Check)(std::string_view), const char* Name>
+std::string explain_rewrite(std::string_view v) {
+    const auto why = Check(v);
+    return why ? fmt::format("--{}: {}", Name, *why) : std::string();
+}
+inline constexpr char kInShapes[] = "in-shapes", kOpKind[] = "op-kind", kOpAttrs[] = "op-attrs",
+                      kTensorProperty[] = "tensor-property";
+
 /// Parses the whole of `v` as a finite float ("default" clears the scale).
 bool set_scale(std::string_view v, Case& c) {
     if (v == "default") {
@@ -224,20 +251,12 @@ const std::vector<Knob>& knob_table() {
             {"scale-property", "tensor|host_scalar", "tensor",
                 "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's "
                 "property_type host_scalar, as PyTorch's exported graphs have it)",
-                [](std::string_view v, Case& c) {
-                    if (v != "tensor" && v != "host_scalar") return false;
-                    c.prb.scale_host_scalar = v == "host_scalar";
-                    return true;
-                }},
+                set_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>},
             {"mask-form", "tensor|implicit", "tensor",
                 "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
                 "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
                 "--scale-property)",
-                [](std::string_view v, Case& c) {
-                    if (v != "tensor" && v != "implicit") return false;
-                    c.prb.implicit_mask = v == "implicit";
-                    return true;
-                }},
+                set_flag<&Problem::implicit_mask, kTensor, kImplicit>},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
@@ -245,55 +264,19 @@ const std::vector<Knob>& knob_table() {
             {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb},
             {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
                 "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
-                [](std::string_view v, Case& c) {
-                    if (check_in_shapes(v)) return false;
-                    c.in_shapes = std::string(v);
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    const auto why = check_in_shapes(v);
-                    return why ? fmt::format("--in-shapes: {}", *why) : std::string();
-                }},
+                set_rewrite<&Case::in_shapes, check_in_shapes>, false, explain_rewrite<check_in_shapes, kInShapes>},
             {"op-kind", "ID:KIND[+ID:KIND...]", "",
                 "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps "
                 "it; empty: none)",
-                [](std::string_view v, Case& c) {
-                    if (check_id_rewrites(v)) return false;
-                    c.op_kinds = std::string(v);
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    const auto why = check_id_rewrites(v);
-                    return why ? fmt::format("--op-kind: {}", *why) : std::string();
-                }},
+                set_rewrite<&Case::op_kinds, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kOpKind>},
             {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]", "",
                 "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed "
                 "like the op's attribute, else by the value; empty: none)",
-                [](std::string_view v, Case& c) {
-                    if (check_op_attrs(v)) return false;
-                    c.op_attrs = std::string(v);
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    const auto why = check_op_attrs(v);
-                    return why ? fmt::format("--op-attrs: {}", *why) : std::string();
-                }},
+                set_rewrite<&Case::op_attrs, check_op_attrs>, false, explain_rewrite<check_op_attrs, kOpAttrs>},
             {"tensor-property", "ID:PROP[+ID:PROP...]", "",
                 "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, "
                 "constant, host_scalar; empty: none)",
-                [](std::string_view v, Case& c) {
-                    if (check_id_rewrites(v)) return false;
-                    c.properties = std::string(v);
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    const auto why = check_id_rewrites(v);
-                    return why ? fmt::format("--tensor-property: {}", *why) : std::string();
-                }},
+                set_rewrite<&Case::properties, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kTensorProperty>},
             {"seq-len-q", "none|random|N0:N1:...", "none",
                 "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
                 [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_q, c.random_seq_len_q); }},
@@ -323,17 +306,9 @@ const std::vector<Knob>& knob_table() {
             {"dmask", "false|true", "false",
                 "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed "
                 "over the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
-                [](std::string_view v, Case& c) {
-                    if (v != "true" && v != "false") return false;
-                    c.prb.dmask = v == "true";
-                    return true;
-                }},
+                set_flag<&Problem::dmask, kFalse, kTrue>},
             {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
-                [](std::string_view v, Case& c) {
-                    if (v != "true" && v != "false") return false;
-                    c.prb.deterministic = v == "true";
-                    return true;
-                }},
+                set_flag<&Problem::deterministic, kFalse, kTrue>},
             {"dropout", "none|P[:SEED[:OFFSET]]", "none",
                 "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's "
                 "SEED (default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); README: Dropout",
@@ -356,11 +331,7 @@ const std::vector<Knob>& knob_table() {
             {"dropout-property", "host_scalar|tensor", "host_scalar",
                 "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
                 "property_type host_scalar) or [1] device tensors",
-                [](std::string_view v, Case& c) {
-                    if (v != "tensor" && v != "host_scalar") return false;
-                    c.prb.dropout_device_scalars = v == "tensor";
-                    return true;
-                }},
+                set_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
             {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "

@@ -84,6 +84,16 @@ const RawOp* consumer_of_kind(const Graph& g, const RawTensor& t, std::initializ
     return nullptr;
 }
 
+/// `t`, or the output of the TypeCast that consumes it (marked used): P and dS as the MatMuls
+/// after them read them.
+const RawTensor* through_typecast(Graph& g, const RawTensor* t) {
+    const RawOp* tc = consumer_of_kind(g, *t, {"TypeCast"});
+    if (!tc) return t;
+    allow_attrs(*tc, {});
+    g.use(*tc);
+    return &tc->outs[0];
+}
+
 /// The other input of a binary op (the one that is not tensor `id`).
 const RawTensor& other_input(const RawOp& op, std::size_t id) { return op.ins[0].id == id ? op.ins[1] : op.ins[0]; }
 
@@ -457,11 +467,7 @@ void take_p(Walk& w, const RawOp& sub) {
         take_dropout(g, m, *drop_p);
         p_io = &drop_p->outs[0];
     }
-    if (const RawOp* tc = consumer_of_kind(g, *p_io, {"TypeCast"})) {
-        allow_attrs(*tc, {});
-        g.use(*tc);
-        p_io = &tc->outs[0];
-    }
+    p_io = through_typecast(g, p_io);
 }
 
 /// dV = P^T dO [ReduceSum over the group].
@@ -608,11 +614,7 @@ void take_ds_scale(Walk& w) {
     m.f32_typed.emplace_back(ds_scale, 0);
     const RawTensor*& ds_io = w.ds_io;
     ds_io = &ds_scale->outs[0];
-    if (const RawOp* tc = consumer_of_kind(g, *ds_io, {"TypeCast"})) {
-        allow_attrs(*tc, {});
-        g.use(*tc);
-        ds_io = &tc->outs[0];
-    }
+    ds_io = through_typecast(g, ds_io);
 }
 
 /// dQ = dS K; dK = dS^T Q [ReduceSum over the group].

@@ -8,23 +8,17 @@
 #include "backends/backend.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 #include "driver/run_case.hpp"
+#include "tests/unit/json_test_util.hpp"
 
 using namespace sdpa;
 using namespace sdpa::onednn;
+using sdpa::json_test::kGqa;
+using sdpa::json_test::kMha;
 
 namespace {
 
-Problem make(Dir dir, DType dt, Mask mask, Dims d) {
-    Problem p;
-    p.dims = d;
-    p.dir = dir;
-    p.dt = dt;
-    p.mask = mask;
-    return p;
-}
-
-const Dims kMha{2, 4, 4, 16, 24, 32, 16};
-const Dims kGqa{2, 8, 2, 16, 24, 32, 16};
+/// json_test::make with the sizes last.
+Problem make(Dir dir, DType dt, Mask mask, Dims d) { return json_test::make(d, dir, dt, mask); }
 
 }  // namespace
 

@@ -19,33 +19,19 @@
 #include "graph/json_rewrite.hpp"
 #include "fillers/fill.hpp"
 
-#ifndef SDPABENCH_SOURCE_DIR
-#error "SDPABENCH_SOURCE_DIR (the project root) must be defined for this test"
-#endif
+#include "tests/unit/json_test_util.hpp"
 
 namespace sdpa {
 namespace {
+
+using namespace json_test;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kUpstream = fs::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" / "upstream-cases" / "onednn-benchdnn";
-/// benchdnn's graph inputs folder (the dropout training graphs live there).
-const fs::path kUpstreamMha = fs::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" / "upstream-cases" / "benchdnn-graph" /
-        "complex_fusion" / "mha";
 
-GraphImport import_text(const std::string& text, const GraphRewrites& rw = {}, std::uint64_t seed = 1) {
-    return import_onednn_json_text(text, "g.json", rw, seed);
-}
 
-Problem make(Dims d, Dir dir, DType dt, Mask mask = Mask::none) {
-    Problem p;
-    p.dims = d;
-    p.dir = dir;
-    p.dt = dt;
-    p.mask = mask;
-    return p;
-}
 
 /// p as an import gives it back: benchdnn's scale for its seed, benchdnn's mask fill for
 /// its shape, the importer's dropout values for its seed, the display name "g".
@@ -57,8 +43,6 @@ Problem graph_canonical(Problem p) {
     return p;
 }
 
-constexpr Dims kMha{2, 4, 4, 16, 24, 32, 16};
-constexpr Dims kGqa{2, 8, 2, 16, 24, 32, 16};
 constexpr Dims kMqa{3, 4, 1, 8, 8, 16, 16};
 
 TEST(OnednnJson, RoundTripEveryDirectionDtypeAndLayout) {
@@ -412,17 +396,6 @@ TEST(OnednnJson, CaseKnobInFilesAndRepro) {
 // ---- Dropout -------------------------------------------------------------------------------
 
 /// The ops of kind `kind` in graph JSON g.
-std::vector<json*> ops_of_kind(json& g, const char* kind) {
-    std::vector<json*> v;
-    for (json& op : g["graph"])
-        if (op["kind"] == kind) v.push_back(&op);
-    return v;
-}
-json* op_named(json& g, const std::string& name) {
-    for (json& op : g["graph"])
-        if (op["name"] == name) return &op;
-    return nullptr;
-}
 /// A rank-0 host scalar as oneDNN's dump writes it.
 json host_scalar(std::size_t id, const char* dt) {
     return {{"id", id}, {"dtype", dt}, {"shape", json::array()}, {"stride", json::array()}, {"layout_type", "strided"},

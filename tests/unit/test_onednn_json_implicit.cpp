@@ -18,27 +18,20 @@
 #include "graph/json_export.hpp"
 #include "graph/json_import.hpp"
 
-#ifndef SDPABENCH_SOURCE_DIR
-#error "SDPABENCH_SOURCE_DIR (the project root) must be defined for this test"
-#endif
+#include "tests/unit/json_test_util.hpp"
 
 namespace sdpa {
 namespace {
 
+using namespace json_test;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kUpstreamMha = fs::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" / "upstream-cases" / "benchdnn-graph" /
-        "complex_fusion" / "mha";
 
-constexpr Dims kMha{2, 4, 4, 16, 24, 32, 16};
-constexpr Dims kGqa{2, 8, 2, 16, 24, 32, 16};
 /// S_q > S_kv: causal_br hides whole rows at the top.
 constexpr Dims kTall{1, 2, 2, 24, 16, 8, 8};
 
-GraphImport import_text(const std::string& text, const GraphRewrites& rw = {}, std::uint64_t seed = 1) {
-    return import_onednn_json_text(text, "g.json", rw, seed);
-}
 
 /// p as an import gives it back: benchdnn's scale for its seed, the importer's dropout values,
 /// the display name "g".
@@ -49,40 +42,24 @@ Problem canonical(Problem p) {
     return p;
 }
 
-Problem make(Dims d, Dir dir, DType dt, Mask mask = Mask::none) {
-    Problem p;
-    p.dims = d;
-    p.dir = dir;
-    p.dt = dt;
-    p.mask = mask;
-    return canonical(p);
-}
+/// json_test::make as an import gives it back (canonical).
+Problem made(Dims d, Dir dir, DType dt, Mask mask = Mask::none) { return canonical(make(d, dir, dt, mask)); }
+
 
 Problem implicit(Dims d, Dir dir, DType dt, Mask mask) {
-    Problem p = make(d, dir, dt, mask);
+    Problem p = made(d, dir, dt, mask);
     p.implicit_mask = true;
     return p;
 }
 
 Problem device_dropout(Dims d, Dir dir, DType dt, std::uint64_t seed) {
-    Problem p = make(d, dir, dt);
+    Problem p = made(d, dir, dt);
     p.seed = seed;
     p.dropout = Dropout{};
     p.dropout_device_scalars = true;
     return canonical(p);
 }
 
-std::vector<json*> ops_of_kind(json& g, const std::string& kind) {
-    std::vector<json*> v;
-    for (json& op : g["graph"])
-        if (op["kind"] == kind) v.push_back(&op);
-    return v;
-}
-json* op_named(json& g, const std::string& name) {
-    for (json& op : g["graph"])
-        if (op["name"] == name) return &op;
-    return nullptr;
-}
 int id_of(json& g, const std::string& name) { return (*op_named(g, name))["id"].get<int>(); }
 std::vector<std::string> kinds(json& g) {
     std::vector<std::string> v;
@@ -162,7 +139,7 @@ TEST(OnednnJsonImplicit, ExportWritesTheImplicitCausalOps) {
     }
     EXPECT_EQ(br["input_ports"].size(), 7u);  // Q K V scale S_kv S_q fill
     // The explicit form of the same problem has the mask Add and none of these ops.
-    json ex = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32, Mask::causal_br)));
+    json ex = json::parse(onednn_graph_json(made(kMha, Dir::fwd_t, DType::f32, Mask::causal_br)));
     EXPECT_EQ(count(kinds(ex), "GenIndex"), 0u);
     EXPECT_EQ(count(kinds(ex), "Select"), 0u);
     EXPECT_EQ(count(kinds(ex), "Add"), 1u);
@@ -183,7 +160,7 @@ TEST(OnednnJsonImplicit, RoundTripCausalBrWithUnequalLengths) {
             }
     // An explicit causal mask still reads back as a bias (its values are not in the file): the
     // implicit form is what keeps the mask kind.
-    const GraphImport r = import_text(onednn_graph_json(make(kMha, Dir::bwd, DType::bf16, Mask::causal_br)));
+    const GraphImport r = import_text(onednn_graph_json(made(kMha, Dir::bwd, DType::bf16, Mask::causal_br)));
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(r.prb->mask, Mask::bias);
     EXPECT_FALSE(r.prb->implicit_mask);
@@ -281,7 +258,7 @@ json with_k_transposed(const Problem& p, const std::vector<std::int64_t>& kt_str
 TEST(OnednnJsonImplicit, TransposedKForwardGivesKStrides) {
     for (Dir dir : {Dir::fwd_i, Dir::fwd_t}) {
         // K^T dense [B,H,D,S] (the ViT graph): K [B,H,S,D] has strides {S*D*H, S*D, 1, S}: bhds.
-        const Problem p = make(kMha, dir, DType::bf16);
+        const Problem p = made(kMha, dir, DType::bf16);
         GraphImport r = import_text(with_k_transposed(p, {3072, 768, 24, 1}).dump());
         ASSERT_TRUE(r.prb) << r.error;
         EXPECT_EQ(geometry(*r.prb).at(Role::K).strides, (std::array<std::int64_t, 4>{3072, 768, 1, 24}));
@@ -304,7 +281,7 @@ TEST(OnednnJsonImplicit, TransposedKForwardGivesKStrides) {
         EXPECT_TRUE(r.prb->strides.empty());
     }
     // 5-D GQA: K^T [B,H_kv,1,D,S] dense.
-    const Problem g = make(kGqa, Dir::fwd_t, DType::f32);
+    const Problem g = made(kGqa, Dir::fwd_t, DType::f32);
     const GraphImport r = import_text(with_k_transposed(g, {1536, 768, 768, 24, 1}).dump());
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(geometry(*r.prb).at(Role::K).strides, (std::array<std::int64_t, 4>{1536, 768, 1, 24}));
@@ -312,7 +289,7 @@ TEST(OnednnJsonImplicit, TransposedKForwardGivesKStrides) {
 }
 
 TEST(OnednnJsonImplicit, TransposedKBackwardIsUnimplemented) {
-    json g = with_k_transposed(make(kMha, Dir::bwd, DType::bf16), {3072, 768, 24, 1});
+    json g = with_k_transposed(made(kMha, Dir::bwd, DType::bf16), {3072, 768, 24, 1});
     const GraphImport r = import_text(g.dump());
     EXPECT_EQ(r.status, Status::unimplemented);
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_qk'): a backward graph with K given transposed "
@@ -324,7 +301,7 @@ TEST(OnednnJsonImplicit, TransposedKBackwardIsUnimplemented) {
 TEST(OnednnJsonImplicit, SoftMaxModeNoneOnlyWithoutAMask) {
     // Without a mask no row is fully masked: mode=none is the same problem.
     for (Dir dir : {Dir::fwd_i, Dir::fwd_t}) {
-        const Problem p = make(kGqa, dir, DType::f32);
+        const Problem p = made(kGqa, dir, DType::f32);
         json g = json::parse(onednn_graph_json(p));
         json& sm = *ops_of_kind(g, "SoftMax")[0];
         ASSERT_EQ(sm["attrs"]["mode"]["value"], "inf_as_zero");
@@ -334,7 +311,7 @@ TEST(OnednnJsonImplicit, SoftMaxModeNoneOnlyWithoutAMask) {
         EXPECT_EQ(*r.prb, p);
     }
     // With a mask tensor, or the implicit causal mask, mode=none stays UNIMPLEMENTED.
-    for (const Problem& p : {make(kMha, Dir::fwd_t, DType::f32, Mask::causal_tl),
+    for (const Problem& p : {made(kMha, Dir::fwd_t, DType::f32, Mask::causal_tl),
              implicit(kMha, Dir::fwd_t, DType::f32, Mask::causal_tl),
              implicit(kMha, Dir::fwd_t, DType::f32, Mask::causal_br)}) {
         json g = json::parse(onednn_graph_json(p));
@@ -551,7 +528,7 @@ TEST(OnednnJsonImplicit, DescribeImplicitCausalBr) {
     EXPECT_EQ(tl.inputs.count(GraphPort::mask), 0u);
     EXPECT_EQ(tl.inputs.count(GraphPort::mask_fill), 1u);
     EXPECT_FALSE(graph_has_mask(implicit(kMha, Dir::bwd, DType::bf16, Mask::causal_tl)));
-    const SdpaGraphDesc ex = describe_sdpa_graph(make(kMha, Dir::fwd_t, DType::bf16, Mask::causal_br));
+    const SdpaGraphDesc ex = describe_sdpa_graph(made(kMha, Dir::fwd_t, DType::bf16, Mask::causal_br));
     EXPECT_EQ(ex.inputs.count(GraphPort::mask), 1u);
     EXPECT_EQ(ex.inputs.count(GraphPort::mask_fill), 0u);
     for (const GraphOp& op : ex.ops) EXPECT_NE(op.kind, "GenIndex");
@@ -565,7 +542,7 @@ TEST(OnednnJsonImplicit, DescribeImplicitCausalBr) {
 
 TEST(OnednnJsonImplicit, DescribeDropoutDeviceScalars) {
     for (bool device : {false, true}) {
-        Problem p = make(kGqa, Dir::bwd, DType::bf16);
+        Problem p = made(kGqa, Dir::bwd, DType::bf16);
         p.dropout = Dropout{};
         p.dropout_device_scalars = device;
         const SdpaGraphDesc g = describe_sdpa_graph(p);
