@@ -89,7 +89,8 @@ CliOutcome parse_command_line(int argc, char** argv) {
 
     app.add_option("--emit-onednn-json", out.opts.emit_onednn_json,
             "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
-            "into DIR (named after the case; run it with 'benchdnn --graph --case=FILE' or '--case=FILE' here)")
+            "into DIR (named after the case; fwd_bwd: NAME_fwd.json and NAME_bwd.json; run it with 'benchdnn --graph "
+            "--case=FILE' or '--case=FILE' here)")
         ->option_text("DIR");
 
     app.add_option("--max-memory", out.opts.max_memory,

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,14 @@ std::string onednn_json_file_name(const Case& c) {
         base = std::filesystem::path(c.graph_file).stem().string() + "_" + descriptor(c.prb.dims);
         if (c.graph_dt) base += fmt::format("_dt-{}", *c.graph_dt);
         if (c.prb.seed != Problem{}.seed) base += fmt::format("_seed-{}", c.prb.seed);
+        // The per-id rewrites and --in-shapes strides are too long for a name: their FNV-1a hash
+        // keeps the files of one line's expansion apart.
+        const std::string rw = c.dt_ids + '|' + c.op_kinds + '|' + c.op_attrs + '|' + c.properties + '|' + c.in_shapes;
+        if (rw != "||||") {
+            std::uint64_t h = 0xcbf29ce484222325ull;
+            for (const char ch : rw) h = (h ^ static_cast<unsigned char>(ch)) * 0x100000001b3ull;
+            base += fmt::format("_rw-{:016x}", h);
+        }
     } else {
         base = descriptor(c.prb.dims, c.prb.name);
         const std::string k = knobs(c.prb);
@@ -37,16 +47,33 @@ std::string onednn_json_file_name(const Case& c) {
     return safe(base) + ".json";
 }
 
-std::string write_onednn_json(const Case& c, const std::string& dir) {
+std::vector<std::string> write_onednn_json(const Case& c, const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(dir, ec);
-    const fs::path path = fs::path(dir) / onednn_json_file_name(c);
-    std::ofstream out(path);
-    out << onednn_graph_json(c.prb);
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
-    return path.string();
+    std::vector<std::pair<std::string, Problem>> graphs;
+    const std::string name = onednn_json_file_name(c);
+    if (c.prb.dir == Dir::fwd_bwd) {  // two graphs: the forward with stats, then the backward
+        const std::string stem = name.substr(0, name.size() - 5);
+        for (const auto& [suffix, dir_of] : {std::pair{"_fwd.json", Dir::fwd_t}, {"_bwd.json", Dir::bwd}}) {
+            Problem p = c.prb;
+            p.dir = dir_of;
+            if (dir_of == Dir::fwd_t) p.dmask = false;  // dMask is the backward's
+            graphs.emplace_back(stem + suffix, std::move(p));
+        }
+    } else {
+        graphs.emplace_back(name, c.prb);
+    }
+    std::vector<std::string> paths;
+    for (const auto& [file, p] : graphs) {
+        const fs::path path = fs::path(dir) / file;
+        std::ofstream out(path);
+        out << onednn_graph_json(p);
+        out.close();
+        if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+        paths.push_back(path.string());
+    }
+    return paths;
 }
 
 }  // namespace sdpa

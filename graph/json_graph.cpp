@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sdpa::graph_json {
 
@@ -49,10 +50,32 @@ RawTensor parse_tensor(const json& j, const std::string& what) {
     if (j.contains("stride")) t.stride = get<dims_t>(j, "stride", w);
     t.layout = j.contains("layout_type") ? get<std::string>(j, "layout_type", w) : "strided";
     t.property = j.contains("property_type") ? get<std::string>(j, "property_type", w) : "undef";
+    if (t.property != "undef" && t.property != "variable" && t.property != "constant" && t.property != "host_scalar")
+        invalid(fmt::format("{}: property_type '{}' is not one of undef, variable, constant, host_scalar", w, t.property));
+    // oneDNN's dump writes one INT64_MIN for strides it leaves undefined.
+    const bool undefined = t.stride.size() == 1 && t.stride[0] == std::numeric_limits<std::int64_t>::min();
+    if (!t.stride.empty() && !undefined && t.stride.size() != t.shape.size())
+        invalid(fmt::format("{}: stride [{}] has rank {} but shape [{}] has rank {}", w, fmt::join(t.stride, ","),
+                t.stride.size(), fmt::join(t.shape, ","), t.shape.size()));
     return t;
 }
 
 }  // namespace
+
+void check_tensors(const std::vector<RawOp>& ops) {
+    std::map<std::size_t, std::pair<const RawTensor*, const RawOp*>> first;
+    for (const RawOp& op : ops)
+        for (const auto* list : {&op.ins, &op.outs})
+            for (const RawTensor& t : *list) {
+                const auto [it, fresh] = first.emplace(t.id, std::pair{&t, &op});
+                if (fresh) continue;
+                const RawTensor& u = *it->second.first;
+                if (u.dtype != t.dtype || u.shape != t.shape)
+                    invalid(fmt::format("tensor {} is {} [{}] in {} but {} [{}] in {} (one tensor, one description)",
+                            t.id, u.dtype, fmt::join(u.shape, ","), it->second.second->where(), t.dtype,
+                            fmt::join(t.shape, ","), op.where()));
+            }
+}
 
 std::vector<RawOp> parse_ops(const json& root) {
     if (!root.is_object()) invalid("the top level is not a JSON object");

@@ -62,6 +62,10 @@ std::vector<RawOp> parse_ops(const json& root);
 /// a duplicate op id, a tensor produced twice or a cycle (naming an op on it).
 std::vector<RawOp> topo_sort(std::vector<RawOp> ops);
 
+/// Every occurrence of a tensor id (as one op's output and other ops' inputs) must give the same
+/// dtype and shape; fails INVALID_ARGUMENTS naming the tensor and both ops.
+void check_tensors(const std::vector<RawOp>& ops);
+
 /// DType of "f32" / "bf16" / "f16"; nullopt for any other type name.
 std::optional<DType> float_dtype(const std::string& s);
 

@@ -352,7 +352,9 @@ GraphImport import_onednn_json_text(std::string_view text, const std::string& fi
         rewrite_dtypes(ops, rw.dt_ids);
         rewrite_properties(ops, rw.properties);
         rewrite_shapes(ops, rw.in_shapes);
-        Graph g(topo_sort(std::move(ops)));
+        ops = topo_sort(std::move(ops));
+        check_tensors(ops);
+        Graph g(std::move(ops));
         const Match m = match(g);
         for (const RawOp& op : g.ops())
             if (!g.used(op)) invalid(fmt::format("{}: not part of the SDPA training pattern", op.where()));

@@ -1,5 +1,7 @@
 #include "graph/sdpa_graph.hpp"
 
+#include <stdexcept>
+
 namespace sdpa {
 
 namespace {
@@ -90,6 +92,8 @@ GraphView graph_mask_view(const Problem& p) {
 }
 
 SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
+    if (p.dir == Dir::fwd_bwd)
+        throw std::invalid_argument("describe_sdpa_graph: fwd_bwd is two graphs (describe the fwd_t and the bwd one)");
     const Geometry geo = geometry(p);
     const ElemType io = elem_type(p.dt), f32 = ElemType::f32;
     const GraphView score = graph_view(p, geo.at(Role::scores));

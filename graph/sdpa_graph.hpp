@@ -85,7 +85,8 @@ bool graph_mask_is_bias(const Problem& p);
 /// merged_mask_dims(p) tensor.
 GraphView graph_mask_view(const Problem& p);
 
-/// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV), following oneDNN's
+/// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd, two graphs,
+/// throws std::invalid_argument), following oneDNN's
 /// documented SDPA training patterns (doc/graph_api/fusion_patterns/sdpa.md, gqa.md): 4-D
 /// [B,H,S,D] tensors for MHA, 5-D [B,H_kv,G,S,D] for GQA/MQA with ReduceSum over G for dK/dV;
 /// every port has the dims and strides of its geometry role (graph_view).

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -121,6 +123,62 @@ TEST(OnednnJson, ExportFormat) {
     Case c;
     c.prb = p;
     EXPECT_EQ(onednn_json_file_name(c), "b2hq8hkv2sq16skv24dqk32dv16_--dir_bwd_--dt_bf16_--mask_causal_br.json");
+}
+
+// fwd_bwd is two graphs: the fwd_t one and the bwd one (dMask only in the backward); imported
+// cases that differ only in a per-id rewrite get different files.
+TEST(OnednnJson, EmitWritesBothGraphsOfFwdBwdAndKeepsRewritesApart) {
+    const fs::path dir = fs::temp_directory_path() / "sdpabench_emit_fwd_bwd";
+    fs::remove_all(dir);
+    Case c;
+    c.prb = make(kMha, Dir::fwd_bwd, DType::bf16, Mask::bias);
+    c.prb.dmask = true;
+    const auto paths = write_onednn_json(c, dir.string());
+    ASSERT_EQ(paths.size(), 2u);
+    const GraphImport f = import_onednn_json(paths[0], {}, 1), b = import_onednn_json(paths[1], {}, 1);
+    ASSERT_TRUE(f.prb && b.prb) << f.error << b.error;
+    EXPECT_EQ(f.prb->dir, Dir::fwd_t);
+    EXPECT_FALSE(f.prb->dmask);
+    EXPECT_EQ(b.prb->dir, Dir::bwd);
+    EXPECT_TRUE(b.prb->dmask);
+    EXPECT_THROW(describe_sdpa_graph(c.prb), std::invalid_argument);
+    Case i;
+    i.prb = make(kMha, Dir::fwd_t, DType::f32);
+    i.graph_file = "x/g.json";
+    const std::string plain = onednn_json_file_name(i);
+    i.op_kinds = "1:Divide";
+    const std::string divide = onednn_json_file_name(i);
+    i.op_kinds = "1:Multiply";
+    EXPECT_NE(plain, divide);
+    EXPECT_NE(divide, onednn_json_file_name(i));
+    fs::remove_all(dir);
+}
+
+// One tensor, one description; property types and stride ranks as oneDNN defines them.
+TEST(OnednnJson, TensorsAreDescribedConsistently) {
+    json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    json* sm = op_named(g, "softmax");
+    ASSERT_NE(sm, nullptr);
+    json two = g;
+    op_named(two, "softmax")->at("inputs")[0]["shape"][3] = 23;
+    GraphImport r = import_text(two.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_NE(r.error.find("is f32 [2,4,16,24] in op"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("but f32 [2,4,16,23] in op"), std::string::npos) << r.error;
+    json bogus = g;
+    op_named(bogus, "softmax")->at("inputs")[0]["property_type"] = "bogus";
+    r = import_text(bogus.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_NE(r.error.find("property_type 'bogus' is not one of undef, variable, constant, host_scalar"),
+            std::string::npos) << r.error;
+    json stride = g;
+    op_named(stride, "softmax")->at("inputs")[0]["stride"] = {1, 2};
+    r = import_text(stride.dump());
+    EXPECT_EQ(r.status, Status::invalid_arguments);
+    EXPECT_NE(r.error.find("stride [1,2] has rank 2 but shape [2,4,16,24] has rank 4"), std::string::npos) << r.error;
+    json undefined = g;  // oneDNN's dump marks undefined strides with one INT64_MIN
+    op_named(undefined, "softmax")->at("inputs")[0]["stride"] = {std::numeric_limits<std::int64_t>::min()};
+    EXPECT_TRUE(import_text(undefined.dump()).prb);
 }
 
 TEST(OnednnJson, UpstreamFilesGiveTheirProblems) {

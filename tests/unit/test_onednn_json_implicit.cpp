@@ -290,6 +290,11 @@ TEST(OnednnJsonImplicit, TransposedKForwardGivesKStrides) {
 
 TEST(OnednnJsonImplicit, TransposedKBackwardIsUnimplemented) {
     json g = with_k_transposed(made(kMha, Dir::bwd, DType::bf16), {3072, 768, 24, 1});
+    // The same K^T tensor feeds dQ = dS K, now as K^T transposed back (one tensor, one shape).
+    json* dq = op_named(g, "bmm_dq");
+    ASSERT_NE(dq, nullptr);
+    (*dq)["inputs"][1] = (*op_named(g, "bmm_qk"))["inputs"][1];
+    (*dq)["attrs"]["transpose_b"] = {{"type", "bool"}, {"value", 1}};
     const GraphImport r = import_text(g.dump());
     EXPECT_EQ(r.status, Status::unimplemented);
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_qk'): a backward graph with K given transposed "
