@@ -656,6 +656,8 @@ private:
                 CaseEntry e;
                 e.error = imp.error;
                 e.status = imp.status;
+                c.graph_file = shown;
+                e.repro = repro(c);
                 entries.push_back(std::move(e));
             }
             std::size_t k = table.size();

@@ -23,6 +23,9 @@ struct CaseEntry {
     /// Status of an error entry: INVALID_ARGUMENTS, or UNIMPLEMENTED for a --case graph
     /// sdpabench cannot express.
     Status status = Status::invalid_arguments;
+    /// For a --case graph that failed to import: the repro of the case it would have been (its
+    /// rewrite knobs and file), so the expanded cases of one line can be told apart.
+    std::string repro{};
 };
 
 /// `text` with control bytes, quotes, backslashes and invalid UTF-8 escaped (\xNN, \n, \", ...) so

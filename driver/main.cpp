@@ -89,6 +89,7 @@ int run(int argc, char** argv) {
             r.index = i;
             r.status = e.status;
             r.reason = e.error;
+            r.repro = e.repro;
         } else {
             if (!opts.emit_onednn_json.empty()) {
                 try {

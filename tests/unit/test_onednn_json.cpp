@@ -989,6 +989,15 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors or ops of a --case graph by id; "
                             "'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
 
+    // A graph that fails to import still carries the repro of its case (one benchdnn line's
+    // expansions stay apart).
+    const auto failed = parse_cases({"--dt=999:f16,998:f16", "--case=" + f.string()});
+    ASSERT_EQ(failed.size(), 2u);
+    EXPECT_FALSE(failed[0].c.has_value());
+    EXPECT_EQ(failed[0].repro, "--dt=999:f16 --case=" + f.string());
+    EXPECT_EQ(failed[1].repro, "--dt=998:f16 --case=" + f.string());
+    EXPECT_NE(failed[1].error.find("no tensor 998"), std::string::npos) << failed[1].error;
+
     // Knobs an imported case takes from the graph do not multiply it; those it reads do.
     const auto dup = parse_cases({"--dir=fwd_t,bwd", "--mask=none,causal_tl", "--dmask=false,true", "--mask-form=tensor,implicit",
         "--fill=exact,normal", "--backend=ref,onednn", "--case=" + f.string()});
