@@ -109,8 +109,8 @@ std::optional<std::string> validate_shapes(const GraphShapes& g) {
         for (std::size_t k = 0; k + 2 < bd.size(); ++k) {
             const i64 want = lead[k + 4 - bd.size()];
             if (bd[k] != want && bd[k] != 1)
-                return fmt::format("bias rule: bias dimension {} must be {} or 1, got {} in {}", k, want, bd[k],
-                        shape(g.bias));
+                return fmt::format("bias rule: bias dimension {} must be {}, got {} in {}", k,
+                        want == 1 ? std::string("1") : fmt::format("{} or 1", want), bd[k], shape(g.bias));
         }
     }
     if (g.dropout_mask.present) {

@@ -93,9 +93,13 @@ void derive_dims(const Match& m, Problem& p) {
     const RawTensor& v = m.in.at(GraphPort::V);
     // The case language's shape rules first, on the file's tensors (5-D GQA forms merged).
     if (q.shape.size() == k.shape.size() && q.shape.size() == v.shape.size() && (q.shape.size() == 4 || q.shape.size() == 5))
-        if (auto err = validate_shapes(shapes_of(m)))
+        if (auto err = validate_shapes(shapes_of(m))) {
+            if (const auto mk = m.in.find(GraphPort::mask); mk != m.in.end() && err->starts_with("bias rule"))
+                invalid(fmt::format("tensor {} (mask) {} with Q {}, K {}, V {}: {}", mk->second.id,
+                        shape_str(mk->second.shape), shape_str(q.shape), shape_str(k.shape), shape_str(v.shape), *err));
             invalid(fmt::format("tensor {} (Q) {}, {} (K) {}, {} (V) {}: {}", q.id, shape_str(q.shape), k.id,
                     shape_str(k.shape), v.id, shape_str(v.shape), *err));
+        }
     Dims& d = p.dims;
     if (q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4) {
         if (k.shape[1] != q.shape[1])

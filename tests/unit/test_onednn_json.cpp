@@ -1085,8 +1085,14 @@ TEST(OnednnJson, LowerRankMaskBroadcastsLikeNumpy) {
     bad.in_shapes = fmt::format("{}:23", mask_id);  // not S_kv
     const GraphImport r = import_text(text, bad);
     EXPECT_EQ(r.status, Status::invalid_arguments);
-    EXPECT_NE(r.error.find("bias rule: the bias's last dimension must be S_kv = 24 or 1, got 23 in [1, 1, 1, 23]"),
+    EXPECT_NE(r.error.find(fmt::format("tensor {} (mask) [1,1,1,23] with Q [2,4,16,32], K [2,4,24,32], V [2,4,24,16]: bias rule: "
+                           "the bias's last dimension must be S_kv = 24 or 1, got 23 in [1, 1, 1, 23]", mask_id)),
             std::string::npos) << r.error;
+    GraphRewrites batch;  // a mask batch of 2 where B = 1 is not 1
+    Problem one = make(Dims{1, 4, 4, 16, 24, 32, 16}, Dir::fwd_t, DType::f32, Mask::bias);
+    batch.in_shapes = fmt::format("{}:2x1x16x24", mask_id);
+    const GraphImport b = import_text(onednn_graph_json(one), batch);
+    EXPECT_NE(b.error.find("bias rule: bias dimension 0 must be 1, got 2 in [2, 1, 16, 24]"), std::string::npos) << b.error;
 }
 
 }  // namespace
