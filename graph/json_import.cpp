@@ -301,7 +301,8 @@ float benchdnn_scale(ScaleOp op, std::uint64_t seed) {
     static constexpr float kMul[] = {0.25f, 0.5f, 1.f}, kDiv[] = {2.f, 4.f, 8.f};
     std::uint64_t h = (seed + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
-    return (op == ScaleOp::mul ? kMul : kDiv)[h % 3];
+    const std::size_t pick = static_cast<std::size_t>(h % 3);
+    return op == ScaleOp::mul ? kMul[pick] : kDiv[pick];
 }
 
 std::optional<std::string> check_id_rewrites(std::string_view text) {
