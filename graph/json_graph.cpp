@@ -50,8 +50,8 @@ RawTensor parse_tensor(const json& j, const std::string& what) {
     if (j.contains("stride")) t.stride = get<dims_t>(j, "stride", w);
     t.layout = j.contains("layout_type") ? get<std::string>(j, "layout_type", w) : "strided";
     t.property = j.contains("property_type") ? get<std::string>(j, "property_type", w) : "undef";
-    if (t.property != "undef" && t.property != "variable" && t.property != "constant" && t.property != "host_scalar")
-        invalid(fmt::format("{}: property_type '{}' is not one of undef, variable, constant, host_scalar", w, t.property));
+    if (!property_types().count(t.property))
+        invalid(fmt::format("{}: property_type '{}' is not one of {}", w, t.property, property_type_list()));
     // oneDNN's dump writes one INT64_MIN for strides it leaves undefined.
     const bool undefined = t.stride.size() == 1 && t.stride[0] == std::numeric_limits<std::int64_t>::min();
     if (!t.stride.empty() && !undefined && t.stride.size() != t.shape.size())
@@ -61,6 +61,26 @@ RawTensor parse_tensor(const json& j, const std::string& what) {
 }
 
 }  // namespace
+
+namespace {
+constexpr std::array<std::string_view, 4> kPropertyTypes{"undef", "variable", "constant", "host_scalar"};
+}  // namespace
+
+const std::set<std::string>& property_types() {
+    static const std::set<std::string> kSet(kPropertyTypes.begin(), kPropertyTypes.end());
+    return kSet;
+}
+
+const std::string& property_type_list() {
+    static const std::string kList = fmt::format("{}", fmt::join(kPropertyTypes, ", "));
+    return kList;
+}
+
+RawOp& op_by_id(std::vector<RawOp>& ops, std::size_t id, std::string_view knob) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == id; });
+    if (it == ops.end()) invalid(fmt::format("--{}: no op {} in the graph", knob, id));
+    return *it;
+}
 
 void check_tensors(const std::vector<RawOp>& ops) {
     std::map<std::size_t, std::pair<const RawTensor*, const RawOp*>> first;

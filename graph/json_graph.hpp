@@ -69,6 +69,14 @@ void check_tensors(const std::vector<RawOp>& ops);
 /// DType of "f32" / "bf16" / "f16"; nullopt for any other type name.
 std::optional<DType> float_dtype(const std::string& s);
 
+/// The property_type values oneDNN's graph JSON defines (undef, variable, constant, host_scalar),
+/// as a set and as the list errors print ("undef, variable, constant, host_scalar").
+const std::set<std::string>& property_types();
+const std::string& property_type_list();
+
+/// The op with id `id`; fails INVALID_ARGUMENTS "--KNOB: no op ID in the graph" without one.
+RawOp& op_by_id(std::vector<RawOp>& ops, std::size_t id, std::string_view knob);
+
 /// True for the op kinds the SDPA training patterns use.
 bool known_kind(const std::string& k);
 

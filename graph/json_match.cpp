@@ -94,6 +94,16 @@ const RawTensor* through_typecast(Graph& g, const RawTensor* t) {
     return &tc->outs[0];
 }
 
+/// The output of `op` (dK or dV per query head), or of the ReduceSum over the GQA group (axis
+/// 2 of the 5-D form, keep_dims) that consumes it, marked used.
+const RawTensor& through_group_reduce(Graph& g, const RawOp& op) {
+    const auto c = g.consumers(op.outs[0]);
+    if (c.size() != 1 || c[0]->kind != "ReduceSum") return op.outs[0];
+    check_reduce(*c[0], 2, static_cast<std::int64_t>(c[0]->ins[0].shape.size()));
+    g.use(*c[0]);
+    return c[0]->outs[0];
+}
+
 /// The other input of a binary op (the one that is not tensor `id`).
 const RawTensor& other_input(const RawOp& op, std::size_t id) { return op.ins[0].id == id ? op.ins[1] : op.ins[0]; }
 
@@ -249,12 +259,14 @@ struct Walk {
     const RawTensor* ds_io = nullptr;                               ///< scaled dS as dQ and dK read it
 };
 
-/// Step 0: an attention graph (it has a SoftMax) with an op outside the patterns, e.g. the
-/// inference graphs' Dequantize, StaticReshape or StaticTranspose, is UNIMPLEMENTED naming the op.
+/// An op outside the patterns (e.g. the inference graphs' Dequantize, StaticReshape or
+/// StaticTranspose) in an SDPA graph is UNIMPLEMENTED naming the op. Step 0 asks this of a graph
+/// with a SoftMax, find_qk() again once the Q*K^T MatMul is found (a backward has no SoftMax).
 void reject_foreign_ops(Walk& w) {
     Graph& g = w.g;
-    const bool attention = std::any_of(g.ops().begin(), g.ops().end(),
-            [](const RawOp& op) { return op.kind == "SoftMax" || op.kind == "SoftMaxBackward"; });
+    const bool attention = w.qk || std::any_of(g.ops().begin(), g.ops().end(), [](const RawOp& op) {
+        return op.kind == "SoftMax" || op.kind == "SoftMaxBackward";
+    });
     if (attention)
         for (const RawOp& op : g.ops())
             if (!known_kind(op.kind))
@@ -287,10 +299,7 @@ void find_qk(Walk& w) {
     if (!qk)
         invalid("not an SDPA training graph: no MatMul of two graph inputs whose output is multiplied or divided "
                 "by a graph input (the scale)");
-    for (const RawOp& op : g.ops())
-        if (!known_kind(op.kind))
-            unimplemented(fmt::format("{}: op kind {} is not part of the SDPA training patterns sdpabench reads", op.where(),
-                    op.kind));
+    reject_foreign_ops(w);
     for (const RawOp& op : g.ops())
         if (op.kind == "Dropout" && !dropout_in_place(g, op)) misplaced_dropout(g, op);
 }
@@ -483,13 +492,7 @@ void take_dv(Walk& w) {
     w.d_o = &dv->ins[1];
     const RawTensor& d_o = *w.d_o;
     m.in[GraphPort::dO] = d_o;
-    const RawOp* dv_out = dv;
-    if (const auto c = g.consumers(dv->outs[0]); c.size() == 1 && c[0]->kind == "ReduceSum") {
-        check_reduce(*c[0], 2, static_cast<std::int64_t>(c[0]->ins[0].shape.size()));
-        g.use(*c[0]);
-        dv_out = c[0];
-    }
-    m.out[GraphPort::dV] = dv_out->outs[0];
+    m.out[GraphPort::dV] = through_group_reduce(g, *dv);
 }
 
 /// dP = dO V^T [Dropout], with the rule that a backward drops out both P and dP or neither.
@@ -636,13 +639,7 @@ void take_dq_dk(Walk& w) {
     g.use(*dq);
     g.use(*dk);
     m.out[GraphPort::dQ] = dq->outs[0];
-    const RawOp* dk_out = dk;
-    if (const auto c = g.consumers(dk->outs[0]); c.size() == 1 && c[0]->kind == "ReduceSum") {
-        check_reduce(*c[0], 2, static_cast<std::int64_t>(c[0]->ins[0].shape.size()));
-        g.use(*c[0]);
-        dk_out = c[0];
-    }
-    m.out[GraphPort::dK] = dk_out->outs[0];
+    m.out[GraphPort::dK] = through_group_reduce(g, *dk);
     for (const RawOp* op : {dv, dq, dk}) {
         m.io_typed.emplace_back(op, &op->ins[0]);
         m.io_typed.emplace_back(op, &op->outs[0]);

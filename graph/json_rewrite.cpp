@@ -181,8 +181,7 @@ void rewrite_dtypes(std::vector<RawOp>& ops, std::string_view text) {
 }
 
 void rewrite_properties(std::vector<RawOp>& ops, std::string_view text) {
-    static const std::set<std::string> kProps{"undef", "variable", "constant", "host_scalar"};
-    retag_tensors(ops, text, "tensor-property", kProps, "property", " (undef, variable, constant, host_scalar)",
+    retag_tensors(ops, text, "tensor-property", property_types(), "property", fmt::format(" ({})", property_type_list()),
             &RawTensor::property);
 }
 
@@ -190,11 +189,8 @@ void rewrite_op_kinds(std::vector<RawOp>& ops, std::string_view text) {
     std::string err;
     const auto rws = parse_id_rewrites(text, &err);
     if (!err.empty()) invalid(fmt::format("--op-kind: {}", err));
-    for (const auto& r : rws) {
-        auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == r.id; });
-        if (it == ops.end()) invalid(fmt::format("--op-kind: no op {} in the graph", r.id));
-        if (r.value != "undef") it->kind = r.value;
-    }
+    for (const auto& r : rws)
+        if (RawOp& op = op_by_id(ops, r.id, "op-kind"); r.value != "undef") op.kind = r.value;
 }
 
 std::vector<AttrRewrite> parse_op_attrs(std::string_view text, std::string* err) {
@@ -271,14 +267,13 @@ void rewrite_op_attrs(std::vector<RawOp>& ops, std::string_view text) {
     const auto rws = parse_op_attrs(text, &err);
     if (!err.empty()) invalid(fmt::format("--op-attrs: {}", err));
     for (const auto& r : rws) {
-        auto it = std::find_if(ops.begin(), ops.end(), [&](const RawOp& op) { return op.id == r.id; });
-        if (it == ops.end()) invalid(fmt::format("--op-attrs: no op {} in the graph", r.id));
-        json& attrs = it->attrs;
+        RawOp& op = op_by_id(ops, r.id, "op-attrs");
+        json& attrs = op.attrs;
         const json* old = attrs.contains(r.name) ? &attrs.at(r.name) : nullptr;
         const bool typed = old && old->is_object() && old->contains("type") && old->at("type").is_string();
         const std::string type = typed ? old->at("type").get<std::string>() : infer_attr_type(r.value);
         const auto not_a = [&](std::string_view what) {
-            invalid(fmt::format("--op-attrs: {}: attribute '{}' is {}: '{}' is not {}", it->where(), r.name, type,
+            invalid(fmt::format("--op-attrs: {}: attribute '{}' is {}: '{}' is not {}", op.where(), r.name, type,
                     r.value, what));
         };
         json v;
@@ -306,7 +301,7 @@ void rewrite_op_attrs(std::vector<RawOp>& ops, std::string_view text) {
             v = *l;
         } else {
             invalid(fmt::format("--op-attrs: {}: attribute '{}' has type '{}', which --op-attrs cannot write",
-                    it->where(), r.name, type));
+                    op.where(), r.name, type));
         }
         attrs[r.name] = json{{"type", type}, {"value", std::move(v)}};
     }
