@@ -93,16 +93,22 @@ std::uint64_t available_memory_bytes() {
     return 0;
 }
 
+std::uint64_t memory_limit_from(std::uint64_t available, std::uint64_t as_limit, std::uint64_t data_limit) {
+    std::uint64_t base = 0;
+    for (const std::uint64_t v : {available, as_limit, data_limit})
+        if (v != 0) base = base == 0 ? v : std::min(base, v);
+    return base / 5 * 4;
+}
+
 std::uint64_t default_memory_limit() {
-    std::uint64_t base = available_memory_bytes();
-    if (base == 0) base = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t limits[2] = {0, 0};
+    int i = 0;
     for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
         rlimit rl{};
-        if (getrlimit(resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-            base = std::min<std::uint64_t>(base, rl.rlim_cur);
+        if (getrlimit(resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) limits[i] = rl.rlim_cur;
+        ++i;
     }
-    if (base == std::numeric_limits<std::uint64_t>::max()) return 0;
-    return base / 5 * 4;
+    return memory_limit_from(available_memory_bytes(), limits[0], limits[1]);
 }
 
 std::string format_bytes(double bytes) {

@@ -48,8 +48,13 @@ MemoryEstimate estimate_host_memory(const Problem& p, unsigned threads, const st
 /// MemAvailable from /proc/meminfo in bytes, or 0 when it cannot be read.
 std::uint64_t available_memory_bytes();
 
-/// Default --max-memory: 80% of the smallest of MemAvailable and the process's RLIMIT_AS and
-/// RLIMIT_DATA soft limits (`ulimit -v`/`-d`); 0 (no limit) when none of them is known.
+/// The --max-memory rule on given figures (bytes; 0 = not known): 80% of the smallest known of
+/// `available`, `as_limit` and `data_limit`; 0 (no limit) when none is known.
+std::uint64_t memory_limit_from(std::uint64_t available, std::uint64_t as_limit, std::uint64_t data_limit);
+
+/// Default --max-memory: memory_limit_from(MemAvailable, the process's RLIMIT_AS and RLIMIT_DATA
+/// soft limits (`ulimit -v`/`-d`)). MemAvailable moves as other processes run, so two calls
+/// seldom agree to the byte.
 std::uint64_t default_memory_limit();
 
 /// "3.35 GiB", "512 MiB", "12 KiB", "100 B": binary units with 3 significant digits.
