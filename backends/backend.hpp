@@ -71,6 +71,10 @@ public:
     virtual std::string_view name() const = 0;
     /// One line for --version: library version, runtime and ISA.
     virtual std::string version() const = 0;
+    /// The vendor library's version, "MAJOR.MINOR.PATCH" (oneDNN's dnnl_version(), the cuDNN
+    /// that was loaded), "" for a backend without one or when it cannot be loaded. --expect
+    /// entries' "requires" compare against it (driver/expect.hpp).
+    virtual std::string library_version() const { return ""; }
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
     /// Host bytes this backend allocates for `p` beyond the harness's own tensors (its copies of

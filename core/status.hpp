@@ -8,13 +8,14 @@
 
 namespace sdpa {
 
-/// Outcome of one case. Exactly one per case, on every path.
-enum class Status { passed, mistrusted, skipped, unimplemented, invalid_arguments, failed, listed };
+/// Outcome of one case. Exactly one per case, on every path. PASSED only ever means "checked
+/// and right"; a case that ran without a check (--mode=P) is EXECUTED (benchdnn's name for it).
+enum class Status { passed, mistrusted, skipped, unimplemented, invalid_arguments, failed, listed, executed };
 
-inline constexpr std::array<EnumName<Status>, 7> kStatusNames{{{Status::passed, "PASSED"},
+inline constexpr std::array<EnumName<Status>, 8> kStatusNames{{{Status::passed, "PASSED"},
     {Status::mistrusted, "MISTRUSTED"}, {Status::skipped, "SKIPPED"},
     {Status::unimplemented, "UNIMPLEMENTED"}, {Status::invalid_arguments, "INVALID_ARGUMENTS"},
-    {Status::failed, "FAILED"}, {Status::listed, "LISTED"}}};
+    {Status::failed, "FAILED"}, {Status::listed, "LISTED"}, {Status::executed, "EXECUTED"}}};
 
 inline std::string_view format_as(Status v) { return enum_name(kStatusNames, v); }
 

@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "backends/faulty/faulty_backend.hpp"
+#include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
 #include "graph/json_import.hpp"
 
@@ -179,6 +181,21 @@ bool set_backend(std::string_view v, Case& c) {
     return true;
 }
 
+/// Every form --backend accepts: the compiled-in vendors and the fault-injection kinds.
+std::string backend_choices() {
+    return fmt::format("{}|faulty:KIND|test:KIND", fmt::join(backend_names(), "|"));
+}
+
+std::string explain_backend(std::string_view v) {
+    if (v.starts_with("faulty:"))
+        return fmt::format("unknown fault '{}' for --backend=faulty:KIND (accepted: {})", v.substr(7),
+                faulty_backend_names());
+    if (v.starts_with("test:"))
+        return fmt::format("unknown test-only backend '{}' (accepted: {})", v, fmt::join(test_backend_names(), ", "));
+    return fmt::format("unknown value '{}' for --backend (accepted: {}; faulty kinds: {})", v, backend_choices(),
+            faulty_backend_names());
+}
+
 /// The value knobs, in cross-product order (the first one varies slowest).
 /// Defaults are read from Problem{} and Case{} so they are spelled in one place only.
 const std::vector<Knob>& knob_table() {
@@ -332,7 +349,8 @@ const std::vector<Knob>& knob_table() {
                 "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
                 "property_type host_scalar) or [1] device tensors",
                 set_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
-            {"backend", fmt::format("{}", fmt::join(backend_names(), "|")), d.backend, "vendor backend that runs the case (or faulty:KIND, below)", set_backend, true},
+            {"backend", backend_choices(), d.backend, "vendor backend that runs the case (or faulty:KIND, below)",
+                set_backend, true, explain_backend},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "
                 "then time; B: C, then a second run that must be bitwise equal",
@@ -391,6 +409,18 @@ constexpr std::size_t kMaxCases = 1'000'000;
 class Parser {
 public:
     std::vector<CaseEntry> entries;
+
+    /// For "--NAME" (a value knob, no '=') followed by `next`, a value that knob accepts: the
+    /// error that says to write --NAME=next. nullopt otherwise.
+    static std::optional<std::string> spaced_value(std::string_view tok, std::string_view next) {
+        if (!tok.starts_with("--") || tok.find('=') != tok.npos || next.starts_with("-")) return std::nullopt;
+        for (const Knob& k : knob_table()) {
+            Case scratch;
+            if (k.name == tok.substr(2) && k.apply(next, scratch))
+                return fmt::format("'{} {}': a knob and its value are joined by '=': write {}={}", tok, next, tok, next);
+        }
+        return std::nullopt;
+    }
 
     /// Handles one token with the knob state of its file (or of the command line).
     void token(std::string_view tok, KnobState& st, const Loc& loc) {
@@ -472,6 +502,7 @@ public:
             std::string err;        ///< when set, the token is this error instead
         };
         std::optional<Pending> pend;
+        std::optional<Pending> dangling;      // the last knob after the last problem, --case or --batch
         bool cont = false;                    // the pending token continues into the next one
         Loc cont_at;                          // where its last '\' is
         std::size_t group = 0, last_line = 0, skip = 0;  // skip: the logical line an error dropped
@@ -481,6 +512,12 @@ public:
             if (!pend->err.empty()) error(pend->loc, pend->err);
             else token(pend->text, st, pend->loc);
             if (errors_ != before) skip = pend->group;
+            const std::string_view t = pend->text;
+            if (!pend->err.empty() || errors_ != before || !t.starts_with("--") || t.starts_with("--batch=") ||
+                    t.starts_with("--case="))
+                dangling.reset();
+            else
+                dangling = pend;
         };
         std::ifstream in(path);
         std::string line;
@@ -492,6 +529,8 @@ public:
                 if (cont) {
                     pend->text += tok;
                 } else if (!lone || !pend) {
+                    if (pend && pend->err.empty() && n == last_line && !lone)
+                        if (auto m = spaced_value(pend->text, tok)) pend->err = *m;  // tok goes with the line
                     flush();
                     if (n != last_line) ++group;
                     pend = Pending{lone ? std::string() : std::string(tok), Loc{path, n, col}, group,
@@ -515,6 +554,10 @@ public:
             pend->group = ++group;
         }
         flush();
+        if (dangling)  // the same rule as on the command line, as an error of this file
+            error(dangling->loc, fmt::format("'{}' comes after the last problem of the file and would apply to "
+                                             "nothing (knobs apply to the problems, --case and --batch files after "
+                                             "them, and end with the file)", dangling->text));
     }
 
 private:
@@ -526,6 +569,7 @@ private:
     void error(const Loc& loc, const std::string& msg) {
         CaseEntry e;
         e.usage = loc.command_line();
+        e.where = loc.where();
         e.error = escape_for_message(loc.command_line()
                         ? fmt::format("command line: error: {}", msg)
                         : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, msg));
@@ -656,6 +700,7 @@ private:
                 CaseEntry e;
                 e.error = imp.error;
                 e.status = imp.status;
+                e.where = loc.where();
                 c.graph_file = shown;
                 e.repro = repro(c);
                 entries.push_back(std::move(e));
@@ -776,17 +821,28 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
     std::string dangling;               // last knob after the last problem, --case or --batch
     std::vector<std::string> batches;   // --batch files named on the command line
     bool targets = false;               // a problem or --batch was given
+    std::vector<std::string_view> toks;
     for (const std::string& arg : tokens)
-        for (const auto& [tok, col] : split_tokens(arg)) {
+        for (const auto& [tok, col] : split_tokens(arg)) toks.push_back(tok);
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+        const std::string_view tok = toks[i];
+        if (i + 1 < toks.size())
+            if (auto m = Parser::spaced_value(tok, toks[i + 1])) {
+                p.entries.push_back(CaseEntry{std::nullopt, escape_for_message("command line: error: " + *m), true});
+                ++i;
+                continue;
+            }
+        {
             p.token(tok, st, Loc{});
-            if (tok.starts_with("--batch=")) batches.emplace_back(tok.substr(8));
+            if (tok.starts_with("--batch=")) batches.emplace_back(std::string(tok.substr(8)));
             if (tok.starts_with("--batch=") || tok.starts_with("--case=") || !tok.starts_with("-")) {
                 dangling.clear();
                 targets = true;
             } else if (tok.starts_with("--")) {
-                dangling = tok;
+                dangling = std::string(tok);
             }
         }
+    }
     if (!dangling.empty() && targets)
         p.entries.push_back(CaseEntry{std::nullopt,
                 escape_for_message(fmt::format("command line: error: '{}' comes after the last problem and would "

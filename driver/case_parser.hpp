@@ -26,6 +26,8 @@ struct CaseEntry {
     /// For a --case graph that failed to import: the repro of the case it would have been (its
     /// rewrite knobs and file), so the expanded cases of one line can be told apart.
     std::string repro{};
+    /// For an error entry: "FILE:LINE" of the token ("command line" there), the id of a parse error.
+    std::string where{};
 };
 
 /// `text` with control bytes, quotes, backslashes and invalid UTF-8 escaped (\xNN, \n, \", ...) so

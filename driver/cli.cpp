@@ -22,11 +22,17 @@ std::string footer() {
             "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
             "TEST-ONLY BACKENDS (for sdpabench's own tests, use with --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
-            "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N'.\n"
-            "  Statuses: PASSED, MISTRUSTED (matches, but the reference is mostly zeros), SKIPPED (platform\n"
-            "  cannot run it), UNIMPLEMENTED (library has no kernel), INVALID_ARGUMENTS (case breaks a rule),\n"
-            "  FAILED (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED.\n"
-            "EXIT: 0 when no case FAILED/UNIMPLEMENTED/INVALID_ARGUMENTS, 1 otherwise, 2 for bad usage.\n",
+            "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N\n"
+            "  executed:N xfail:N xpass:N not_applicable:N'.\n"
+            "  Statuses: PASSED (checked and right), EXECUTED (ran without a check: --mode=P), MISTRUSTED\n"
+            "  (matches, but the reference is mostly zeros), SKIPPED (platform cannot run it), UNIMPLEMENTED\n"
+            "  (no kernel, or a graph sdpabench does not model), INVALID_ARGUMENTS (case breaks a rule), FAILED\n"
+            "  (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED. With\n"
+            "  --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
+            "  (PASSED where the entry's platform requirements do not hold).\n"
+            "EXIT: 0 nothing in --fail-on happened; 1 a case FAILED (a kernel is wrong); 2 bad usage; 3 the run\n"
+            "  could not test what was asked (INVALID_ARGUMENTS, UNIMPLEMENTED, a timeout, an unwritable file);\n"
+            "  4 XPASS; 5 another status named by --fail-on. The lowest that applies wins.\n",
             case_language_help(), fmt::join(backend_names(), ", "), faulty_backend_names(),
             fmt::join(test_backend_names(), ", "));
 }
@@ -35,18 +41,21 @@ std::string footer() {
 void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_template, std::vector<std::string>& reports) {
     const char* g = "Performance and reports";
     app.add_option("--max-ms-per-case", o.timing.max_ms_per_case,
-               "P/CP: wall-clock budget of one case's timed loop in ms (flushes included)")
+               "P/CP: wall-clock budget of one case's timed loop in ms (flushes included, warm-up not): timed runs "
+               "go on while it lasts; the loop stops at the first run past it once --min-runs runs are in, so "
+               "--min-runs wins over the budget and a slow case can take min-runs x its time")
             ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
-    app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past the budget")
+    app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past --max-ms-per-case")
             ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
-    app.add_option("--fix-times", o.timing.fix_times, "P/CP: exactly N timed runs (overrides the budget)")
+    app.add_option("--fix-times", o.timing.fix_times, "P/CP: exactly N timed runs (overrides --max-ms-per-case and --min-runs)")
             ->check(CLI::PositiveNumber)->group(g);
     app.add_flag("--cold-cache", o.timing.cold_cache,
                "P/CP: write a buffer of 2x the last-level cache before every timed run (not timed)")->group(g);
     app.add_option("--perf-template", perf_template,
                "P/CP: perf line per timed case; fields %backend% %engine% %mode% %dir% %dt% %mask% %dropout% %prb% %name% "
-               "%idx% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %GBps% %mtime% %ctime%; "
-               "modifiers on time/Gflops: - min, 0 median (also no modifier), + max; 'csv' = the default")
+               "%idx% %id% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %Tflops% %GBps% %mtime% %ctime%; "
+               "modifiers on time/Gflops/Tflops: - min, 0 median (also no modifier), + max (rates at that time); "
+               "'csv' = the default; the header line names each column with its unit")
             ->capture_default_str()->group(g);
     app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")
             ->allow_extra_args(false)->group(g);
@@ -108,6 +117,18 @@ CliOutcome parse_command_line(int argc, char** argv) {
                                 : fmt::format("must be a number of seconds >= 0 (got '{}')", s);
                     },
                     "SECONDS"));
+    app.add_option("--expect", out.opts.expect_file,
+            "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"status\": "
+            "\"FAILED\", \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": \"amx_bf16\", \"onednn\": \"3.13\"}, "
+            "\"allow_xpass\": false}; the expected status is XFAIL (does not fail the run), a PASS is XPASS "
+            "(fails it unless allowed), a PASS where \"requires\" does not hold is NOT_APPLICABLE")
+        ->option_text("FILE");
+    std::string fail_on = "default";
+    app.add_option("--fail-on", fail_on,
+            fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
+                        "'default' = failed,invalid_arguments,unimplemented,xpass; e.g. --fail-on=default,skipped,mistrusted",
+                    fail_on_names()))
+        ->capture_default_str()->option_text("LIST");
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
@@ -123,6 +144,13 @@ CliOutcome parse_command_line(int argc, char** argv) {
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
     out.opts.case_tokens = app.remaining();
+    std::string fail_on_err;
+    if (auto f = parse_fail_on(fail_on, &fail_on_err)) out.opts.fail_on = *f;
+    else {
+        fmt::print(stderr, "command line: error: {}\n", fail_on_err);
+        out.exit_code = 2;
+        return out;
+    }
     if (const std::string err = finish_perf_options(out.opts, perf_template, reports); !err.empty()) {
         fmt::print(stderr, "command line: error: {}\n", err);
         out.exit_code = 2;

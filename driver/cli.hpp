@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "driver/timing.hpp"
+#include "reports/case_result.hpp"
 #include "reports/perf_template.hpp"
 #include "reports/report_files.hpp"
 
@@ -27,6 +28,8 @@ struct GlobalOptions {
     PerfTemplate perf_template;    ///< --perf-template (default kDefaultPerfTemplate)
     std::vector<ReportSpec> reports;  ///< --report=FORMAT:PATH, repeatable
     bool no_progress = false;      ///< --no-progress: no progress line even on a terminal
+    std::string expect_file;       ///< --expect=FILE: expected results (driver/expect.hpp)
+    FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (reports/case_result.hpp)
 };
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after

@@ -156,6 +156,7 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
     const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     if (timed_out) {
         r.status = Status::failed;
+        r.timed_out = true;
         r.reason = fmt::format("timeout: the case ran longer than --timeout-per-case={}s and was killed", timeout_s);
     } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !bytes.empty()) {
         try {

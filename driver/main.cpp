@@ -1,18 +1,24 @@
 // sdpabench: parse the command line and the case language, run every case through its
-// backend and the reference, report each result as it finishes, exit 0/1/2.
+// backend and the reference, report each result as it finishes, exit with the code of
+// reports/case_result.hpp ExitCode.
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <memory>
 
+#include <omp.h>
 #include <unistd.h>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
+#include "driver/expect.hpp"
 #include "driver/isolation.hpp"
 #include "driver/emit_json.hpp"
 #include "graph/json_export.hpp"
@@ -22,6 +28,43 @@
 #include "reports/progress_reporter.hpp"
 
 namespace {
+
+/// The context of this run for the reports' first record (reports/case_result.hpp RunContext).
+sdpa::RunContext run_context(int argc, char** argv) {
+    sdpa::RunContext ctx;
+    ctx.sdpabench = SDPABENCH_VERSION;
+    for (int i = 0; i < argc; ++i) ctx.command += (i ? " " : "") + std::string(argv[i]);
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) ctx.host = host;
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) ctx.cpu = line.substr(line.find_first_not_of(' ', colon + 1));
+            break;
+        }
+    ctx.threads = omp_get_max_threads();
+    for (const auto& name : sdpa::backend_names())
+        if (auto be = sdpa::make_backend(name); be && !be->library_version().empty())
+            ctx.libraries.emplace_back(name, be->library_version());
+    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
+            std::chrono::system_clock::now())));
+    return ctx;
+}
+
+/// Canonical case ids (CaseResult::id): the repro, or for an entry that did not parse its
+/// would-be repro or "FILE:LINE"; a repeat gets " #2", " #3", ... so that ids are unique.
+class CaseIds {
+public:
+    std::string next(const sdpa::CaseEntry& e) {
+        std::string base = e.c ? sdpa::repro(*e.c) : (!e.repro.empty() ? e.repro : e.where);
+        const std::size_t n = ++seen_[base];
+        return n == 1 ? base : fmt::format("{} #{}", base, n);
+    }
+
+private:
+    std::map<std::string, std::size_t> seen_;
+};
 
 int run(int argc, char** argv) {
     using namespace sdpa;
@@ -42,12 +85,23 @@ int run(int argc, char** argv) {
             fmt::print(stderr, "{}\n", e.error);
             usage_error = true;
         }
-    if (usage_error) return 2;
+    if (usage_error) return kExitUsage;
     if (entries.empty()) {
         fmt::print(stderr, "command line: error: no problem given (e.g. 'sdpabench b1hq2sq64d64' or "
                            "'sdpabench --batch=cases/ci/smoke.cases'); see --help\n");
-        return 2;
+        return kExitUsage;
     }
+
+    std::vector<Expectation> expectations;
+    if (!opts.expect_file.empty()) {
+        try {
+            expectations = load_expectations(opts.expect_file);
+        } catch (const std::exception& ex) {
+            fmt::print(stderr, "{}\n", ex.what());
+            return kExitUsage;
+        }
+    }
+    Platform platform;
 
     ConsoleReporter console(stdout, opts.verbose);
     std::vector<Reporter*> reporters{&console};
@@ -65,7 +119,7 @@ int run(int argc, char** argv) {
             files.push_back(make_file_reporter(spec));
         } catch (const std::exception& ex) {
             fmt::print(stderr, "command line: error: {}\n", ex.what());
-            return 2;
+            return kExitUsage;
         }
         reporters.push_back(files.back().get());
     }
@@ -77,8 +131,10 @@ int run(int argc, char** argv) {
     }
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
+    CaseIds ids;
+    const RunContext ctx = run_context(argc, argv);
+    for (Reporter* rep : reporters) rep->begin(ctx);
     const RunLimits limits{opts.max_memory};
-    bool write_failed = false;  // an --emit-onednn-json file could not be written: exit 1
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const CaseEntry& e = entries[i];
         const std::string label = e.c ? repro(*e.c) : std::string();
@@ -96,7 +152,7 @@ int run(int argc, char** argv) {
                     write_onednn_json(*e.c, opts.emit_onednn_json);
                 } catch (const std::exception& ex) {
                     fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
-                    write_failed = true;
+                    ++summary.write_errors;
                 }
             }
             if (opts.isolate || opts.timeout_per_case > 0) {
@@ -113,11 +169,13 @@ int run(int argc, char** argv) {
                         e.c->backend, fmt::join(backend_names(), "|"));
             }
         }
-        summary.add(r.status);
+        r.id = ids.next(e);
+        apply_expectations(expectations, platform, r);
+        summary.add(r);
         for (Reporter* rep : reporters) rep->on_case(r);
     }
     for (Reporter* rep : reporters) rep->end(summary);
-    return write_failed ? 1 : summary.exit_code();
+    return exit_code(summary, opts.fail_on);
 }
 
 }  // namespace
@@ -127,6 +185,6 @@ int main(int argc, char** argv) {
         return run(argc, argv);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "sdpabench: fatal: %s\n", e.what());
-        return 1;
+        return sdpa::kExitUntested;
     }
 }

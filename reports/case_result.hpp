@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -32,9 +34,30 @@ struct DropoutReport {
     std::vector<std::string> failures;  ///< failed rules (statistics, fwd/bwd mask, p = 0, seed)
 };
 
+/// What an --expect entry made of a case's status (driver/expect.hpp, README "Expected results").
+enum class Expected { none, xfail, xpass, not_applicable };
+
+inline constexpr std::array<EnumName<Expected>, 4> kExpectedNames{{{Expected::none, "NONE"},
+    {Expected::xfail, "XFAIL"}, {Expected::xpass, "XPASS"}, {Expected::not_applicable, "NOT_APPLICABLE"}}};
+
+inline std::string_view format_as(Expected v) { return enum_name(kExpectedNames, v); }
+
+/// The expectation outcome of one case: XFAIL (the expected non-PASSED status came), XPASS (it
+/// PASSED instead), NOT_APPLICABLE (it PASSED on a platform the entry does not apply to).
+struct ExpectOutcome {
+    Expected kind = Expected::none;
+    std::string reason;        ///< the entry's reason; for NOT_APPLICABLE also what the platform lacks
+    bool allow_xpass = false;  ///< the entry lets an XPASS pass the run (a flaky bug)
+};
+
 /// The one result of one case, on every path (parse error, validation, skip, run, compare).
 struct CaseResult {
     std::size_t index = 0;      ///< 0-based position in the batch
+    /// Canonical id: the repro (name and knobs, no run index), "file:line" for a parse error,
+    /// " #2", " #3" appended to repeats; unique within a run (driver/main.cpp case_ids).
+    std::string id;
+    bool timed_out = false;     ///< killed by --timeout-per-case (status FAILED, reason "timeout: ...")
+    ExpectOutcome expect;       ///< --expect outcome (Expected::none without a matching entry)
     Status status = Status::passed;
     std::string reason;         ///< for any status but PASSED/LISTED: why
     double ms = 0;              ///< wall time of the whole case (fill, run, reference, compare)
@@ -49,19 +72,66 @@ struct CaseResult {
     std::optional<DropoutReport> dropout;  ///< cases with --dropout that were checked
 };
 
-/// Counts per status over a run.
-struct Summary {
-    std::array<std::size_t, 7> counts{};  ///< indexed by Status
-    std::size_t tests = 0;
-    void add(Status s) {
-        ++counts[static_cast<std::size_t>(s)];
-        ++tests;
-    }
-    std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
-    /// Exit status: 1 when any case FAILED, UNIMPLEMENTED or INVALID_ARGUMENTS, else 0.
-    int exit_code() const {
-        return ((*this)[Status::failed] + (*this)[Status::unimplemented] + (*this)[Status::invalid_arguments]) > 0 ? 1 : 0;
-    }
+/// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs
+/// can be told comparable or not (scripts/compare_runs.py).
+struct RunContext {
+    std::string sdpabench;    ///< version
+    std::string command;      ///< the command line, arguments space-separated
+    std::string host;         ///< gethostname
+    std::string cpu;          ///< /proc/cpuinfo "model name"
+    int threads = 0;          ///< OpenMP threads (omp_get_max_threads)
+    std::vector<std::pair<std::string, std::string>> libraries;  ///< backend -> library_version()
+    std::string start;        ///< UTC start time, ISO 8601
 };
+
+/// The status a report shows: the expectation outcome's name (XFAIL, XPASS, NOT_APPLICABLE)
+/// when there is one, else the status's.
+std::string_view shown_status(const CaseResult& r);
+
+/// Counts over a run: each case is counted once, by its expectation outcome when it has one,
+/// else by its status (an XFAIL is not also a FAILED).
+struct Summary {
+    std::array<std::size_t, kStatusNames.size()> counts{};      ///< indexed by Status
+    std::array<std::size_t, kExpectedNames.size()> expected{};  ///< indexed by Expected (none unused)
+    std::size_t tests = 0;
+    std::size_t timeouts = 0;       ///< FAILED cases that were timeouts
+    std::size_t allowed_xpass = 0;  ///< XPASS cases whose entry allows them
+    std::size_t write_errors = 0;   ///< files the run was asked to write and could not (--emit-onednn-json)
+    void add(const CaseResult& r);
+    std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
+    std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }
+};
+
+/// Exit codes of a run (README "Statuses and exit codes"; one table, here).
+enum ExitCode : int {
+    kExitOk = 0,        ///< nothing in --fail-on happened
+    kExitFailed = 1,    ///< a kernel is wrong: a case FAILED that no --expect entry expected
+    kExitUsage = 2,     ///< bad command line (nothing ran)
+    kExitUntested = 3,  ///< the run could not test what was asked: INVALID_ARGUMENTS, UNIMPLEMENTED, a
+                        ///< --timeout-per-case kill, a file that could not be written
+    kExitXpass = 4,     ///< an expected failure PASSED (XPASS) and its entry does not allow it
+    kExitFailOn = 5,    ///< a status named by --fail-on beyond the default (e.g. SKIPPED, MISTRUSTED)
+};
+
+/// What fails the run (--fail-on). FAILED always does; the default adds INVALID_ARGUMENTS,
+/// UNIMPLEMENTED and XPASS.
+struct FailOn {
+    std::array<bool, kStatusNames.size()> status{};
+    std::array<bool, kExpectedNames.size()> expected{};
+    FailOn();  ///< the default
+};
+
+/// Parses --fail-on's comma list of lowercase status names (passed, mistrusted, skipped,
+/// unimplemented, invalid_arguments, failed, listed, executed, xfail, xpass, not_applicable) and
+/// "default"; the list replaces the default except that FAILED always fails. nullopt with `err`
+/// naming the bad item and the accepted names.
+std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err);
+
+/// The accepted --fail-on names, for --help.
+std::string fail_on_names();
+
+/// The run's exit code under `fail_on`: the lowest applicable code of kExitFailed (unexpected
+/// FAILED, not a timeout), kExitUntested, kExitXpass, kExitFailOn; kExitOk when none applies.
+int exit_code(const Summary& s, const FailOn& fail_on);
 
 }  // namespace sdpa

@@ -5,17 +5,22 @@
 namespace sdpa {
 
 std::string status_line(const CaseResult& r) {
-    std::string s = fmt::format("{}:{}", r.index, r.status);
-    if (!r.reason.empty()) s += fmt::format(" ({})", r.reason);
+    std::string s = fmt::format("{}:{}", r.index, shown_status(r));
+    if (r.expect.kind != Expected::none)  // the status it was, and why that was expected
+        s += fmt::format(" ({}{}; {})", r.status, r.reason.empty() ? std::string() : ": " + r.reason, r.expect.reason);
+    else if (!r.reason.empty())
+        s += fmt::format(" ({})", r.reason);
     s += fmt::format(" ({:.1f} ms)", r.ms);
     if (!r.repro.empty()) s += fmt::format(" __REPRO: {}", r.repro);
     return s;
 }
 
 std::string summary_line(const Summary& s) {
-    return fmt::format("tests:{} passed:{} skipped:{} mistrusted:{} unimplemented:{} invalid_arguments:{} failed:{} listed:{}",
+    return fmt::format("tests:{} passed:{} skipped:{} mistrusted:{} unimplemented:{} invalid_arguments:{} failed:{} "
+                       "listed:{} executed:{} xfail:{} xpass:{} not_applicable:{}",
             s.tests, s[Status::passed], s[Status::skipped], s[Status::mistrusted], s[Status::unimplemented],
-            s[Status::invalid_arguments], s[Status::failed], s[Status::listed]);
+            s[Status::invalid_arguments], s[Status::failed], s[Status::listed], s[Status::executed],
+            s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable]);
 }
 
 std::string margin_line(const OutputCheck& c) {

@@ -13,14 +13,15 @@
 namespace sdpa {
 
 std::string csv_header() {
-    return "idx,status,reason,repro,backend,engine,mode,dir,dt,mask,prb,name,case_ms,flops,bytes,runs,min_ms,"
+    return "idx,id,status,expect,reason,repro,backend,engine,mode,dir,dt,mask,prb,name,case_ms,flops,bytes,runs,min_ms,"
            "median_ms,mean_ms,max_ms,compile_ms,gflops,gflops_best,gbytes_per_s,worst_output,worst_ratio,dropout,"
            "dropout_keep_p_value,dropout_pairs_p_value";
 }
 
 std::string csv_row(const CaseResult& r) {
     const CaseInfo& i = r.info;
-    std::vector<std::string> f{fmt::format("{}", r.index), fmt::format("{}", r.status), r.reason, r.repro, i.backend,
+    std::vector<std::string> f{fmt::format("{}", r.index), r.id, fmt::format("{}", r.status),
+        r.expect.kind == Expected::none ? std::string() : fmt::format("{}", r.expect.kind), r.reason, r.repro, i.backend,
         i.engine, i.mode, i.dir, i.dt, i.mask, i.prb, i.name, fmt::format("{}", r.ms), fmt::format("{}", r.flops),
         fmt::format("{}", r.bytes)};
     if (r.perf) {

@@ -27,9 +27,13 @@ void put_number(nlohmann::json& obj, const std::string& key, double v) {
 nlohmann::json json_record(const CaseResult& r) {
     using nlohmann::json;
     json j;
+    j["id"] = r.id;
     j["idx"] = r.index;
     j["status"] = fmt::format("{}", r.status);
     j["reason"] = r.reason;
+    j["expect"] = r.expect.kind == Expected::none ? json(nullptr) : json(fmt::format("{}", r.expect.kind));
+    j["expect_reason"] = r.expect.reason;
+    j["timed_out"] = r.timed_out;
     j["repro"] = r.repro;
     j["backend"] = r.info.backend;
     j["engine"] = r.info.engine;
@@ -105,6 +109,18 @@ nlohmann::json json_record(const CaseResult& r) {
 
 std::string json_line(const nlohmann::json& record) {
     return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json context_record(const RunContext& ctx) {
+    nlohmann::json libs = nlohmann::json::object();
+    for (const auto& [name, version] : ctx.libraries) libs[name] = version;
+    return {{"context", {{"sdpabench", ctx.sdpabench}, {"command", ctx.command}, {"host", ctx.host}, {"cpu", ctx.cpu},
+                                {"threads", ctx.threads}, {"libraries", libs}, {"start", ctx.start}}}};
+}
+
+void JsonlReporter::begin(const RunContext& ctx) {
+    fmt::print(f_, "{}\n", json_line(context_record(ctx)));
+    flush_checked(f_, path_);
 }
 
 JsonlReporter::JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {

@@ -26,6 +26,10 @@ nlohmann::json json_record(const CaseResult& r);
 std::string json_line(const nlohmann::json& record);
 
 /// Writes json_record() of every case as one line to a file.
+/// The run's context record: {"context": {"sdpabench", "command", "host", "cpu", "threads",
+/// "libraries": {backend: version}, "start"}}.
+nlohmann::json context_record(const RunContext& ctx);
+
 class JsonlReporter final : public Reporter {
 public:
     /// Opens (truncates) `path`; throws std::runtime_error naming the path when it cannot.
@@ -33,6 +37,8 @@ public:
     ~JsonlReporter() override;
     JsonlReporter(const JsonlReporter&) = delete;
     JsonlReporter& operator=(const JsonlReporter&) = delete;
+    /// Writes the first line, {"context": {...}} (context_record).
+    void begin(const RunContext& ctx) override;
     void on_case(const CaseResult& r) override;
     void end(const Summary& s) override;
 

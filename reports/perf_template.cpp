@@ -9,28 +9,25 @@ namespace sdpa {
 
 namespace {
 
+/// A template field: its name, whether it takes a - 0 + modifier, and its header spelling (with
+/// its unit) without a modifier or with '-', '+' ("" = the name itself).
 struct FieldSpec {
     std::string_view name;
     bool takes_modifier;
+    std::string_view header = {}, header_min = {}, header_max = {};
 };
-constexpr std::array<FieldSpec, 20> kFields{{{"backend", false}, {"engine", false}, {"mode", false},
+constexpr std::array<FieldSpec, 22> kFields{{{"backend", false}, {"engine", false}, {"mode", false},
     {"dir", false}, {"dt", false}, {"mask", false}, {"dropout", false}, {"prb", false}, {"name", false}, {"idx", false},
-    {"status", false}, {"repro", false}, {"flops", false}, {"bytes", false}, {"runs", false},
-    {"time", true}, {"Gflops", true}, {"GBps", false}, {"mtime", false}, {"ctime", false}}};
+    {"id", false}, {"status", false}, {"repro", false}, {"flops", false}, {"bytes", false}, {"runs", false},
+    {"time", true, "median_ms", "min_ms", "max_ms"},
+    {"Gflops", true, "GFLOP/s", "GFLOP/s@min_ms", "GFLOP/s@max_ms"},
+    {"Tflops", true, "TFLOP/s", "TFLOP/s@min_ms", "TFLOP/s@max_ms"}, {"GBps", false, "GB/s"},
+    {"mtime", false, "mean_ms"}, {"ctime", false, "compile_ms"}}};
 
 std::string known_fields() {
     std::string s;
     for (const auto& f : kFields) s += fmt::format("{}%{}%", s.empty() ? "" : " ", f.name);
     return s;
-}
-
-char modifier_char(PerfStat s) {
-    switch (s) {
-        case PerfStat::min: return '-';
-        case PerfStat::median: return '0';
-        case PerfStat::max: return '+';
-        default: return 0;
-    }
 }
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
@@ -47,7 +44,8 @@ std::string field_value(const PerfField& f, const CaseResult& r) {
     if (f.name == "prb") return i.prb;
     if (f.name == "name") return i.name;
     if (f.name == "idx") return fmt::format("{}", r.index);
-    if (f.name == "status") return fmt::format("{}", r.status);
+    if (f.name == "id") return r.id;
+    if (f.name == "status") return std::string(shown_status(r));
     if (f.name == "repro") return r.repro;
     if (f.name == "flops") return fmt::format("{}", r.flops);
     if (f.name == "bytes") return fmt::format("{}", r.bytes);
@@ -64,11 +62,12 @@ std::string field_value(const PerfField& f, const CaseResult& r) {
             default: return num(p.time.median_ms);
         }
     }
-    if (f.name == "Gflops") {
+    if (f.name == "Gflops" || f.name == "Tflops") {
+        const double scale = f.name == "Tflops" ? 1e-3 : 1.0;
         switch (f.stat) {
-            case PerfStat::min: return num(p.gflops_at_min);
-            case PerfStat::max: return num(p.gflops_at_max);
-            default: return num(p.gflops_at_median);
+            case PerfStat::min: return num(scale * p.gflops_at_min);
+            case PerfStat::max: return num(scale * p.gflops_at_max);
+            default: return num(scale * p.gflops_at_median);
         }
     }
     return "";
@@ -109,12 +108,12 @@ std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::stri
         const auto spec = std::find_if(kFields.begin(), kFields.end(), [&](const FieldSpec& s) { return s.name == inner; });
         if (spec == kFields.end()) {
             if (error)
-                *error = fmt::format("perf template: unknown field '%{}%' (known: {}; modifiers - 0 + on %time% and %Gflops%)",
+                *error = fmt::format("perf template: unknown field '%{}%' (known: {}; modifiers - 0 + on %time%, %Gflops% and %Tflops%)",
                         text.substr(open + 1, close - open - 1), known_fields());
             return std::nullopt;
         }
         if (f.stat != PerfStat::none && !spec->takes_modifier) {
-            if (error) *error = fmt::format("perf template: field '%{}%' takes no modifier (only %time% and %Gflops% do)", inner);
+            if (error) *error = fmt::format("perf template: field '%{}%' takes no modifier (only %time%, %Gflops% and %Tflops% do)", inner);
             return std::nullopt;
         }
         f.name = std::string(inner);
@@ -133,8 +132,11 @@ std::string perf_header(const PerfTemplate& t) {
             s += *lit;
         } else {
             const auto& f = std::get<PerfField>(part);
-            if (const char m = modifier_char(f.stat)) s += m;
-            s += f.name;
+            const auto spec = std::find_if(kFields.begin(), kFields.end(), [&](const FieldSpec& k) { return k.name == f.name; });
+            const std::string_view h = f.stat == PerfStat::min ? spec->header_min
+                                     : f.stat == PerfStat::max ? spec->header_max
+                                                               : spec->header;
+            s += h.empty() ? std::string_view(f.name) : h;
         }
     }
     return s;

@@ -30,20 +30,22 @@ struct PerfTemplate {
 };
 
 /// The default, a CSV line:
-/// "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%".
+/// "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,%Tflops%".
 inline constexpr std::string_view kDefaultPerfTemplate =
-        "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%";
+        "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,"
+        "%Tflops%";
 
 /// Fields and what they print (times in ms, rates per second):
-/// backend engine mode dir dt mask prb name idx status repro (text); flops bytes runs (integers);
-/// time (ms; modifiers - 0 +), Gflops (GFLOP/s; modifiers - 0 +), GBps (GB/s at the median
+/// backend engine mode dir dt mask prb name idx id status repro (text; status is the shown one,
+/// XFAIL etc. under --expect); flops bytes runs (integers); time (ms; modifiers - 0 +), Gflops
+/// (GFLOP/s; modifiers - 0 +: at the min, median, max time), Tflops (the same in TFLOP/s), GBps (GB/s at the median
 /// time), mtime (mean time, ms), ctime (compile time, ms). "%%" is a literal '%'.
 /// Returns nullopt and sets `error` for an unknown field, a modifier on a field that takes none,
 /// or an unterminated '%'.
 std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::string* error);
 
-/// The header line: the template with each field replaced by its spelling without the percent
-/// signs (e.g. "perf,backend,...,-time,0time,+time,...").
+/// The header line: the template with each field replaced by its column name with its unit
+/// (e.g. "perf,backend,...,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,GB/s,compile_ms,TFLOP/s").
 std::string perf_header(const PerfTemplate& t);
 
 /// The template filled with r's values. Time and rate fields are empty when r.perf is absent.

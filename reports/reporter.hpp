@@ -12,6 +12,8 @@ namespace sdpa {
 class Reporter {
 public:
     virtual ~Reporter() = default;
+    /// Called once before the first case. Default: nothing.
+    virtual void begin(const RunContext& ctx) { (void)ctx; }
     /// Called before case `index` (0-based) starts; `label` is its repro ("" when it did not
     /// parse). Default: nothing (only the progress line uses it).
     virtual void on_start(std::size_t index, std::string_view label) {

@@ -1,24 +1,58 @@
 #!/usr/bin/env python3
 """Compares two sdpabench jsonl reports (--report=jsonl:PATH) case by case.
 
-Joins the records on their repro line (the case name), prints a table of per-case time ratios
-(new median / old median; medians are robust to the odd slow run), the geometric-mean ratio over
-the joined cases, and exits 1 when any case is slower than --threshold (default 0.05 = 5%).
-Cases present in only one report, or without timings in either, are listed but never fail.
+Join key: each case record's "id" (the canonical case id, unique within a run), so a case still
+joins when its repro line is written differently. When either report has a record without an id
+(a report from before ids), both are joined on the repro line instead, and on "#IDX" for a record
+without one; the line "joined on ..." says which key was used.
+
+Context checks: times from different set-ups are not comparable, so the comparison is refused
+(exit 2) when the runs differ in any of
+  threads, libraries.NAME (each library's version), host, cpu     from the context records
+  modes (the set of the joined cases' modes), mode of a joined case,
+  cold_cache of a case timed in both (perf.cold_cache)             from the case records
+and each difference is listed as "FIELD: OLD-VALUE vs NEW-VALUE". With --allow-context-change the
+same list is printed as a warning and the runs are compared anyway. A report whose first line is
+not a context record (reports from before context records) gets a warning that its context
+cannot be checked; the mode and cold_cache of its cases are still checked.
+
+Output: one row per joined case with the ratio new/old of --stat (default the median time,
+robust to the odd slow run) and a verdict (same, faster, SLOWER, or "not timed in ..." with the
+case's status); the cases only in OLD and only in NEW, listed by key (never a failure); and the
+geometric-mean ratio over the cases timed in both.
+
+Exit status:
+  0  compared, and no case is slower than --threshold (default 0.05 = 5%)
+  1  compared, and at least one case is slower than --threshold
+  2  not compared: no case is timed in both reports, the contexts differ (without
+     --allow-context-change), or a report cannot be read
 Standard library only.
 
-Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--stat median_ms]
+Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--stat median_ms] [--allow-context-change]
 """
 import argparse
 import json
 import math
 import sys
+from collections import defaultdict
+
+EXIT_SLOWER = 1
+EXIT_NOT_COMPARED = 2
+IDS_SHOWN = 5  # case keys named per grouped per-case difference
+
+
+class ReportError(Exception):
+    pass
 
 
 def load(path):
-    """repro -> timing (ms) of the chosen stat, None when the case was not timed."""
-    out = {}
-    with open(path, encoding="utf-8") as f:
+    """(context dict or None, case records in file order)."""
+    context, cases = None, []
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise ReportError(f"{path}: {e.strerror}") from None
+    with f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -26,10 +60,198 @@ def load(path):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
-                sys.exit(f"compare_runs: {path}:{n}: not JSON ({e}); a killed run's last line may be cut")
-            key = rec.get("repro") or f"#{rec.get('idx')}"
-            out[key] = rec.get("perf")
+                raise ReportError(f"{path}:{n}: not JSON ({e}); a killed run's last line may be cut") from None
+            if not isinstance(rec, dict):
+                raise ReportError(f"{path}:{n}: not a JSON object")
+            if "context" in rec:
+                if context is not None or cases:
+                    raise ReportError(f"{path}:{n}: a context record after the first line (reports concatenated?)")
+                if not isinstance(rec["context"], dict):
+                    raise ReportError(f"{path}:{n}: the context record's \"context\" is not an object")
+                context = rec["context"]
+                continue
+            cases.append(rec)
+    return context, cases
+
+
+def has_id(rec):
+    return isinstance(rec.get("id"), str) and rec["id"] != ""
+
+
+def keyed(cases, by_id, label, warnings):
+    """key -> record; a repeated key keeps the last record, with a warning."""
+    out, repeats = {}, defaultdict(int)
+    for rec in cases:
+        key = rec["id"] if by_id else (rec.get("repro") or f"#{rec.get('idx')}")
+        if key in out:
+            repeats[key] += 1
+        out[key] = rec
+    for key, extra in repeats.items():
+        warnings.append(f"{label} has {extra + 1} records for case {key}; only the last is compared")
     return out
+
+
+def show(v):
+    if v is None:
+        return "(absent)"
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def context_differences(oc, nc, warnings):
+    """'field: old vs new' for threads, each library's version, host and cpu."""
+    diffs = []
+
+    def check(field, a, b):
+        if a != b:
+            diffs.append(f"{field}: {show(a)} vs {show(b)}")
+
+    unchecked = [f for f in ("threads", "libraries", "host", "cpu") if f not in oc and f not in nc]
+    if unchecked:
+        warnings.append(f"no context record has {', '.join(unchecked)}: not checked")
+    check("threads", oc.get("threads"), nc.get("threads"))
+    ol = oc.get("libraries") if isinstance(oc.get("libraries"), dict) else {}
+    nl = nc.get("libraries") if isinstance(nc.get("libraries"), dict) else {}
+    for lib in sorted(set(ol) | set(nl)):
+        check(f"libraries.{lib}", ol.get(lib), nl.get(lib))
+    check("host", oc.get("host"), nc.get("host"))
+    check("cpu", oc.get("cpu"), nc.get("cpu"))
+    return diffs
+
+
+def name_cases(keys):
+    if len(keys) <= IDS_SHOWN:
+        return f"{len(keys)} case(s): {', '.join(keys)}"
+    return f"{len(keys)} case(s), e.g. {', '.join(keys[:IDS_SHOWN])}"
+
+
+def case_differences(old, new, joined, warnings):
+    """'field: old vs new' for the joined cases' set of modes, each case's mode and cold_cache."""
+    diffs = []
+    om = {old[k]["mode"] for k in joined if old[k].get("mode") is not None}
+    nm = {new[k]["mode"] for k in joined if new[k].get("mode") is not None}
+    if om and nm and om != nm:
+        diffs.append(f"modes: {','.join(sorted(map(show, om)))} vs {','.join(sorted(map(show, nm)))}")
+    groups = defaultdict(list)  # (field, old value, new value) -> keys
+    no_mode, no_cold = 0, 0
+    for k in joined:
+        o, n = old[k], new[k]
+        if o.get("mode") is None or n.get("mode") is None:
+            no_mode += 1
+        elif o["mode"] != n["mode"]:
+            groups[("mode", show(o["mode"]), show(n["mode"]))].append(k)
+        op, np_ = o.get("perf"), n.get("perf")
+        if isinstance(op, dict) and isinstance(np_, dict):
+            if op.get("cold_cache") is None or np_.get("cold_cache") is None:
+                no_cold += 1
+            elif op["cold_cache"] != np_["cold_cache"]:
+                groups[("cold_cache", show(op["cold_cache"]), show(np_["cold_cache"]))].append(k)
+    for (field, a, b), keys in groups.items():
+        diffs.append(f"{field}: {a} vs {b} ({name_cases(keys)})")
+    if no_mode:
+        warnings.append(f"the mode of {no_mode} joined case(s) cannot be checked (no \"mode\" in a record)")
+    if no_cold:
+        warnings.append(f"the cold cache of {no_cold} case(s) timed in both cannot be checked "
+                        "(no \"perf.cold_cache\" in a record)")
+    return diffs
+
+
+def describe(label, path, context):
+    if context is None:
+        return f"{label} {path}: no context record"
+    parts = [f"sdpabench {show(context.get('sdpabench'))}", f"commit {show(context.get('git_commit'))}",
+             f"host {show(context.get('host'))}", f"started {show(context.get('start'))}"]
+    return f"{label} {path}: " + ", ".join(parts)
+
+
+def timing(rec, stat):
+    perf = rec.get("perf")
+    v = perf.get(stat) if isinstance(perf, dict) else None
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def not_timed(o, n):
+    """The verdict of a joined case untimed in old (o given), new (n given) or both, with statuses."""
+    if o is not None and n is not None:
+        return f"not timed in either (old: {show(o.get('status'))}, new: {show(n.get('status'))})"
+    label, rec = ("old", o) if o is not None else ("new", n)
+    return f"not timed in {label} ({show(rec.get('status'))})"
+
+
+def compare(a):
+    try:
+        (octx, ocases), (nctx, ncases) = load(a.old), load(a.new)
+    except ReportError as e:
+        print(f"compare_runs: {e}", file=sys.stderr)
+        return EXIT_NOT_COMPARED
+    warnings = []
+    by_id = all(has_id(r) for r in ocases + ncases)
+    old = keyed(ocases, by_id, "OLD", warnings)
+    new = keyed(ncases, by_id, "NEW", warnings)
+    joined = [k for k in old if k in new]
+    only_old = [k for k in old if k not in new]
+    only_new = [k for k in new if k not in old]
+
+    print(describe("OLD", a.old, octx))
+    print(describe("NEW", a.new, nctx))
+    if by_id:
+        how = "id"
+    else:
+        lacking = [label for label, cases in (("OLD", ocases), ("NEW", ncases)) if not all(map(has_id, cases))]
+        how = f"repro ({' and '.join(lacking)} without case ids)"
+    print(f"joined on {how}: {len(joined)} case(s) in both, {len(only_old)} only in OLD, {len(only_new)} only in NEW")
+
+    for label, ctx in (("OLD", octx), ("NEW", nctx)):
+        if ctx is None:
+            warnings.append(f"{label} has no context record: its threads, library versions, host and cpu "
+                            "cannot be checked")
+    diffs = context_differences(octx, nctx, warnings) if octx is not None and nctx is not None else []
+    diffs += case_differences(old, new, joined, warnings)
+    for w in warnings:
+        print(f"compare_runs: warning: {w}", file=sys.stderr)
+    if diffs:
+        listing = "".join(f"\n  {d}" for d in diffs)
+        if not a.allow_context_change:
+            print(f"compare_runs: the runs differ in context, so their times are not comparable:{listing}\n"
+                  "compare_runs: not compared (exit 2); --allow-context-change compares anyway", file=sys.stderr)
+            return EXIT_NOT_COMPARED
+        print(f"compare_runs: warning: the runs differ in context (compared anyway, "
+              f"--allow-context-change):{listing}", file=sys.stderr)
+
+    rows, ratios, slower = [], [], []
+    for key in joined:
+        o, n = old[key], new[key]
+        to, tn = timing(o, a.stat), timing(n, a.stat)
+        if to is None or tn is None:
+            rows.append((key, to, tn, None, not_timed(o if to is None else None, n if tn is None else None)))
+            continue
+        r = tn / to
+        ratios.append(r)
+        verdict = "SLOWER" if r > 1 + a.threshold else ("faster" if r < 1 - a.threshold else "same")
+        if verdict == "SLOWER":
+            slower.append(key)
+        rows.append((key, to, tn, r, verdict))
+
+    fmt_ms = lambda v: f"{v:.4g}" if v is not None else "-"  # noqa: E731
+    width = max([len(r[0]) for r in rows] + [4])
+    print(f"{'case':<{width}}  {'old ms':>10}  {'new ms':>10}  {'ratio':>7}  verdict")
+    for key, to, tn, r, verdict in rows:
+        print(f"{key:<{width}}  {fmt_ms(to):>10}  {fmt_ms(tn):>10}  {(f'{r:.3f}' if r else '-'):>7}  {verdict}")
+    for label, keys in (("OLD", only_old), ("NEW", only_new)):
+        print(f"only in {label}: {len(keys)}")
+        for key in keys:
+            print(f"  {key}")
+    if not ratios:
+        print("geometric-mean ratio: no case timed in both reports")
+        print(f"compare_runs: no case is timed in both reports ({len(joined)} joined, none with "
+              f"perf.{a.stat} in both): nothing compared (exit 2)", file=sys.stderr)
+        return EXIT_NOT_COMPARED
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"geometric-mean ratio (new/old {a.stat}) over {len(ratios)} case(s): {geo:.4f}")
+    if slower:
+        print(f"{len(slower)} case(s) slower than {a.threshold:.1%}")
+        return EXIT_SLOWER
+    print(f"no case slower than {a.threshold:.1%}")
+    return 0
 
 
 def main():
@@ -40,40 +262,12 @@ def main():
                     help="fail when new/old - 1 exceeds this (default 0.05 = 5%%)")
     ap.add_argument("--stat", default="median_ms", choices=["median_ms", "min_ms", "mean_ms"],
                     help="timing statistic compared (default median_ms)")
+    ap.add_argument("--allow-context-change", action="store_true",
+                    help="compare even when threads, libraries, host, cpu, mode or cold cache differ "
+                         "(the differences are printed as a warning)")
     a = ap.parse_args()
-    old, new = load(a.old), load(a.new)
-
-    rows, ratios, slower = [], [], []
-    for key in list(old) + [k for k in new if k not in old]:
-        o, n = old.get(key), new.get(key)
-        to = o.get(a.stat) if o else None
-        tn = n.get(a.stat) if n else None
-        if key not in old or key not in new:
-            rows.append((key, to, tn, None, "only in " + ("new" if key not in old else "old")))
-        elif not to or not tn:
-            rows.append((key, to, tn, None, "not timed"))
-        else:
-            r = tn / to
-            ratios.append(r)
-            verdict = "SLOWER" if r > 1 + a.threshold else ("faster" if r < 1 - a.threshold else "same")
-            if verdict == "SLOWER":
-                slower.append(key)
-            rows.append((key, to, tn, r, verdict))
-
-    fmt_ms = lambda v: f"{v:.4g}" if isinstance(v, (int, float)) else "-"
-    width = max([len(r[0]) for r in rows] + [4])
-    print(f"{'case':<{width}}  {'old ms':>10}  {'new ms':>10}  {'ratio':>7}  verdict")
-    for key, to, tn, r, verdict in rows:
-        print(f"{key:<{width}}  {fmt_ms(to):>10}  {fmt_ms(tn):>10}  {(f'{r:.3f}' if r else '-'):>7}  {verdict}")
-    if ratios:
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"geometric-mean ratio (new/old {a.stat}) over {len(ratios)} case(s): {geo:.4f}")
-    else:
-        print("geometric-mean ratio: no case timed in both reports")
-    if slower:
-        print(f"{len(slower)} case(s) slower than {a.threshold:.1%}")
-        return 1
-    return 0
+    sys.stdout.reconfigure(line_buffering=True)  # stdout and stderr interleave in order in a CI log
+    return compare(a)
 
 
 sys.exit(main())

@@ -31,7 +31,7 @@ set +e
 set -e
 python3 - "$tmp/out.jsonl" "$backend" <<'PY'
 import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
+recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r]  # skip the run's context record
 failed = [r for r in recs if r["status"] == "FAILED"]
 checks = [r["dropout_checks"] for r in recs if r.get("dropout_checks") and "keep_p_value" in r["dropout_checks"]]
 keep = [c["keep_p_value"] for c in checks]

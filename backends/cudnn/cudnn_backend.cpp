@@ -377,6 +377,15 @@ class CudnnBackend final : public Backend {
 public:
     std::string_view name() const override { return "cudnn"; }
 
+    std::string library_version() const override {
+        if (!load_cudnn().empty()) return "";
+        try {
+            return fe::detail::get_backend_version_string();
+        } catch (const std::exception&) {
+            return "";
+        }
+    }
+
     std::string version() const override {
         std::string loaded;
         if (const std::string& err = load_cudnn(); !err.empty()) loaded = err;

@@ -262,9 +262,13 @@ public:
 
     std::string version() const override {
         const dnnl_version_t* v = dnnl_version();
-        return fmt::format("onednn: oneDNN v{}.{}.{} (commit {}), CPU runtime {}, ISA {}", v->major,
-                v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime),
-                isa_name(dnnl::get_effective_cpu_isa()));
+        return fmt::format("onednn: oneDNN v{} (commit {}), CPU runtime {}, ISA {}", library_version(), v->hash,
+                runtime_name(v->cpu_runtime), isa_name(dnnl::get_effective_cpu_isa()));
+    }
+
+    std::string library_version() const override {
+        const dnnl_version_t* v = dnnl_version();
+        return fmt::format("{}.{}.{}", v->major, v->minor, v->patch);
     }
 
     Conventions conventions() const override { return Conventions{0.0f}; }

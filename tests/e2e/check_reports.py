@@ -16,7 +16,12 @@ def check(cond, msg):
 def main():
     jsonl, xml_path, csv_path = sys.argv[1:4]
     recs = [json.loads(line) for line in open(jsonl, encoding="utf-8")]
-    check(len(recs) == 4, f"expected 4 jsonl records, got {len(recs)}")
+    ctx = recs.pop(0).get("context")
+    check(ctx is not None and ctx["threads"] >= 1 and ctx["sdpabench"] and "--report=jsonl:" in ctx["command"],
+          f"first jsonl record is the run context: {ctx}")
+    check(len(recs) == 4, f"expected 4 jsonl case records, got {len(recs)}")
+    check(all(r["id"] == r["repro"] for r in recs if r["repro"]), "a case's id is its repro")
+    check(recs[1]["id"].endswith(":2"), f"a parse error's id is FILE:LINE: {recs[1]['id']}")
     cp, bad, p, c = recs
     check(cp["status"] == "PASSED" and cp["mode"] == "CP" and cp["checked"], f"CP record: {cp}")
     check(cp["perf"]["runs"] == 3, "CP: --fix-times=3 must give 3 runs")
@@ -27,7 +32,7 @@ def main():
     check({o["output"] for o in cp["outputs"]} == {"O", "stats"}, "CP outputs O and stats")
     check(all(o["worst_ratio"] is not None and o["worst_ratio"] < 1 for o in cp["outputs"]), "CP margins < 1")
     check(bad["status"] == "INVALID_ARGUMENTS" and 'a<b"c&e' in bad["reason"], f"bad record: {bad}")
-    check(p["status"] == "PASSED" and p["mode"] == "P" and not p["checked"] and p["outputs"] == [], "P record")
+    check(p["status"] == "EXECUTED" and p["mode"] == "P" and not p["checked"] and p["outputs"] == [], "P record")
     # causal_br, S_q 16, S_kv 24: rows see 9..24 keys = sum(9..24) = 264; bwd = 2*2*264*(3*16+2*16)
     check(p["flops"] == 2 * 2 * 264 * 80, f"P flops {p['flops']}")
     check(c["perf"] is None and c["checked"], "C record has no perf")
@@ -42,7 +47,8 @@ def main():
     check(err is not None and err.get("type") == "INVALID_ARGUMENTS", "error element for the bad line")
     check('a<b"c&e' in err.get("message"), "unescaped reason round-trips through XML")
     check(cases[0].get("classname") == "sdpabench.ref.fwd_t", cases[0].get("classname"))
-    check(cases[0].get("name") == "0:--backend=ref --mode=CP b1hq2sq32d16n=cp.case", cases[0].get("name"))
+    check(cases[0].get("name") == "--backend=ref --mode=CP b1hq2sq32d16n=cp.case", cases[0].get("name"))
+    check(cases[1].get("name").endswith("r.cases:2"), f"a parse error is named FILE:LINE: {cases[1].get('name')}")
     check("perf: runs 3" in cases[0].find("system-out").text, "perf figures in system-out")
 
     rows = list(csv.DictReader(open(csv_path, newline="", encoding="utf-8")))

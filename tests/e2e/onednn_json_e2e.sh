@@ -136,21 +136,21 @@ errors)
   # Malformed JSON: file, line and column; the other cases still run.
   printf '{\n  "graph": [\n    {"id": 1,,}\n  ]\n}\n' >"$tmp/bad.json"
   run --backend=ref --case="$tmp/bad.json" b1hq2sq8d8
-  [ "$rc" -eq 1 ] || fail "malformed: exit code $rc, expected 1"
+  [ "$rc" -eq 3 ] || fail "malformed: exit code $rc, expected 3"
   grep -qF "$tmp/bad.json: error: malformed JSON at line 3, column 14: syntax error" "$tmp/out" || fail "no position"
   grep -qE "^0:INVALID_ARGUMENTS \(.*bad.json: error: malformed JSON" "$tmp/out" || fail "no INVALID_ARGUMENTS line"
   [ "$(summary_field passed)" = 1 ] || fail "the good case must still PASS"
   # Not an SDPA graph.
   printf '{"graph": [{"id": 1, "name": "relu", "kind": "ReLU", "inputs": [{"id": 0, "dtype": "f32", "shape": [2]}], "outputs": [{"id": 2, "dtype": "f32", "shape": [2]}]}]}\n' >"$tmp/relu.json"
   run --case="$tmp/relu.json"
-  [ "$rc" -eq 1 ] || fail "non-SDPA: exit code $rc, expected 1"
+  [ "$rc" -eq 3 ] || fail "non-SDPA: exit code $rc, expected 3"
   grep -qE "^0:INVALID_ARGUMENTS \(.*relu.json: error: not an SDPA training graph" "$tmp/out" || fail "non-SDPA not named"
   # An unsupported attribute in an SDPA graph: UNIMPLEMENTED naming the op (mode=none differs from
   # inf_as_zero only with a mask).
   run --mode=L --emit-onednn-json="$tmp/j" --mask=causal_tl b1hq2sq8d8
   sed 's/"inf_as_zero"/"none"/' "$tmp/j"/*.json >"$tmp/mode.json"
   run --case="$tmp/mode.json"
-  [ "$rc" -eq 1 ] || fail "unsupported attr: exit code $rc"
+  [ "$rc" -eq 3 ] || fail "unsupported attr: exit code $rc, expected 3"
   grep -qE "^0:UNIMPLEMENTED \(.*op [0-9]+ \(SoftMax 'softmax'\): mode=none is not supported with a mask" "$tmp/out" || fail "op not named"
   [ "$(summary_field unimplemented)" = 1 ] || fail "expected one UNIMPLEMENTED"
   ;;

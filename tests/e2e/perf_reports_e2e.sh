@@ -19,8 +19,8 @@ CASES
   --report=csv:"$tmp/r.csv" --batch="$tmp/r.cases" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 cat "$tmp/err" >>"$tmp/out"
-[ "$rc" -eq 1 ] || fail "exit code $rc, expected 1 (one INVALID_ARGUMENTS case)"
-grep -q '^perf,backend,engine,dir,dt,mask,name,prb,-time,0time,+time,Gflops,-Gflops,GBps,ctime$' "$tmp/out" \
+[ "$rc" -eq 3 ] || fail "exit code $rc, expected 3 (one INVALID_ARGUMENTS case)"
+grep -q '^perf,backend,engine,dir,dt,mask,name,prb,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,GB/s,compile_ms,TFLOP/s$' "$tmp/out" \
   || fail "no perf header line"
 [ "$(grep -c '^perf,ref,cpu,' "$tmp/out")" -eq 2 ] || fail "expected 2 perf lines (CP and P cases)"
 grep -q '^perf,ref,cpu,bwd,f32,causal_br,p_case,b1hq2sq16skv24d16,' "$tmp/out" || fail "P case perf line"
@@ -39,13 +39,13 @@ grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
 [ $? -eq 2 ] || fail "unknown report format must be a usage error"
 # "--report FORMAT:PATH" with a space takes exactly one argument (the case after it still runs).
 "$exe" --backend=ref --report jsonl:"$tmp/s.jsonl" b1hq1sq16d16 >"$tmp/out" 2>&1 || fail "space-separated --report"
-[ "$(wc -l <"$tmp/s.jsonl")" -eq 1 ] || fail "space-separated --report: one record expected"
+[ "$(wc -l <"$tmp/s.jsonl")" -eq 2 ] || fail "space-separated --report: the context and one record expected"
 # sweep.sh: gpt2's two descriptors collapse to one per length; 2 lengths x 2 directions x 1 dtype.
 SDPABENCH=$exe bash "$src/scripts/sweep.sh" "$src/cases/models/gpt2.cases" "$tmp/sweep.jsonl" --seq=16,32 --dt=f32 \
   -- --backend=ref --fix-times=1 >"$tmp/out" 2>&1 || fail "sweep.sh failed"
 python3 - "$tmp/sweep.jsonl" <<'PY' || fail "sweep.sh report"
 import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
+recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r]
 got = sorted((r["dir"], r["dt"], r["prb"], r["mode"], r["perf"]["runs"]) for r in recs)
 want = sorted((d, "f32", f"b1hq12sq{s}d64", "P", 1) for d in ("fwd_t", "bwd") for s in (16, 32))
 assert got == want, got

@@ -40,13 +40,13 @@ bad_line)
   # A malformed line costs only its own cases; the error names file:line.
   printf 'b1hq2sq16d16\n--dt=bf8 b1hq2sq16d16\nb1hq2sq16d16\n' >"$tmp/bad.cases"
   run --backend=ref --batch="$tmp/bad.cases"
-  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1 (an INVALID_ARGUMENTS case)"
+  [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3 (an INVALID_ARGUMENTS case)"
   grep -qE "bad.cases:2:[0-9]+: error: .*bf8" "$tmp/out" || fail "no 'file:line:col: error:' naming bf8"
   [ "$(summary_field passed)" = 2 ] || fail "the two good cases must still PASS"
   [ "$(summary_field invalid_arguments)" = 1 ] || fail "expected one INVALID_ARGUMENTS"
   # A valid-syntax case that breaks a rule is INVALID_ARGUMENTS with the rule and values.
   run --backend=ref b1hq6hkv4sq16d16 b1hq2sq16d16
-  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+  [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3"
   grep -qE "^0:INVALID_ARGUMENTS \(.*H_q = 6.*H_kv = 4" "$tmp/out" || fail "GQA rule not named"
   grep -qE "^1:PASSED" "$tmp/out" || fail "the case after the invalid one must run"
   ;;
@@ -55,7 +55,7 @@ usage)
   [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
   run --backend=nonexistent b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "unknown backend on the command line: exit $rc, expected 2"
-  grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?ref\)" "$tmp/out" || fail "backend list missing"
+  grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?ref\|faulty:KIND\|test:KIND; faulty kinds: faulty:causal_off_by_one" "$tmp/out" || fail "backend list missing"
   run --dt=bf8 b1hq2sq16d16
   grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"
   run
@@ -123,7 +123,7 @@ all_models)
 overflow)
   # A reference that overflows f32 proves nothing: INVALID_ARGUMENTS, never PASSED.
   run --backend=ref --dt=bf16 --scale=1e38 b1hq1sq4d4
-  [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+  [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3"
   grep -qE "^0:INVALID_ARGUMENTS \(O: the reference has [0-9]+ non-finite" "$tmp/out" || fail "overflow not reported"
   ;;
 cudnn_no_gpu)

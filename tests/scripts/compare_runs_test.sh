@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Quick check of scripts/compare_runs.py on two tiny jsonl reports: ratios, geometric mean,
-# threshold and exit codes. Usage: compare_runs_test.sh SOURCE_DIR
+# Checks scripts/compare_runs.py on tiny hand-written jsonl reports: ratios, geometric mean,
+# threshold, the join on "id" (repro and #idx for older reports), the context checks and the
+# exit codes (0 same, 1 slower, 2 not compared). Usage: compare_runs_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL (compare_runs): $*"; cat "$tmp/out"; exit 1; }
+# run WANT_RC DESCRIPTION ARGS...: compare_runs.py ARGS with stdout+stderr in $tmp/out.
+run() {
+  local want=$1 what=$2 rc
+  shift 2
+  python3 "$src/scripts/compare_runs.py" "$@" >"$tmp/out" 2>&1
+  rc=$?
+  [ "$rc" -eq "$want" ] || fail "$what: exit $want expected, got $rc"
+}
+has() { grep -qE -- "$1" "$tmp/out" || fail "${2:-output lacks: $1}"; }
+lacks() { ! grep -qE -- "$1" "$tmp/out" || fail "${2:-output has: $1}"; }
+
+# --- Old reports: no context record, no "id", no "mode": joined on repro, still compared.
 cat >"$tmp/old.jsonl" <<'J'
 {"idx":0,"repro":"--mode=P b1hq2sq64d64","perf":{"median_ms":2.0,"min_ms":1.9}}
 {"idx":1,"repro":"--mode=P --dt=bf16 b1hq2sq64d64","perf":{"median_ms":4.0,"min_ms":3.0}}
@@ -16,18 +29,144 @@ J
 cat >"$tmp/new.jsonl" <<'J'
 {"idx":0,"repro":"--mode=P b1hq2sq64d64","perf":{"median_ms":2.08,"min_ms":2.5}}
 {"idx":1,"repro":"--mode=P --dt=bf16 b1hq2sq64d64","perf":{"median_ms":1.0,"min_ms":1.0}}
-{"idx":2,"repro":"--mode=P b1hq2sq128d64","perf":null}
+{"idx":2,"repro":"--mode=P b1hq2sq128d64","status":"SKIPPED","perf":null}
 {"idx":3,"repro":"new one","perf":{"median_ms":1.0}}
 J
-python3 "$src/scripts/compare_runs.py" "$tmp/old.jsonl" "$tmp/new.jsonl" >"$tmp/out" 2>&1
-[ $? -eq 0 ] || fail "4% slower is within the default 5% threshold: exit 0 expected"
-grep -q "geometric-mean ratio (new/old median_ms) over 2 case(s): 0.5099" "$tmp/out" || fail "geomean"
-grep -qE "^--mode=P b1hq2sq64d64 +2 +2.08 +1.040  same" "$tmp/out" || fail "row of case 0"
-grep -q "only in old" "$tmp/out" && grep -q "only in new" "$tmp/out" && grep -q "not timed" "$tmp/out" || fail "unjoined rows"
-python3 "$src/scripts/compare_runs.py" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold 0.03 >"$tmp/out" 2>&1
-[ $? -eq 1 ] || fail "4% slower exceeds a 3% threshold: exit 1 expected"
-grep -qE "1.040  SLOWER" "$tmp/out" || fail "SLOWER verdict"
+run 0 "4% slower is within the default 5% threshold" "$tmp/old.jsonl" "$tmp/new.jsonl"
+has "geometric-mean ratio \(new/old median_ms\) over 2 case\(s\): 0.5099" "geomean"
+has "^--mode=P b1hq2sq64d64 +2 +2.08 +1.040  same" "row of case 0"
+has "^--mode=P b1hq2sq128d64 .*not timed in either \(old: \(absent\), new: SKIPPED\)" "untimed row"
+has "^joined on repro \(OLD and NEW without case ids\): 3 case\(s\) in both, 1 only in OLD, 1 only in NEW" "join line"
+grep -A1 -x "only in OLD: 1" "$tmp/out" | grep -qx "  gone" || fail "only in OLD section"
+grep -A1 -x "only in NEW: 1" "$tmp/out" | grep -qx "  new one" || fail "only in NEW section"
+has "warning: OLD has no context record: .*cannot be checked" "no-context warning (OLD)"
+has "warning: NEW has no context record" "no-context warning (NEW)"
+run 1 "4% slower exceeds a 3% threshold" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold 0.03
+has "1.040  SLOWER" "SLOWER verdict"
+has "^1 case\(s\) slower than 3.0%" "slower count"
 # min_ms: case 0 goes 1.9 -> 2.5 (+31.6%).
-python3 "$src/scripts/compare_runs.py" "$tmp/old.jsonl" "$tmp/new.jsonl" --stat min_ms >"$tmp/out" 2>&1
-[ $? -eq 1 ] || fail "--stat min_ms: exit 1 expected"
+run 1 "--stat min_ms" "$tmp/old.jsonl" "$tmp/new.jsonl" --stat min_ms
+# A record without repro joins on #idx.
+printf '%s\n' '{"idx":7,"perf":{"median_ms":1.0}}' >"$tmp/idx_old.jsonl"
+printf '%s\n' '{"idx":7,"perf":{"median_ms":1.0}}' >"$tmp/idx_new.jsonl"
+run 0 "join on #idx" "$tmp/idx_old.jsonl" "$tmp/idx_new.jsonl"
+has "^#7 +1 +1 +1.000  same"
+
+# --- New reports: a context record first, cases joined on "id" although their repro lines differ.
+ctx='"sdpabench":"0.4","command":"sdpabench --mode=P --report=jsonl:r.jsonl","cpu":"AMD EPYC 9654","threads":2,"libraries":{"onednn":"3.13.2"}'
+cat >"$tmp/base.jsonl" <<J
+{"context":{$ctx,"git_commit":"aaaa","host":"ci-1","start":"2026-12-01T17:00:00Z"}}
+{"id":"ref:fwd:f32:b1hq2sq64d64","idx":0,"status":"EXECUTED","repro":"--mode=P b1hq2sq64d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":1.9,"median_ms":2.0,"mean_ms":2.0,"max_ms":2.1,"cold_cache":false,"gflops":10}}
+{"id":"ref:fwd:bf16:b1hq2sq64d64","idx":1,"status":"EXECUTED","repro":"--mode=P --dt=bf16 b1hq2sq64d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":3.9,"median_ms":4.0,"mean_ms":4.0,"max_ms":4.2,"cold_cache":false,"gflops":5}}
+{"id":"ref:fwd:f32:b1hq2sq128d64","idx":2,"status":"FAILED","repro":"--mode=P b1hq2sq128d64","mode":"P","backend":"ref","perf":null}
+J
+# case 0: 2.0 -> 2.2 (+10%, SLOWER at 5%); case 1: 4.0 -> 4.0. Geomean sqrt(1.1) = 1.0488.
+cat >"$tmp/head.jsonl" <<J
+{"context":{$ctx,"git_commit":"bbbb","host":"ci-1","start":"2026-12-02T09:00:00Z"}}
+{"id":"ref:fwd:f32:b1hq2sq64d64","idx":0,"status":"EXECUTED","repro":"--backend=ref --mode=P --dt=f32 b1hq2sq64d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":2.1,"median_ms":2.2,"mean_ms":2.2,"max_ms":2.3,"cold_cache":false,"gflops":9}}
+{"id":"ref:fwd:bf16:b1hq2sq64d64","idx":1,"status":"EXECUTED","repro":"--backend=ref --mode=P --dt=bf16 b1hq2sq64d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":3.9,"median_ms":4.0,"mean_ms":4.0,"max_ms":4.1,"cold_cache":false,"gflops":5}}
+{"id":"ref:fwd:f32:b1hq2sq128d64","idx":2,"status":"EXECUTED","repro":"--backend=ref --mode=P --dt=f32 b1hq2sq128d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":8.0,"median_ms":8.0,"mean_ms":8.0,"max_ms":8.0,"cold_cache":false,"gflops":5}}
+{"id":"ref:fwd:f32:b1hq2sq256d64","idx":3,"status":"EXECUTED","repro":"--backend=ref --mode=P --dt=f32 b1hq2sq256d64","mode":"P","backend":"ref","perf":{"runs":5,"min_ms":16,"median_ms":16,"mean_ms":16,"max_ms":16,"cold_cache":false,"gflops":5}}
+J
+run 1 "10% slower, joined on id" "$tmp/base.jsonl" "$tmp/head.jsonl"
+has "^joined on id: 3 case\(s\) in both, 0 only in OLD, 1 only in NEW" "join on id"
+has "^ref:fwd:f32:b1hq2sq64d64 +2 +2.2 +1.100  SLOWER" "row joined by id"
+has "^ref:fwd:f32:b1hq2sq128d64 .*not timed in old \(FAILED\)" "untimed in old, with its status"
+has "geometric-mean ratio \(new/old median_ms\) over 2 case\(s\): 1.0488" "geomean by id"
+grep -A1 -x "only in NEW: 1" "$tmp/out" | grep -qx "  ref:fwd:f32:b1hq2sq256d64" || fail "only in NEW by id"
+has "^only in OLD: 0$" "empty only-in-OLD section"
+has "^OLD .*base.jsonl: sdpabench 0.4, commit aaaa, host ci-1, started 2026-12-01T17:00:00Z" "OLD context line"
+lacks "warning" "same context: no warning expected"
+run 0 "10% is within a 20% threshold" "$tmp/base.jsonl" "$tmp/head.jsonl" --threshold 0.2
+# A report from before ids against a new one: both joined on repro.
+grep -v '"context"' "$tmp/old.jsonl" >"$tmp/noid.jsonl"
+run 2 "old report without ids vs new report: repro lines differ, nothing joins" "$tmp/noid.jsonl" "$tmp/head.jsonl"
+has "^joined on repro \(OLD without case ids\): 0 case\(s\) in both" "fallback join named"
+
+# --- Nothing timed in both: exit 2 with a message.
+sed 's/"id":"ref:/"id":"other:/' "$tmp/head.jsonl" >"$tmp/disjoint.jsonl"
+run 2 "disjoint reports" "$tmp/base.jsonl" "$tmp/disjoint.jsonl"
+has "no case is timed in both reports \(0 joined" "disjoint message"
+has "^only in OLD: 3$"
+has "^only in NEW: 4$"
+sed 's/"perf":{[^}]*}/"perf":null/' "$tmp/head.jsonl" >"$tmp/untimed.jsonl"
+run 2 "joined but none timed in NEW" "$tmp/base.jsonl" "$tmp/untimed.jsonl"
+has "no case is timed in both reports \(3 joined, none with perf.median_ms in both\)" "untimed message"
+printf '%s\n' '{"idx":0,"repro":"x","perf":{"median_ms":1.0}}' >"$tmp/min_absent.jsonl"
+run 2 "--stat min_ms absent" "$tmp/min_absent.jsonl" "$tmp/min_absent.jsonl" --stat min_ms
+
+# --- Context differences: each refused with exit 2 and named "field: old vs new"; no table.
+# context_case NAME SED EXPECTED-LINE
+context_case() {
+  sed "$2" "$tmp/head.jsonl" >"$tmp/$1.jsonl"
+  run 2 "$1 differs" "$tmp/base.jsonl" "$tmp/$1.jsonl"
+  has "^  $3$" "$1: difference not named as '$3'"
+  has "not compared \(exit 2\); --allow-context-change compares anyway" "$1: refusal message"
+  lacks "geometric-mean" "$1: compared despite the context difference"
+}
+context_case threads 's/"threads":2/"threads":4/' "threads: 2 vs 4"
+context_case onednn 's/"onednn":"3.13.2"/"onednn":"3.14.0"/' "libraries.onednn: 3.13.2 vs 3.14.0"
+context_case cudnn 's/"onednn":"3.13.2"/"onednn":"3.13.2","cudnn":"9.19.0"/' "libraries.cudnn: \(absent\) vs 9.19.0"
+context_case host 's/"host":"ci-1"/"host":"ci-2"/' "host: ci-1 vs ci-2"
+context_case cpu 's/AMD EPYC 9654/Intel Xeon 8480+/' "cpu: AMD EPYC 9654 vs Intel Xeon 8480\+"
+context_case cold '/"id":"ref:fwd:f32:b1hq2sq64d64"/s/"cold_cache":false/"cold_cache":true/' \
+  "cold_cache: false vs true \(1 case\(s\): ref:fwd:f32:b1hq2sq64d64\)"
+context_case mode 's/"mode":"P"/"mode":"CP"/' "modes: P vs CP"
+has "^  mode: P vs CP \(3 case\(s\): ref:fwd:f32:b1hq2sq64d64, ref:fwd:bf16:b1hq2sq64d64, ref:fwd:f32:b1hq2sq128d64\)" \
+  "per-case mode difference"
+# One case's mode: the set changes too ({P} vs {CP,P}).
+context_case mode1 '/bf16:b1hq2sq64d64/s/"mode":"P"/"mode":"CP"/' "mode: P vs CP \(1 case\(s\): ref:fwd:bf16:b1hq2sq64d64\)"
+has "^  modes: P vs CP,P$" "set of modes"
+# Several differences at once: each listed.
+sed 's/"threads":2/"threads":8/; s/"host":"ci-1"/"host":"ci-9"/' "$tmp/head.jsonl" >"$tmp/many.jsonl"
+run 2 "threads and host differ" "$tmp/base.jsonl" "$tmp/many.jsonl"
+has "^  threads: 2 vs 8$"
+has "^  host: ci-1 vs ci-9$"
+# Commit, start, command and sdpabench version may differ: not a context change (checked above).
+# Context records that both lack a field: a warning that it is not checked.
+sed '1s/.*/{"context":{"sdpabench":"0.4","host":"ci-1"}}/' "$tmp/base.jsonl" >"$tmp/thin_old.jsonl"
+sed '1s/.*/{"context":{"sdpabench":"0.4","host":"ci-1"}}/' "$tmp/head.jsonl" >"$tmp/thin_new.jsonl"
+run 1 "thin contexts" "$tmp/thin_old.jsonl" "$tmp/thin_new.jsonl"
+has "warning: no context record has threads, libraries, cpu: not checked"
+
+# --- --allow-context-change: the same list as a warning, then the usual comparison and exit code.
+run 1 "--allow-context-change, 10% slower" "$tmp/base.jsonl" "$tmp/threads.jsonl" --allow-context-change
+has "warning: the runs differ in context \(compared anyway, --allow-context-change\)" "allow: warning"
+has "^  threads: 2 vs 4$" "allow: difference listed"
+has "^ref:fwd:f32:b1hq2sq64d64 +2 +2.2 +1.100  SLOWER" "allow: table"
+run 0 "--allow-context-change within the threshold" "$tmp/base.jsonl" "$tmp/cold.jsonl" --allow-context-change --threshold 0.2
+has "^  cold_cache: false vs true" "allow: cold_cache listed"
+run 0 "--allow-context-change, several differences" "$tmp/base.jsonl" "$tmp/many.jsonl" --allow-context-change --threshold 0.2
+has "^  host: ci-1 vs ci-9$"
+
+# --- A report without a context record: warned about, its cases' mode and cold cache still checked.
+grep -v '"context"' "$tmp/base.jsonl" >"$tmp/base_noctx.jsonl"
+run 1 "OLD without context: compared, with a warning" "$tmp/base_noctx.jsonl" "$tmp/head.jsonl"
+has "warning: OLD has no context record: its threads, library versions, host and cpu cannot be checked"
+lacks "warning: NEW has no context record"
+run 2 "OLD without context, mode differs" "$tmp/base_noctx.jsonl" "$tmp/mode.jsonl"
+has "^  modes: P vs CP$"
+has "warning: OLD has no context record"
+run 2 "OLD without context, cold cache differs" "$tmp/base_noctx.jsonl" "$tmp/cold.jsonl"
+has "^  cold_cache: false vs true"
+
+# --- Reports that cannot be read: exit 2 (never 1, which means "slower").
+head -c 60 "$tmp/head.jsonl" >"$tmp/cut.jsonl"
+run 2 "cut JSON line" "$tmp/base.jsonl" "$tmp/cut.jsonl"
+has "cut.jsonl:1: not JSON"
+cat "$tmp/base.jsonl" "$tmp/base.jsonl" >"$tmp/twice.jsonl"
+run 2 "two reports concatenated" "$tmp/twice.jsonl" "$tmp/base.jsonl"
+has "twice.jsonl:5: a context record after the first line"
+run 2 "missing file" "$tmp/base.jsonl" "$tmp/nonexistent.jsonl"
+has "nonexistent.jsonl: No such file"
+# A repeated id is compared once, with a warning.
+{ cat "$tmp/head.jsonl"; sed -n 2p "$tmp/head.jsonl"; } >"$tmp/dup.jsonl"
+run 1 "repeated id" "$tmp/base.jsonl" "$tmp/dup.jsonl"
+has "warning: NEW has 2 records for case ref:fwd:f32:b1hq2sq64d64; only the last is compared"
+
+# --- --help documents the join key, the context checks and the exit codes.
+run 0 "--help" --help
+has "Join key: each case record's \"id\""
+has "--allow-context-change"
+has "^  2  not compared"
 echo "OK (compare_runs)"

@@ -70,9 +70,13 @@ TEST(BadInput, KnobAfterLastProblemIsUsageError) {
     EXPECT_TRUE(ce.back().usage);
     EXPECT_EQ(ce.back().error, "command line: error: '--dropout=0.5' comes after the last problem and would apply to "
                                "nothing (knobs apply to the problems, --case and --batch files after them)");
-    // Inside a file, trailing knobs are harmless (they end with the file).
+    // Inside a file, the same rule is an error of that file (not a usage error: the batch goes on).
     const auto f = write_file("trail.cases", "b1sq4d4 --dt=bf16\n");
-    EXPECT_TRUE(errors({"--batch=" + f.string()}).empty());
+    const auto fe = errors({"--batch=" + f.string()});
+    ASSERT_EQ(fe.size(), 1u);
+    EXPECT_FALSE(fe[0].usage);
+    EXPECT_NE(fe[0].error.find("trail.cases:1:9: error: '--dt=bf16' comes after the last problem of the file"),
+            std::string::npos) << fe[0].error;
 }
 
 TEST(BadInput, EmptyBatchFileIsNamed) {

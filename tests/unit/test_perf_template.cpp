@@ -46,9 +46,15 @@ TEST(PerfTemplate, SplitsLiteralsFieldsAndModifiers) {
 
 TEST(PerfTemplate, DefaultIsACsvLineWithAHeader) {
     const PerfTemplate t = parse_ok(kDefaultPerfTemplate);
-    EXPECT_EQ(perf_header(t), "perf,backend,engine,dir,dt,mask,name,prb,-time,0time,+time,Gflops,-Gflops,GBps,ctime");
+    // The header names each column with its unit.
+    EXPECT_EQ(perf_header(t), "perf,backend,engine,dir,dt,mask,name,prb,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,"
+                              "GB/s,compile_ms,TFLOP/s");
     // min 1 ms, median 2 ms, max 4 ms; 4e6 FLOPs: 2 GFLOP/s at the median, 4 at the min; 2e6 B / 2 ms = 1 GB/s.
-    EXPECT_EQ(render_perf_line(t, timed_case()), "perf,onednn,cpu,bwd,bf16,causal_tl,tiny,b1hq2sq64d64,1,2,4,2,4,1,12.5");
+    EXPECT_EQ(render_perf_line(t, timed_case()),
+            "perf,onednn,cpu,bwd,bf16,causal_tl,tiny,b1hq2sq64d64,1,2,4,2,4,1,12.5,0.002");
+    EXPECT_EQ(perf_header(parse_ok("%-Tflops%,%+Tflops%,%+Gflops%,%-time%,%mtime%,%id%")),
+            "TFLOP/s@min_ms,TFLOP/s@max_ms,GFLOP/s@max_ms,min_ms,mean_ms,id");
+    EXPECT_EQ(render_perf_line(parse_ok("%-Tflops%,%+Tflops%"), timed_case()), "0.004,0.001");
 }
 
 TEST(PerfTemplate, EveryFieldRenders) {

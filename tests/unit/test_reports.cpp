@@ -27,6 +27,7 @@ CaseResult failed_case() {
     r.reason = kNastyReason;
     r.ms = 12.5;
     r.repro = "--dir=bwd b1hq2sq16d16n=a.b-c_d";
+    r.id = r.repro;
     r.info = CaseInfo{"onednn", "cpu", "C", "bwd", "f32", "none", "b1hq2sq16d16", "a.b-c_d", ""};
     r.checked = true;
     OutputCheck c;
@@ -51,6 +52,7 @@ CaseResult timed_case() {
     r.index = 2;
     r.ms = 250;
     r.repro = "--mode=P b1hq2sq64d64";
+    r.id = r.repro + " #2";
     r.info = CaseInfo{"onednn", "cpu", "P", "fwd_t", "bf16", "causal_tl", "b1hq2sq64d64", "", ""};
     r.flops = 4'000'000;
     r.bytes = 2'000'000;
@@ -149,17 +151,17 @@ TEST(Jsonl, InvalidUtf8IsReplacedNotThrown) {
 TEST(Junit, GoldenDocumentWithEscapes) {
     Summary s;
     std::vector<CaseResult> rs{failed_case(), timed_case()};
-    for (const auto& r : rs) s.add(r.status);
+    for (const auto& r : rs) s.add(r);
     const std::string expected =
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<testsuites name=\"sdpabench\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.262500\">\n"
             "  <testsuite name=\"sdpabench\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.262500\">\n"
-            "    <testcase classname=\"sdpabench.onednn.bwd\" name=\"1:--dir=bwd b1hq2sq16d16n=a.b-c_d\" time=\"0.012500\">\n"
+            "    <testcase classname=\"sdpabench.onednn.bwd\" name=\"--dir=bwd b1hq2sq16d16n=a.b-c_d\" time=\"0.012500\">\n"
             "      <failure type=\"FAILED\" message=\"FAILED (dQ: got &quot;NaN&quot;, expected &lt;1 &amp; &apos;x&apos;&gt;&#10;line2) "
             "__REPRO: --dir=bwd b1hq2sq16d16n=a.b-c_d\">FAILED (dQ: got &quot;NaN&quot;, expected &lt;1 &amp; &apos;x&apos;&gt;&#10;line2) "
             "__REPRO: --dir=bwd b1hq2sq16d16n=a.b-c_d</failure>\n"
             "    </testcase>\n"
-            "    <testcase classname=\"sdpabench.onednn.fwd_t\" name=\"2:--mode=P b1hq2sq64d64\" time=\"0.250000\">\n"
+            "    <testcase classname=\"sdpabench.onednn.fwd_t\" name=\"--mode=P b1hq2sq64d64 #2\" time=\"0.250000\">\n"
             "      <system-out>perf: runs 3 min 1 ms median 2 ms mean 2.3333333333333335 ms max 4 ms compile 12.5 ms 2 GFLOP/s (median)&#10;</system-out>\n"
             "    </testcase>\n"
             "  </testsuite>\n"
@@ -174,7 +176,7 @@ TEST(Junit, StatusesMapToFailureErrorSkipped) {
     for (int i = 0; i < 4; ++i) {
         rs[i].status = st[i];
         rs[i].reason = "why";
-        s.add(st[i]);
+        s.add(rs[i]);
     }
     const std::string x = junit_document(rs, s);
     EXPECT_NE(x.find("errors=\"2\" skipped=\"2\""), std::string::npos);
@@ -193,7 +195,7 @@ TEST(Junit, PartialJsonlAlongTheWayFinalXmlAtTheEnd) {
         EXPECT_EQ(read_lines(partial).size(), 1u);
         EXPECT_FALSE(std::filesystem::exists(path));
         Summary s;
-        s.add(Status::failed);
+        s.add(failed_case());
         rep.end(s);
     }
     EXPECT_FALSE(std::filesystem::exists(partial));
@@ -231,10 +233,10 @@ TEST(Csv, DropoutColumnsCarryTheKnobAndThePValues) {
 TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
     const std::string row = csv_row(failed_case());
     EXPECT_EQ(row,
-            "1,FAILED,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
+            "1,--dir=bwd b1hq2sq16d16n=a.b-c_d,FAILED,,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
             "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,");
     EXPECT_EQ(csv_row(timed_case()),
-            "2,PASSED,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
+            "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };

@@ -1,0 +1,61 @@
+// Expected results (--expect=FILE): known vendor bugs as data, so that CI stays green while a
+// bug is open, says XPASS when it is fixed, and says NOT_APPLICABLE where it cannot reproduce.
+// README "Expected results" describes the file; cases/known/expected.jsonl is the project's own.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.hpp"
+#include "reports/case_result.hpp"
+
+namespace sdpa {
+
+class Backend;
+
+/// One entry of an --expect file: one JSON object per line, e.g.
+///   {"match": "*n=amx_bf16_bcast_*", "status": "FAILED", "reason": "oneDNN 3.13.2 AMX bug",
+///    "requires": {"cpu_flags": "amx_bf16", "onednn": "3.13.2"}, "allow_xpass": false}
+/// '#' lines and blank lines are skipped.
+struct Expectation {
+    std::string match;   ///< fnmatch(3) glob over case ids (CaseResult::id); no metacharacter: the exact id
+    Status status = Status::failed;  ///< the expected status: FAILED, MISTRUSTED, SKIPPED, UNIMPLEMENTED or INVALID_ARGUMENTS
+    std::string reason;  ///< why (a vendor bug number, ...); required
+    /// "requires": the platform the entry applies to, every item required: "cpu_flags": space-separated
+    /// /proc/cpuinfo flags; a backend name ("onednn", "cudnn"): a prefix, by components, of its
+    /// library_version() ("3.13" covers "3.13.2").
+    std::vector<std::pair<std::string, std::string>> needs;
+    bool allow_xpass = false;  ///< an XPASS does not fail the run (a bug that does not always show)
+    std::string where;         ///< "FILE:LINE" of the entry
+};
+
+/// Reads an --expect file. Throws std::runtime_error "FILE:LINE: error: ..." naming the rule
+/// for a line that is not one JSON object, an unknown key, a missing match/status/reason, a
+/// status that cannot be expected (PASSED, EXECUTED, LISTED) or an unknown requirement key.
+std::vector<Expectation> load_expectations(const std::string& path);
+
+/// The platform facts "requires" is checked against: the CPU's flags and the library version of
+/// each backend (made on first use, so a run that needs no fact loads no library).
+class Platform {
+public:
+    Platform();
+    ~Platform();
+    /// nullopt when requirement `key` = `value` holds here, else what this platform has instead.
+    std::optional<std::string> unmet(const std::string& key, const std::string& value);
+
+private:
+    std::vector<std::string> cpu_flags_;
+    std::map<std::string, std::string> versions_;  ///< backend name -> library_version()
+};
+
+/// The first entry whose glob matches r.id decides r.expect: requirements unmet and PASSED ->
+/// NOT_APPLICABLE; unmet otherwise -> no outcome, a note; met and the expected status ->
+/// XFAIL; met and PASSED -> XPASS; met and another status -> no outcome, a note saying what
+/// was expected. r.id must be set.
+void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r);
+
+}  // namespace sdpa

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end checks of what CI sees (README "sdpabench in CI"): EXECUTED for unchecked runs, stable
+# JUnit names, --expect (XFAIL / XPASS / NOT_APPLICABLE), --fail-on and the exit-code table.
+# Usage: expect_e2e.sh SDPABENCH_EXE SOURCE_DIR
+set -uo pipefail
+exe=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "E2E FAIL (expect): $*"; echo "--- output tail:"; tail -n 20 "$tmp/out" 2>/dev/null; exit 1; }
+run() { "$exe" "$@" >"$tmp/out" 2>&1; rc=$?; }
+summary_field() { grep -oE "(^| )$1:[0-9]+" "$tmp/out" | tail -n 1 | cut -d: -f2; }
+cd "$src"
+
+# 1. --mode=P checks nothing: a wrong kernel is EXECUTED, never PASSED; --fail-on=executed fails it.
+run --mode=P --fix-times=1 --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq64d32
+[ "$rc" -eq 0 ] || fail "P mode: exit $rc, expected 0"
+grep -q '^0:EXECUTED ' "$tmp/out" || fail "P mode on a faulty kernel must be EXECUTED"
+grep -q 'PASSED (' "$tmp/out" && fail "P mode printed PASSED"
+[ "$(summary_field executed)" = 1 ] && [ "$(summary_field passed)" = 0 ] || fail "summary must count 1 executed, 0 passed"
+run --fail-on=default,executed --mode=P --fix-times=1 --backend=ref b1hq2sq16d16
+[ "$rc" -eq 5 ] || fail "--fail-on=executed: exit $rc, expected 5"
+
+# 2. JUnit names are the case ids: the same case keeps its name when cases are added before it.
+run --backend=ref --report=junit:"$tmp/a.xml" b1hq2sq16d16n=kept
+run --backend=ref --report=junit:"$tmp/b.xml" b1hq1sq8d8n=new1 b1hq1sq8d8n=new2 b1hq2sq16d16n=kept b1hq2sq16d16n=kept
+name_a=$(grep -o 'name="[^"]*kept[^"]*"' "$tmp/a.xml" | head -n 1)
+name_b=$(grep -o 'name="[^"]*kept[^"]*"' "$tmp/b.xml" | head -n 1)
+[ -n "$name_a" ] && [ "$name_a" = "$name_b" ] || fail "JUnit name changed: '$name_a' vs '$name_b'"
+grep -q 'name="--backend=ref b1hq2sq16d16n=kept #2"' "$tmp/b.xml" || fail "a repeated case must get ' #2'"
+printf 'b1hq2sq16d16\n--dt=bf8 b1hq2sq16d16\n' >"$tmp/bad.cases"
+run --backend=ref --report=junit:"$tmp/c.xml" --batch="$tmp/bad.cases"
+grep -q "name=\"$tmp/bad.cases:2\"" "$tmp/c.xml" || fail "a parse error must be named FILE:LINE in JUnit"
+
+# 3. --expect: the project's known oneDNN bug is XFAIL where it reproduces (AMX) and NOT_APPLICABLE
+#    elsewhere; both exit 0.
+if [ -n "$("$exe" --version | grep '^onednn:')" ]; then
+  run --expect=cases/known/expected.jsonl --batch=cases/known/onednn-amx-bf16-mask-broadcast.cases
+  [ "$rc" -eq 0 ] || fail "known bug with --expect: exit $rc, expected 0"
+  if grep -qw amx_bf16 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo; then want=xfail; else want=not_applicable; fi
+  [ "$(summary_field "$want")" = 6 ] || fail "known bug: expected 6 $want on this CPU"
+  [ "$(summary_field failed)" = 0 ] && [ "$(summary_field passed)" = 0 ] || fail "known bug: nothing may be plain FAILED/PASSED"
+fi
+
+# 4. An expected failure that shows is XFAIL (exit 0); one that PASSES is XPASS (exit 4, or 0 when the
+#    entry allows it); unmet requirements leave a real failure FAILED.
+flag=$(grep -m1 '^flags' /proc/cpuinfo | awk '{print $3}')
+cat >"$tmp/e.jsonl" <<JSONL
+# comments and blank lines are skipped
+
+{"match": "*n=bug", "status": "FAILED", "reason": "planted bug 1", "requires": {"cpu_flags": "$flag"}}
+{"match": "*n=fixed", "status": "FAILED", "reason": "bug 2, since fixed"}
+{"match": "*n=flaky", "status": "FAILED", "reason": "bug 3, shows sometimes", "allow_xpass": true}
+{"match": "*n=elsewhere", "status": "FAILED", "reason": "bug 4, another CPU", "requires": {"cpu_flags": "no_such_cpu_flag"}}
+JSONL
+run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=bug
+[ "$rc" -eq 0 ] || fail "XFAIL: exit $rc, expected 0"
+grep -q '^0:XFAIL (FAILED: .*planted bug 1' "$tmp/out" || fail "XFAIL line must give the status and the reason"
+run --expect="$tmp/e.jsonl" --backend=ref b1hq2sq16d16n=fixed
+[ "$rc" -eq 4 ] || fail "XPASS: exit $rc, expected 4"
+grep -q '^0:XPASS ' "$tmp/out" || fail "XPASS line"
+run --expect="$tmp/e.jsonl" --backend=ref b1hq2sq16d16n=flaky
+[ "$rc" -eq 0 ] || fail "allowed XPASS: exit $rc, expected 0"
+run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=elsewhere
+[ "$rc" -eq 1 ] || fail "a failure where the entry does not apply: exit $rc, expected 1"
+grep -q '^0:FAILED ' "$tmp/out" || fail "unmet requirements must leave FAILED"
+run --expect="$tmp/e.jsonl" --backend=ref b1hq2sq16d16n=elsewhere
+[ "$rc" -eq 0 ] && grep -q '^0:NOT_APPLICABLE ' "$tmp/out" || fail "a PASS where the entry does not apply is NOT_APPLICABLE"
+printf '{"match": "x", "status": "PASSED", "reason": "r"}\n' >"$tmp/bad.jsonl"
+run --expect="$tmp/bad.jsonl" b1hq2sq16d16
+[ "$rc" -eq 2 ] && grep -q "bad.jsonl:1: error: \"status\": \"PASSED\" cannot be expected" "$tmp/out" || fail "bad --expect file"
+
+# 5. --fail-on and the exit-code table.
+run --backend=ref --max-memory=1 b1hq2sq16d16 b1hq2sq32d16
+[ "$rc" -eq 0 ] && [ "$(summary_field skipped)" = 2 ] || fail "all SKIPPED: exit $rc, expected 0 by default"
+run --fail-on=skipped --backend=ref --max-memory=1 b1hq2sq16d16 b1hq2sq32d16
+[ "$rc" -eq 5 ] || fail "--fail-on=skipped on an all-SKIPPED run: exit $rc, expected 5"
+run --fail-on=bogus b1hq2sq16d16
+[ "$rc" -eq 2 ] && grep -q "'bogus' is not a status" "$tmp/out" || fail "bad --fail-on"
+run --backend=ref b1hq6hkv4sq16d16
+[ "$rc" -eq 3 ] || fail "INVALID_ARGUMENTS: exit $rc, expected 3"
+run --backend=faulty:causal_off_by_one --mask=causal_tl b1hq6hkv4sq16d16 b1hq2sq16d16
+[ "$rc" -eq 1 ] || fail "FAILED and INVALID_ARGUMENTS: exit $rc, expected 1 (a wrong kernel wins)"
+run --backend=test:sleep --timeout-per-case=0.5 b1hq1sq8d8
+[ "$rc" -eq 3 ] || fail "a timeout: exit $rc, expected 3"
+
+# 6. The case language: a knob after a file's last problem is an error there too; '--dt bf16'.
+printf 'b1hq2sq16d16\n--dt=f16\n' >"$tmp/tail.cases"
+run --backend=ref --batch="$tmp/tail.cases"
+[ "$rc" -eq 3 ] && grep -q "tail.cases:2:1: error: '--dt=f16' comes after the last problem" "$tmp/out" \
+  || fail "a trailing knob in a file: exit $rc"
+printf -- '--dt bf16 b1hq2sq16d16\n' >"$tmp/space.cases"
+run --backend=ref --batch="$tmp/space.cases"
+grep -q "write --dt=bf16" "$tmp/out" || fail "'--dt bf16' in a file must say to write --dt=bf16"
+run --backend=ref --dt bf16 b1hq2sq16d16
+[ "$rc" -eq 2 ] && grep -q "write --dt=bf16" "$tmp/out" || fail "'--dt bf16' on the command line"
+run --backend=faulty:bogus b1hq2sq16d16
+grep -q "faulty:causal_off_by_one" "$tmp/out" || fail "--backend=faulty:bogus must list the faulty kinds"
+echo "expect e2e: ok"

@@ -1,0 +1,246 @@
+// What CI sees (issue "What CI sees never lies"): --expect entries and their outcomes, the
+// summary's counts, --fail-on and the exit-code table, the case ids, the run context record.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "driver/case_parser.hpp"
+#include "driver/expect.hpp"
+#include "reports/console_reporter.hpp"
+#include "reports/jsonl_reporter.hpp"
+#include "reports/junit_reporter.hpp"
+
+namespace sdpa {
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+}
+
+CaseResult result(Status st, std::string id) {
+    CaseResult r;
+    r.status = st;
+    r.id = std::move(id);
+    r.repro = r.id;
+    return r;
+}
+
+std::string load_error(const std::string& line) {
+    const std::string path = write_file("sdpabench_expect_bad.jsonl", "# comment\n\n" + line + "\n");
+    try {
+        load_expectations(path);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Expect, LoadsEntriesAndNamesBadLines) {
+    const std::string path = write_file("sdpabench_expect.jsonl",
+            "# known bugs\n\n"
+            R"({"match": "*n=a", "status": "FAILED", "reason": "bug 1", "requires": {"cpu_flags": "fpu", "onednn": "3.13"}})"
+            "\n"
+            R"({"match": "x", "status": "UNIMPLEMENTED", "reason": "bug 2", "allow_xpass": true})"
+            "\n");
+    const auto es = load_expectations(path);
+    ASSERT_EQ(es.size(), 2u);
+    EXPECT_EQ(es[0].match, "*n=a");
+    EXPECT_EQ(es[0].status, Status::failed);
+    ASSERT_EQ(es[0].needs.size(), 2u);
+    EXPECT_EQ(es[0].needs[1], (std::pair<std::string, std::string>{"onednn", "3.13"}));
+    EXPECT_EQ(es[0].where, path + ":3");
+    EXPECT_EQ(es[1].status, Status::unimplemented);
+    EXPECT_TRUE(es[1].allow_xpass);
+
+    EXPECT_NE(load_error("not json").find("sdpabench_expect_bad.jsonl:3: error: not a JSON object"), std::string::npos);
+    EXPECT_NE(load_error(R"(["a"])").find("one JSON object per line"), std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "PASSED", "reason": "r"})").find("\"PASSED\" cannot be expected"),
+            std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED"})").find("\"reason\""), std::string::npos);
+    EXPECT_NE(load_error(R"({"status": "FAILED", "reason": "r"})").find("\"match\""), std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "reason": "r"})").find("\"status\""), std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "bug": 1})").find("unknown key \"bug\""),
+            std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "requires": {"gpu": "h200"}})")
+                      .find("unknown key \"gpu\" (accepted: cpu_flags, onednn, cudnn)"),
+            std::string::npos);
+}
+
+TEST(Expect, OutcomesFollowStatusAndPlatform) {
+    Platform here;
+    const std::vector<Expectation> es{
+        {"*n=bug", Status::failed, "bug 1", {{"cpu_flags", "fpu"}}, false, "f:1"},
+        {"*n=other_cpu", Status::failed, "bug 2", {{"cpu_flags", "no_such_cpu_flag"}}, false, "f:2"},
+        {"*n=bug", Status::skipped, "never reached: the first match decides", {}, false, "f:3"},
+    };
+    CaseResult r = result(Status::failed, "--dt=bf16 b1n=bug");
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::xfail);
+    EXPECT_NE(r.expect.reason.find("bug 1, f:1"), std::string::npos);
+
+    r = result(Status::passed, "--dt=bf16 b1n=bug");
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::xpass);
+
+    r = result(Status::invalid_arguments, "b1n=bug");  // neither the expected status nor PASSED
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::none);
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find("got INVALID_ARGUMENTS"), std::string::npos);
+
+    r = result(Status::passed, "b1n=other_cpu");
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::not_applicable);
+    EXPECT_NE(r.expect.reason.find("the CPU lacks no_such_cpu_flag"), std::string::npos);
+
+    r = result(Status::failed, "b1n=other_cpu");  // a failure the entry does not describe stays FAILED
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::none);
+
+    r = result(Status::failed, "b1n=unlisted");
+    apply_expectations(es, here, r);
+    EXPECT_EQ(r.expect.kind, Expected::none);
+    EXPECT_TRUE(r.notes.empty());
+}
+
+TEST(Expect, LibraryVersionsArePrefixesByComponent) {
+    Platform here;
+    const std::string v = make_backend("onednn") ? make_backend("onednn")->library_version() : "";
+    if (v.empty()) GTEST_SKIP() << "no oneDNN in this build";
+    EXPECT_FALSE(here.unmet("onednn", v).has_value());
+    EXPECT_FALSE(here.unmet("onednn", v.substr(0, v.rfind('.'))).has_value());  // "3.13" covers "3.13.2"
+    EXPECT_TRUE(here.unmet("onednn", v + "1").has_value());                     // "3.13.21" does not
+    EXPECT_TRUE(here.unmet("onednn", "0.1").has_value());
+}
+
+TEST(ExitCode, TableAndPrecedence) {
+    const FailOn def;
+    const auto code = [&](std::vector<CaseResult> rs, const FailOn& f) {
+        Summary s;
+        for (const auto& r : rs) s.add(r);
+        return exit_code(s, f);
+    };
+    const CaseResult ok = result(Status::passed, "a");
+    CaseResult xfail = result(Status::failed, "b"), xpass = result(Status::passed, "c"), timeout = result(Status::failed, "d");
+    xfail.expect.kind = Expected::xfail;
+    xpass.expect.kind = Expected::xpass;
+    timeout.timed_out = true;
+    EXPECT_EQ(code({ok, result(Status::executed, "e"), result(Status::skipped, "f")}, def), kExitOk);
+    EXPECT_EQ(code({ok, xfail}, def), kExitOk);  // an expected failure does not fail the run
+    EXPECT_EQ(code({result(Status::failed, "g"), result(Status::invalid_arguments, "h"), xpass}, def), kExitFailed);
+    EXPECT_EQ(code({result(Status::unimplemented, "h"), xpass}, def), kExitUntested);
+    EXPECT_EQ(code({timeout}, def), kExitUntested);
+    EXPECT_EQ(code({xpass}, def), kExitXpass);
+    xpass.expect.allow_xpass = true;
+    EXPECT_EQ(code({xpass}, def), kExitOk);
+
+    std::string err;
+    const auto skipped = parse_fail_on("default,skipped", &err);
+    ASSERT_TRUE(skipped) << err;
+    EXPECT_EQ(code({result(Status::skipped, "f")}, *skipped), kExitFailOn);
+    EXPECT_EQ(code({result(Status::invalid_arguments, "h")}, *skipped), kExitUntested);
+    const auto only_mistrusted = parse_fail_on("mistrusted", &err);  // replaces the default, FAILED stays
+    ASSERT_TRUE(only_mistrusted) << err;
+    EXPECT_EQ(code({result(Status::invalid_arguments, "h")}, *only_mistrusted), kExitOk);
+    EXPECT_EQ(code({result(Status::failed, "g")}, *only_mistrusted), kExitFailed);
+    EXPECT_EQ(code({result(Status::mistrusted, "m")}, *only_mistrusted), kExitFailOn);
+    const auto na = parse_fail_on("not_applicable", &err);
+    ASSERT_TRUE(na) << err;
+    CaseResult n = result(Status::passed, "n");
+    n.expect.kind = Expected::not_applicable;
+    EXPECT_EQ(code({n}, *na), kExitFailOn);
+    EXPECT_FALSE(parse_fail_on("default,skiped", &err));
+    EXPECT_NE(err.find("'skiped' is not a status (accepted, comma-separated: default, passed,"), std::string::npos);
+}
+
+TEST(Summary, CountsEachCaseOnceByWhatItShows) {
+    Summary s;
+    CaseResult xfail = result(Status::failed, "a");
+    xfail.expect.kind = Expected::xfail;
+    s.add(xfail);
+    s.add(result(Status::failed, "b"));
+    s.add(result(Status::executed, "c"));
+    EXPECT_EQ(s.tests, 3u);
+    EXPECT_EQ(s[Status::failed], 1u);
+    EXPECT_EQ(s[Expected::xfail], 1u);
+    EXPECT_EQ(s[Status::executed], 1u);
+    EXPECT_EQ(summary_line(s), "tests:3 passed:0 skipped:0 mistrusted:0 unimplemented:0 invalid_arguments:0 failed:1 "
+                               "listed:0 executed:1 xfail:1 xpass:0 not_applicable:0");
+    EXPECT_EQ(shown_status(xfail), "XFAIL");
+    xfail.reason = "O: wrong";
+    xfail.expect.reason = "expected FAILED (bug 1, f:1)";
+    EXPECT_EQ(status_line(xfail), "0:XFAIL (FAILED: O: wrong; expected FAILED (bug 1, f:1)) (0.0 ms) __REPRO: a");
+}
+
+TEST(Junit, ExpectationOutcomesAndExecuted) {
+    CaseResult xfail = result(Status::failed, "x1"), xpass = result(Status::passed, "x2"),
+               na = result(Status::passed, "x3"), ex = result(Status::executed, "x4");
+    xfail.expect.kind = Expected::xfail;
+    xpass.expect.kind = Expected::xpass;
+    na.expect.kind = Expected::not_applicable;
+    Summary s;
+    for (const auto* r : {&xfail, &xpass, &na, &ex}) s.add(*r);
+    const std::string x = junit_document({xfail, xpass, na, ex}, s);
+    EXPECT_NE(x.find("tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"2\""), std::string::npos) << x;
+    EXPECT_NE(x.find("<skipped message=\"XFAIL: FAILED; "), std::string::npos) << x;
+    EXPECT_NE(x.find("<failure type=\"XPASS\""), std::string::npos) << x;
+    EXPECT_NE(x.find("<skipped message=\"NOT_APPLICABLE: PASSED; "), std::string::npos) << x;
+    EXPECT_NE(x.find("<system-out>EXECUTED __REPRO: x4"), std::string::npos) << x;
+    EXPECT_NE(x.find("name=\"x4\""), std::string::npos) << x;
+}
+
+TEST(Jsonl, ContextRecordAndIdFields) {
+    RunContext ctx;
+    ctx.sdpabench = "9.9";
+    ctx.threads = 3;
+    ctx.libraries = {{"onednn", "3.13.2"}};
+    const nlohmann::json c = context_record(ctx);
+    EXPECT_EQ(c["context"]["threads"], 3);
+    EXPECT_EQ(c["context"]["libraries"]["onednn"], "3.13.2");
+    CaseResult r = result(Status::failed, "b1 #2");
+    r.expect.kind = Expected::xfail;
+    r.timed_out = true;
+    const nlohmann::json j = json_record(r);
+    EXPECT_EQ(j["id"], "b1 #2");
+    EXPECT_EQ(j["status"], "FAILED");
+    EXPECT_EQ(j["expect"], "XFAIL");
+    EXPECT_EQ(j["timed_out"], true);
+}
+
+TEST(CaseLanguage, TrailingKnobInAFileAndSpacedValues) {
+    const std::string path = write_file("sdpabench_trailing.cases", "b1hq2sq16d16\n--dt=f16\n");
+    auto es = parse_cases({"--batch=" + path});
+    ASSERT_EQ(es.size(), 2u);
+    ASSERT_FALSE(es[1].c);
+    EXPECT_FALSE(es[1].usage);  // an error of the file: the batch goes on
+    EXPECT_NE(es[1].error.find("sdpabench_trailing.cases:2:1: error: '--dt=f16' comes after the last problem"),
+            std::string::npos) << es[1].error;
+    EXPECT_EQ(es[1].where, path + ":2");
+
+    const std::string spaced = write_file("sdpabench_spaced.cases", "--dt bf16 b1hq2sq16d16\nb1hq2sq16d16\n");
+    es = parse_cases({"--batch=" + spaced});
+    ASSERT_EQ(es.size(), 2u);
+    EXPECT_NE(es[0].error.find("'--dt bf16': a knob and its value are joined by '=': write --dt=bf16"),
+            std::string::npos) << es[0].error;
+    EXPECT_TRUE(es[1].c);  // the next line still runs
+
+    es = parse_cases({"--dt", "bf16", "b1hq2sq16d16"});
+    ASSERT_FALSE(es.empty());
+    EXPECT_TRUE(es[0].usage);
+    EXPECT_NE(es[0].error.find("write --dt=bf16"), std::string::npos);
+
+    es = parse_cases({"--backend=faulty:bogus", "b1hq2sq16d16"});
+    ASSERT_FALSE(es.empty());
+    EXPECT_NE(es[0].error.find("unknown fault 'bogus' for --backend=faulty:KIND (accepted: faulty:causal_off_by_one"),
+            std::string::npos) << es[0].error;
+    es = parse_cases({"--backend=bogus", "b1hq2sq16d16"});
+    EXPECT_NE(es[0].error.find("faulty:KIND"), std::string::npos) << es[0].error;
+}
+
+}  // namespace
+}  // namespace sdpa
