@@ -414,6 +414,8 @@ public:
     /// error that says to write --NAME=next. nullopt otherwise.
     static std::optional<std::string> spaced_value(std::string_view tok, std::string_view next) {
         if (!tok.starts_with("--") || tok.find('=') != tok.npos || next.starts_with("-")) return std::nullopt;
+        if (tok == "--batch" || tok == "--case")
+            return fmt::format("'{} {}': a knob and its value are joined by '=': write {}={}", tok, next, tok, next);
         for (const Knob& k : knob_table()) {
             Case scratch;
             if (k.name == tok.substr(2) && k.apply(next, scratch))

@@ -1,6 +1,7 @@
 #include "driver/cli.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -73,6 +74,12 @@ std::string finish_perf_options(GlobalOptions& o, const std::string& perf_templa
     for (const auto& r : reports) {
         auto spec = parse_report_spec(r, &err);
         if (!spec) return err;
+        std::error_code ec;
+        const auto canon = std::filesystem::weakly_canonical(spec->path, ec);
+        for (const auto& other : o.reports)
+            if (other.path == spec->path || (!ec && std::filesystem::weakly_canonical(other.path, ec) == canon))
+                return fmt::format("--report: '{}:{}' and '{}:{}' write the same file", other.format, other.path,
+                        spec->format, spec->path);
         o.reports.push_back(std::move(*spec));
     }
     return "";
@@ -132,6 +139,16 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
+    // CLI11 would take the next argument as the value of "--opt=" (an unset shell variable):
+    // "--perf-template= --backend=ref" must not run onednn with a template "--backend=ref".
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a.starts_with("--") && a.ends_with("=") && app.get_option_no_throw(std::string(a.substr(0, a.size() - 1)))) {
+            fmt::print(stderr, "command line: error: {} has an empty value (write {}VALUE)\n", a, a);
+            out.exit_code = 2;
+            return out;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

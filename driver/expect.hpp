@@ -33,9 +33,11 @@ struct Expectation {
     std::string where;         ///< "FILE:LINE" of the entry
 };
 
-/// Reads an --expect file. Throws std::runtime_error "FILE:LINE: error: ..." naming the rule
-/// for a line that is not one JSON object, an unknown key, a missing match/status/reason, a
-/// status that cannot be expected (PASSED, EXECUTED, LISTED) or an unknown requirement key.
+/// Reads an --expect file (a regular file). Throws std::runtime_error "FILE:LINE: error: ..."
+/// naming the rule for a line that is not one JSON object, an unknown key or a value of the
+/// wrong type, an empty match/status/reason, a status that cannot be expected (PASSED,
+/// EXECUTED, LISTED), an unknown requirement key or a malformed requirement value (cpu_flags:
+/// flag names; a library: a version "3", "3.13", "3.13.2").
 std::vector<Expectation> load_expectations(const std::string& path);
 
 /// The platform facts "requires" is checked against: the CPU's flags and the library version of
@@ -52,10 +54,13 @@ private:
     std::map<std::string, std::string> versions_;  ///< backend name -> library_version()
 };
 
-/// The first entry whose glob matches r.id decides r.expect: requirements unmet and PASSED ->
-/// NOT_APPLICABLE; unmet otherwise -> no outcome, a note; met and the expected status ->
-/// XFAIL; met and PASSED -> XPASS; met and another status -> no outcome, a note saying what
-/// was expected. r.id must be set.
-void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r);
+/// Decides r.expect from the entries whose glob matches r.id (or r.id without its " #N" repeat
+/// suffix): the first of them whose requirements hold decides: the expected status -> XFAIL;
+/// PASSED -> XPASS; another status -> no outcome, a note saying what was expected. When none
+/// holds: PASSED -> NOT_APPLICABLE (naming what the platform lacks), else no outcome and a note.
+/// A timeout or a crash (r.timed_out, r.crashed) is never XFAIL: it is not the failure an
+/// entry describes. Marks the entries used in `used` (same size as `entries`). r.id must be set.
+void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r,
+        std::vector<bool>& used);
 
 }  // namespace sdpa

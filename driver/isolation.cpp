@@ -163,10 +163,12 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
             r = nlohmann::json::from_cbor(bytes).get<CaseResult>();
         } catch (const nlohmann::json::exception& e) {
             r.status = Status::failed;
+            r.crashed = true;
             r.reason = fmt::format("the case's child process sent an unreadable result: {}", e.what());
         }
     } else {
         r.status = Status::failed;
+        r.crashed = true;
         r.reason = child_failure_reason(st);
     }
     r.ms = ms;

@@ -33,7 +33,10 @@ namespace {
 sdpa::RunContext run_context(int argc, char** argv) {
     sdpa::RunContext ctx;
     ctx.sdpabench = SDPABENCH_VERSION;
-    for (int i = 0; i < argc; ++i) ctx.command += (i ? " " : "") + std::string(argv[i]);
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0) ctx.command += ' ';
+        ctx.command += argv[i];
+    }
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0) ctx.host = host;
     std::ifstream in("/proc/cpuinfo");
@@ -102,6 +105,7 @@ int run(int argc, char** argv) {
         }
     }
     Platform platform;
+    std::vector<bool> expectation_used(expectations.size(), false);
 
     ConsoleReporter console(stdout, opts.verbose);
     std::vector<Reporter*> reporters{&console};
@@ -170,11 +174,14 @@ int run(int argc, char** argv) {
             }
         }
         r.id = ids.next(e);
-        apply_expectations(expectations, platform, r);
+        apply_expectations(expectations, platform, r, expectation_used);
         summary.add(r);
         for (Reporter* rep : reporters) rep->on_case(r);
     }
     for (Reporter* rep : reporters) rep->end(summary);
+    for (std::size_t i = 0; i < expectations.size(); ++i)  // a stale entry, or a glob with a typo
+        if (!expectation_used[i])
+            fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations[i].where);
     return exit_code(summary, opts.fail_on);
 }
 

@@ -57,6 +57,7 @@ struct CaseResult {
     /// " #2", " #3" appended to repeats; unique within a run (driver/main.cpp case_ids).
     std::string id;
     bool timed_out = false;     ///< killed by --timeout-per-case (status FAILED, reason "timeout: ...")
+    bool crashed = false;       ///< its child process died without a result (--isolate; status FAILED)
     ExpectOutcome expect;       ///< --expect outcome (Expected::none without a matching entry)
     Status status = Status::passed;
     std::string reason;         ///< for any status but PASSED/LISTED: why

@@ -34,6 +34,7 @@ nlohmann::json json_record(const CaseResult& r) {
     j["expect"] = r.expect.kind == Expected::none ? json(nullptr) : json(fmt::format("{}", r.expect.kind));
     j["expect_reason"] = r.expect.reason;
     j["timed_out"] = r.timed_out;
+    j["crashed"] = r.crashed;
     j["repro"] = r.repro;
     j["backend"] = r.info.backend;
     j["engine"] = r.info.engine;

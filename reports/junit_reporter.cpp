@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -72,8 +73,17 @@ std::string junit_document(const std::vector<CaseResult>& results, const Summary
     return x;
 }
 
-JunitReporter::JunitReporter(std::string path)
-    : path_(std::move(path)), partial_(std::make_unique<JsonlReporter>(path_ + ".partial")) {}
+JunitReporter::JunitReporter(std::string path) : path_(std::move(path)) {
+    // Fail now, before any case runs, when the final path cannot be written (a directory, no
+    // such folder); leave it as it was, since the document is written only at the end.
+    std::error_code ec;
+    const bool existed = std::filesystem::exists(path_, ec);
+    std::FILE* f = std::fopen(path_.c_str(), "a");
+    if (!f) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));
+    std::fclose(f);
+    if (!existed) std::filesystem::remove(path_, ec);
+    partial_ = std::make_unique<JsonlReporter>(path_ + ".partial");
+}
 
 void JunitReporter::on_case(const CaseResult& r) {
     partial_->on_case(r);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Compares two sdpabench jsonl reports (--report=jsonl:PATH) case by case.
 
-Join key: each case record's "id" (the canonical case id, unique within a run), so a case still
-joins when its repro line is written differently. When either report has a record without an id
+Join key: each case record's "id" (the canonical case id, unique within a run) without its
+--mode knob, so a case still joins when its repro line is written differently, and a P run joins
+a CP run of the same cases (and is then refused for the mode difference). When either report has a record without an id
 (a report from before ids), both are joined on the repro line instead, and on "#IDX" for a record
 without one; the line "joined on ..." says which key was used.
 
@@ -25,7 +26,8 @@ Exit status:
   0  compared, and no case is slower than --threshold (default 0.05 = 5%)
   1  compared, and at least one case is slower than --threshold
   2  not compared: no case is timed in both reports, the contexts differ (without
-     --allow-context-change), or a report cannot be read
+     --allow-context-change), a report cannot be read, or a usage error (such as a
+     --threshold that is not a finite number >= 0)
 Standard library only.
 
 Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--stat median_ms] [--allow-context-change]
@@ -33,6 +35,7 @@ Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--stat median_ms]
 import argparse
 import json
 import math
+import re
 import sys
 from collections import defaultdict
 
@@ -78,11 +81,17 @@ def has_id(rec):
     return isinstance(rec.get("id"), str) and rec["id"] != ""
 
 
+def without_mode(key):
+    """The case without its --mode knob: a P run and a CP run of one case join (and then differ
+    in mode, which the context check names)."""
+    return re.sub(r"(^| )--mode=\S+", "", key).strip()
+
+
 def keyed(cases, by_id, label, warnings):
     """key -> record; a repeated key keeps the last record, with a warning."""
     out, repeats = {}, defaultdict(int)
     for rec in cases:
-        key = rec["id"] if by_id else (rec.get("repro") or f"#{rec.get('idx')}")
+        key = without_mode(rec["id"]) if by_id else (rec.get("repro") or f"#{rec.get('idx')}")
         if key in out:
             repeats[key] += 1
         out[key] = rec
@@ -254,12 +263,23 @@ def compare(a):
     return 0
 
 
+def threshold(text):
+    """--threshold: a finite number >= 0 (nan would pass every case, a negative one fail them all)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number >= 0 (0.05 = 5%)")
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("old")
     ap.add_argument("new")
-    ap.add_argument("--threshold", type=float, default=0.05,
-                    help="fail when new/old - 1 exceeds this (default 0.05 = 5%%)")
+    ap.add_argument("--threshold", type=threshold, default=0.05,
+                    help="fail when new/old - 1 exceeds this, a finite number >= 0 (default 0.05 = 5%%)")
     ap.add_argument("--stat", default="median_ms", choices=["median_ms", "min_ms", "mean_ms"],
                     help="timing statistic compared (default median_ms)")
     ap.add_argument("--allow-context-change", action="store_true",

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Plots throughput against sequence length from sdpabench jsonl reports (P or CP mode).
 
-One line per (name, dir, dt, mask) series, x = S_q (from the descriptor), y = GFLOP/s at the
-median time (TFLOP/s when the best rate exceeds 1000 GFLOP/s); one PNG (another extension, such as
-.svg or .pdf, picks that format). A report's context record (its first line) is read for the host
-and never plotted.
+One line per series: the cases of one backend, shape (the descriptor without its sq and skv:
+b, hq, hkv, d or dqk/dv), name, dir, dt and mask; x = S_q (from the descriptor), y = GFLOP/s at the
+median time (TFLOP/s when the best rate exceeds 1000 GFLOP/s). A series is labelled by the parts
+that differ between the series; the parts they all share are printed once ("common to all series").
+One PNG (another extension, such as .svg or .pdf, picks that format; none gives a PNG). A report's
+context record (its first line) is read for the host and never plotted.
 
 Several reports are overlaid: each series is also labelled with its report, by the host of the
 report's context record, or by the file's stem when it has none ("HOST (STEM)" when two reports
@@ -48,8 +50,24 @@ def no_matplotlib():
     sys.exit(msg)
 
 
+# The parts of a series key, in label order: backend, name, shape (the descriptor without sq/skv).
+KEY_FIELDS = ("backend", "name", "shape", "dir", "dt", "mask")
+
+
+def split_prb(prb):
+    """(S_q, shape) of a descriptor such as b2hq32hkv8sq1024skv2048d128 -> (1024, "b2hq32hkv8d128");
+    None when it has no sq. A trailing n=NAME is ignored."""
+    if not isinstance(prb, str):
+        return None
+    parts = re.findall(r"([a-z]+)(\d+)", prb.split("n=", 1)[0])
+    sq = [int(v) for k, v in parts if k == "sq"]
+    if not sq:
+        return None
+    return sq[0], "".join(k + v for k, v in parts if k not in ("sq", "skv"))
+
+
 def read_report(path):
-    """(context dict or None, {(name, dir, dt, mask): [(S_q, gflops)]}) of one report."""
+    """(context dict or None, {(backend, name, shape, dir, dt, mask): [(S_q, gflops)]}) of one report."""
     context, series = None, defaultdict(list)
     try:
         f = open(path, encoding="utf-8")
@@ -69,12 +87,25 @@ def read_report(path):
                 context = rec["context"] if isinstance(rec["context"], dict) else {}
                 continue
             perf = rec.get("perf")
-            m = re.search(r"sq(\d+)", rec.get("prb") or "")
-            if not isinstance(perf, dict) or not m or perf.get("gflops") is None:
+            sq_shape = split_prb(rec.get("prb"))
+            if not isinstance(perf, dict) or not sq_shape or not isinstance(perf.get("gflops"), (int, float)):
                 continue
-            key = (rec.get("name") or rec["prb"], rec.get("dir"), rec.get("dt"), rec.get("mask"))
-            series[key].append((int(m.group(1)), perf["gflops"]))
+            sq, shape = sq_shape
+            fields = {"shape": shape, **{f: rec.get(f) for f in KEY_FIELDS if f != "shape"}}
+            key = tuple("" if fields[f] is None else str(fields[f]) for f in KEY_FIELDS)
+            series[key].append((sq, perf["gflops"]))
     return context, series
+
+
+def series_labels(keys):
+    """({key: label}, common): a label of the key parts that differ between the series (all parts
+    when there is one series), and the parts all series share ("" when none)."""
+    show = lambda v: v or "-"  # noqa: E731  (a case without a name, or a report without a backend)
+    varying = [i for i in range(len(KEY_FIELDS)) if len({k[i] for k in keys}) > 1]
+    if not varying:
+        return {k: " ".join(v for v in k if v) or "-" for k in keys}, ""
+    common = " ".join(keys[0][i] for i in range(len(KEY_FIELDS)) if i not in varying and keys[0][i])
+    return {k: " ".join(show(k[i]) for i in varying) for k in keys}, common
 
 
 def report_labels(paths, contexts):
@@ -106,6 +137,13 @@ def main():
         no_matplotlib()
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = os.path.splitext(a.png)[1]
+    ext = suffix[1:].lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if ext and ext not in formats:
+        sys.exit(f"plot.py: {a.png}: unknown image extension {suffix} (known: {', '.join(sorted(formats))})")
 
     reads = [read_report(p) for p in a.reports]
     for path, (_, s) in zip(a.reports, reads):
@@ -115,19 +153,25 @@ def main():
         sys.exit(f"plot.py: no timed case in {', '.join(a.reports)} "
                  "(run sdpabench with --mode=P and --report=jsonl:PATH)")
     overlay = len(a.reports) > 1
-    labels = report_labels(a.reports, [c for c, _ in reads]) if overlay else [None]
+    rlabels = report_labels(a.reports, [c for c, _ in reads]) if overlay else [None]
 
     tflops = max(g for _, s in reads for pts in s.values() for _, g in pts) > 1000
     scale, unit = (1e-3, "TFLOP/s") if tflops else (1.0, "GFLOP/s")
-    keys = sorted({k for _, s in reads for k in s}, key=lambda k: tuple(map(str, k)))
+    keys = sorted({k for _, s in reads for k in s})
     colour = {k: f"C{i % 10}" for i, k in enumerate(keys)}
+    klabel, common = series_labels(keys)
     fig, ax = plt.subplots(figsize=(8, 5))
     lines = []
-    for r, ((_, s), rlabel) in enumerate(zip(reads, labels)):
-        for key in sorted(s, key=lambda k: tuple(map(str, k))):
+    for r, ((_, s), rlabel) in enumerate(zip(reads, rlabels)):
+        for key in sorted(s):
             pts = sorted(s[key])
-            label = " ".join(map(str, key)) if rlabel is None else f"{rlabel}: {' '.join(map(str, key))}"
-            ax.plot([x for x, _ in pts], [g * scale for _, g in pts], color=colour[key],
+            label = klabel[key] if rlabel is None else f"{rlabel}: {klabel[key]}"
+            xs = [x for x, _ in pts]
+            repeated = sorted({x for x in xs if xs.count(x) > 1})
+            if repeated:
+                print(f"plot.py: warning: {label}: several cases at S_q = {', '.join(map(str, repeated))} "
+                      "(differing in skv, or repeated)", file=sys.stderr)
+            ax.plot(xs, [g * scale for _, g in pts], color=colour[key],
                     linestyle=LINE_STYLES[r % len(LINE_STYLES)], marker=MARKERS[r % len(MARKERS)], label=label)
             lines.append((label, len(pts)))
     ax.set_xscale("log", base=2)
@@ -135,10 +179,15 @@ def main():
     ax.set_ylabel(f"{unit} (median time, cuDNN FLOP convention)")
     ax.set_title(a.title or f"sdpabench: {' vs '.join(a.reports)}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=common or None, title_fontsize=8)
     fig.tight_layout()
-    fig.savefig(a.png, dpi=120)
+    try:
+        fig.savefig(a.png, dpi=120, format=ext or "png")  # no extension: a PNG, named as given
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot.py: cannot write {a.png}: {getattr(e, 'strerror', None) or e}")
     print(f"plot.py: {sum(n for _, n in lines)} point(s) in {len(lines)} series -> {a.png}")
+    if common:
+        print(f"  common to all series: {common}")
     for label, n in lines:
         print(f"  {label}: {n} point(s)")
 

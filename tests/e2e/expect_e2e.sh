@@ -44,6 +44,7 @@ fi
 # 4. An expected failure that shows is XFAIL (exit 0); one that PASSES is XPASS (exit 4, or 0 when the
 #    entry allows it); unmet requirements leave a real failure FAILED.
 flag=$(grep -m1 '^flags' /proc/cpuinfo | awk '{print $3}')
+# An entry whose requirements fail gives way to a later one for the same case that holds.
 cat >"$tmp/e.jsonl" <<JSONL
 # comments and blank lines are skipped
 
@@ -51,10 +52,16 @@ cat >"$tmp/e.jsonl" <<JSONL
 {"match": "*n=fixed", "status": "FAILED", "reason": "bug 2, since fixed"}
 {"match": "*n=flaky", "status": "FAILED", "reason": "bug 3, shows sometimes", "allow_xpass": true}
 {"match": "*n=elsewhere", "status": "FAILED", "reason": "bug 4, another CPU", "requires": {"cpu_flags": "no_such_cpu_flag"}}
+{"match": "*n=twice", "status": "FAILED", "reason": "bug 5 on another CPU", "requires": {"cpu_flags": "no_such_cpu_flag"}}
+{"match": "*n=twice", "status": "FAILED", "reason": "bug 5 here", "requires": {"cpu_flags": "$flag"}}
+{"match": "*n=stale", "status": "FAILED", "reason": "matches nothing"}
 JSONL
 run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=bug
 [ "$rc" -eq 0 ] || fail "XFAIL: exit $rc, expected 0"
 grep -q '^0:XFAIL (FAILED: .*planted bug 1' "$tmp/out" || fail "XFAIL line must give the status and the reason"
+run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=twice b1hq2sq16d16n=twice
+[ "$rc" -eq 0 ] && [ "$(grep -c 'XFAIL (FAILED: .*bug 5 here' "$tmp/out")" -eq 2 ] || fail "the entry that holds, for the case and its repeat"
+grep -q "e.jsonl:9: note: this --expect entry matched no case" "$tmp/out" || fail "an unused entry must be named"
 run --expect="$tmp/e.jsonl" --backend=ref b1hq2sq16d16n=fixed
 [ "$rc" -eq 4 ] || fail "XPASS: exit $rc, expected 4"
 grep -q '^0:XPASS ' "$tmp/out" || fail "XPASS line"
@@ -82,6 +89,18 @@ run --backend=faulty:causal_off_by_one --mask=causal_tl b1hq6hkv4sq16d16 b1hq2sq
 [ "$rc" -eq 1 ] || fail "FAILED and INVALID_ARGUMENTS: exit $rc, expected 1 (a wrong kernel wins)"
 run --backend=test:sleep --timeout-per-case=0.5 b1hq1sq8d8
 [ "$rc" -eq 3 ] || fail "a timeout: exit $rc, expected 3"
+printf '{"match": "*b1hq1sq8d8", "status": "FAILED", "reason": "known wrong numbers"}\n' >"$tmp/wrong.jsonl"
+run --expect="$tmp/wrong.jsonl" --backend=test:sleep --timeout-per-case=0.5 b1hq1sq8d8
+[ "$rc" -eq 3 ] && grep -q '^0:FAILED (timeout' "$tmp/out" || fail "an entry for wrong numbers must not hide a timeout"
+run --expect="$tmp/wrong.jsonl" --isolate --backend=test:segv b1hq1sq8d8
+[ "$rc" -eq 1 ] && grep -q '^0:FAILED (crashed' "$tmp/out" || fail "an entry for wrong numbers must not hide a crash"
+# Usage errors before anything runs: an empty value would take the next argument as its own.
+run --perf-template= --backend=ref --mode=P b1hq1sq8d8
+[ "$rc" -eq 2 ] && grep -q -- "--perf-template= has an empty value" "$tmp/out" || fail "empty --perf-template="
+run --report=jsonl:"$tmp/same" --report=csv:"$tmp/same" b1hq1sq8d8
+[ "$rc" -eq 2 ] && grep -q "write the same file" "$tmp/out" || fail "two reports on one file"
+run --report=junit:"$tmp" b1hq1sq8d8
+[ "$rc" -eq 2 ] || fail "an unwritable JUnit path must be a usage error before the run: exit $rc"
 
 # 6. The case language: a knob after a file's last problem is an error there too; '--dt bf16'.
 printf 'b1hq2sq16d16\n--dt=f16\n' >"$tmp/tail.cases"

@@ -44,6 +44,18 @@ has "warning: NEW has no context record" "no-context warning (NEW)"
 run 1 "4% slower exceeds a 3% threshold" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold 0.03
 has "1.040  SLOWER" "SLOWER verdict"
 has "^1 case\(s\) slower than 3.0%" "slower count"
+run 1 "a zero threshold: +4% is slower" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold 0
+has "^1 case\(s\) slower than 0.0%"
+# A threshold that is not a finite number >= 0 is a usage error (nan would pass every case).
+for bad in nan NaN inf -inf -0.05 -1 abc ""; do
+  run 2 "--threshold '$bad'" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold "$bad"
+  has "argument --threshold: " "--threshold '$bad': argparse error"
+  lacks "geometric-mean" "--threshold '$bad': compared anyway"
+done
+run 2 "--threshold=nan" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold=nan
+has "argument --threshold: 'nan' must be a finite number >= 0"
+run 2 "--threshold=-0.05" "$tmp/old.jsonl" "$tmp/new.jsonl" --threshold=-0.05
+has "argument --threshold: '-0.05' must be a finite number >= 0"
 # min_ms: case 0 goes 1.9 -> 2.5 (+31.6%).
 run 1 "--stat min_ms" "$tmp/old.jsonl" "$tmp/new.jsonl" --stat min_ms
 # A record without repro joins on #idx.
@@ -169,4 +181,10 @@ run 0 "--help" --help
 has "Join key: each case record's \"id\""
 has "--allow-context-change"
 has "^  2  not compared"
+# --- Ids carry --mode: a P run and a CP run of the same case still join, and are refused for the mode.
+printf '{"id":"--backend=ref --mode=P b1","idx":0,"mode":"P","perf":{"median_ms":1.0,"cold_cache":false}}\n' >"$tmp/pm.jsonl"
+printf '{"id":"--backend=ref --mode=CP b1","idx":0,"mode":"CP","perf":{"median_ms":1.0,"cold_cache":false}}\n' >"$tmp/cpm.jsonl"
+python3 "$src/scripts/compare_runs.py" "$tmp/pm.jsonl" "$tmp/cpm.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "a P run against a CP run of the same case must be refused (exit 2)"
+grep -q "mode: P vs CP" "$tmp/out" || fail "the mode difference of joined P/CP cases must be named"
 echo "OK (compare_runs)"

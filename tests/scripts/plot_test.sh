@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks scripts/plot.py on hand-written jsonl reports: the message naming the command when
 # matplotlib is missing (always), then, with the venv scripts/setup.sh makes, one report (its
-# context record skipped) and several overlaid, labelled by host or file stem. Exits 77 (skipped)
+# context record skipped) and several overlaid, labelled by host or file stem; series split by
+# backend and shape but not by S_q; clean errors for an unwritable path or an unknown image
+# extension. Exits 77 (skipped)
 # after the first part when that venv is absent. Usage: plot_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
@@ -59,25 +61,74 @@ plot() {  # plot WANT_RC DESCRIPTION ARGS...
 }
 is_png() { [ "$(head -c 4 "$1" | tail -c 3)" = PNG ] || fail "$1 is not a PNG"; }
 
-# --- One report: as before, labels without a report prefix, the context record skipped.
+# --- One report: labels without a report prefix, only the parts that differ (dir); the shared
+# ones (backend, name, shape without sq, dt, mask) printed once; the context record skipped.
 plot 0 "one report" "$tmp/base.jsonl" "$tmp/one.png"
 has "plot.py: 4 point(s) in 2 series -> $tmp/one.png"
-has "  gpt2 bwd f32 none: 2 point(s)"
-has "  gpt2 fwd_t f32 none: 2 point(s)"
+has "  common to all series: ref gpt2 b1hq12d64 f32 none"
+has "  bwd: 2 point(s)"
+has "  fwd_t: 2 point(s)"
 is_png "$tmp/one.png"
 # --- Two reports overlaid: one labelled by its host, one by its stem.
 plot 0 "two reports" "$tmp/base.jsonl" "$tmp/head.jsonl" "$tmp/two.png" --title "base vs head"
 has "plot.py: 8 point(s) in 4 series -> $tmp/two.png"
-has "  ci-1: gpt2 fwd_t f32 none: 2 point(s)"
-has "  head: gpt2 fwd_t f32 none: 2 point(s)"
+has "  ci-1: fwd_t: 2 point(s)"
+has "  head: fwd_t: 2 point(s)"
 is_png "$tmp/two.png"
 # --- Two reports from one host: "HOST (STEM)"; three reports.
 plot 0 "same host" "$tmp/base.jsonl" "$tmp/again.jsonl" "$tmp/head.jsonl" "$tmp/three.svg"
 has "plot.py: 12 point(s) in 6 series"
-has "  ci-1 (base): gpt2 bwd f32 none: 2 point(s)"
-has "  ci-1 (again): gpt2 bwd f32 none: 2 point(s)"
-has "  head: gpt2 bwd f32 none: 2 point(s)"
+has "  ci-1 (base): bwd: 2 point(s)"
+has "  ci-1 (again): bwd: 2 point(s)"
+has "  head: bwd: 2 point(s)"
 grep -q "<svg" "$tmp/three.svg" || fail "an .svg name gives an SVG"
+# --- Series keys. Two backends with the same names: one series per backend.
+{ cat "$tmp/base.jsonl"; grep -v '"context"' "$tmp/base.jsonl" | sed 's/"backend":"ref"/"backend":"onednn"/'; } >"$tmp/backends.jsonl"
+plot 0 "two backends" "$tmp/backends.jsonl" "$tmp/b.png"
+has "plot.py: 8 point(s) in 4 series" "two backends: one series per backend and dir"
+has "  common to all series: gpt2 b1hq12d64 f32 none"
+has "  onednn bwd: 2 point(s)"
+has "  ref bwd: 2 point(s)"
+has "  ref fwd_t: 2 point(s)"
+# The same name at d16 and d64: two series, labelled by the shape.
+{ rec fwd_t 16 10; rec fwd_t 32 20; rec fwd_t 16 30 | sed 's/d64/d16/g'; rec fwd_t 32 40 | sed 's/d64/d16/g'; } >"$tmp/heads.jsonl"
+plot 0 "d16 and d64" "$tmp/heads.jsonl" "$tmp/h.png"
+has "plot.py: 4 point(s) in 2 series" "d16 and d64 of one name: two series"
+has "  b1hq12d16: 2 point(s)"
+has "  b1hq12d64: 2 point(s)"
+# Unnamed cases at several S_q form one series (keyed on the shape without sq and skv), here
+# next to a GQA shape whose skv equals sq once and differs once.
+urec() {  # urec PRB GFLOPS
+  printf '{"id":"ref:fwd_t:f32:%s","status":"EXECUTED","repro":"%s","mode":"P","backend":"ref","dir":"fwd_t","dt":"f32","mask":"none","prb":"%s","name":"","perf":{"median_ms":1,"cold_cache":false,"gflops":%s}}\n' \
+    "$1" "$1" "$1" "$2"
+}
+{ urec b1hq12sq16d64 1; urec b1hq12sq32d64 2; urec b1hq12sq64d64 3; } >"$tmp/unnamed.jsonl"
+plot 0 "unnamed cases" "$tmp/unnamed.jsonl" "$tmp/un.png"
+has "plot.py: 3 point(s) in 1 series" "unnamed cases at three S_q: one series"
+has "  ref b1hq12d64 fwd_t f32 none: 3 point(s)"
+{ cat "$tmp/unnamed.jsonl"; urec b2hq8hkv2sq64skv128d16 4; urec b2hq8hkv2sq128d16 5; } >"$tmp/gqa.jsonl"
+plot 0 "unnamed cases, two shapes" "$tmp/gqa.jsonl" "$tmp/gqa.png"
+has "plot.py: 5 point(s) in 2 series"
+has "  b1hq12d64: 3 point(s)"
+has "  b2hq8hkv2d16: 2 point(s)"
+# --- An unwritable image path or an unknown extension: a one-line error, exit 1, no traceback.
+plot 1 "unwritable path" "$tmp/base.jsonl" "$tmp/no/such/dir/x.png"
+has "plot.py: cannot write $tmp/no/such/dir/x.png: No such file or directory"
+! grep -q Traceback "$tmp/out" || fail "unwritable path: a traceback"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "unwritable path: one line expected"
+mkdir "$tmp/adir"
+plot 1 "a directory as the image" "$tmp/base.jsonl" "$tmp/adir"
+has "plot.py: cannot write $tmp/adir: Is a directory"
+! grep -q Traceback "$tmp/out" || fail "directory: a traceback"
+plot 1 "unknown extension" "$tmp/base.jsonl" "$tmp/x.xyz"
+has "plot.py: $tmp/x.xyz: unknown image extension .xyz (known: "
+! grep -q Traceback "$tmp/out" || fail "unknown extension: a traceback"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "unknown extension: one line expected"
+[ ! -e "$tmp/x.xyz" ] || fail "unknown extension: a file was written"
+# No extension: a PNG under the name given.
+plot 0 "no extension" "$tmp/base.jsonl" "$tmp/noext"
+has "-> $tmp/noext"
+is_png "$tmp/noext"
 # --- A report with no timed case: a warning in an overlay, an error alone.
 plot 0 "overlay with an untimed report" "$tmp/base.jsonl" "$tmp/untimed.jsonl" "$tmp/u.png"
 has "warning: no timed case in $tmp/untimed.jsonl"

@@ -69,6 +69,27 @@ TEST(Expect, LoadsEntriesAndNamesBadLines) {
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "requires": {"gpu": "h200"}})")
                       .find("unknown key \"gpu\" (accepted: cpu_flags, onednn, cudnn)"),
             std::string::npos);
+    EXPECT_NE(load_error(R"({"match": 3, "status": "FAILED", "reason": "r"})").find("\"match\" must be a string (got 3)"),
+            std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "failed", "reason": "r"})").find("written in capitals here: \"FAILED\""),
+            std::string::npos);
+    EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": " "})").find("\"reason\" is empty"),
+            std::string::npos);
+    for (const char* bad : {R"("onednn": "")", R"("onednn": "v3.13.2")", R"("onednn": "3.13.")", R"("cpu_flags": "")",
+                            R"("cpu_flags": "avx512f,avx2")"})
+        EXPECT_NE(load_error(std::string(R"({"match": "x", "status": "FAILED", "reason": "r", "requires": {)") + bad + "}}")
+                          .find("error: \"re"),
+                std::string::npos) << bad;
+    EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "requires": {"onednn": "v3"}})")
+                      .find("must be a version: numbers separated by dots"),
+            std::string::npos);
+    const auto dir = std::filesystem::temp_directory_path().string();
+    try {
+        load_expectations(dir);
+        ADD_FAILURE() << "a directory is not an --expect file";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Expect, OutcomesFollowStatusAndPlatform) {
@@ -76,36 +97,59 @@ TEST(Expect, OutcomesFollowStatusAndPlatform) {
     const std::vector<Expectation> es{
         {"*n=bug", Status::failed, "bug 1", {{"cpu_flags", "fpu"}}, false, "f:1"},
         {"*n=other_cpu", Status::failed, "bug 2", {{"cpu_flags", "no_such_cpu_flag"}}, false, "f:2"},
-        {"*n=bug", Status::skipped, "never reached: the first match decides", {}, false, "f:3"},
+        {"*n=bug", Status::skipped, "never reached: the first match that holds decides", {}, false, "f:3"},
+        {"*n=versioned", Status::failed, "bug 5 in 0.1", {{"cpu_flags", "no_such_cpu_flag"}}, false, "f:4"},
+        {"*n=versioned", Status::unimplemented, "bug 5, later", {}, false, "f:5"},
     };
+    std::vector<bool> used(es.size(), false);
     CaseResult r = result(Status::failed, "--dt=bf16 b1n=bug");
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::xfail);
     EXPECT_NE(r.expect.reason.find("bug 1, f:1"), std::string::npos);
 
     r = result(Status::passed, "--dt=bf16 b1n=bug");
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::xpass);
 
     r = result(Status::invalid_arguments, "b1n=bug");  // neither the expected status nor PASSED
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::none);
     ASSERT_EQ(r.notes.size(), 1u);
     EXPECT_NE(r.notes[0].find("got INVALID_ARGUMENTS"), std::string::npos);
 
     r = result(Status::passed, "b1n=other_cpu");
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::not_applicable);
     EXPECT_NE(r.expect.reason.find("the CPU lacks no_such_cpu_flag"), std::string::npos);
 
     r = result(Status::failed, "b1n=other_cpu");  // a failure the entry does not describe stays FAILED
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::none);
 
     r = result(Status::failed, "b1n=unlisted");
-    apply_expectations(es, here, r);
+    apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::none);
     EXPECT_TRUE(r.notes.empty());
+
+    // An entry whose requirements fail gives way to a later one that holds (one entry per version).
+    r = result(Status::unimplemented, "b1n=versioned");
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::xfail);
+    EXPECT_NE(r.expect.reason.find("f:5"), std::string::npos);
+
+    // A repeat of a case is covered by the entry for it; a timeout or a crash never is XFAIL.
+    r = result(Status::failed, "--dt=bf16 b1n=bug #2");
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::xfail);
+    r = result(Status::failed, "--dt=bf16 b1n=bug");
+    r.timed_out = true;
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::none);
+    r.timed_out = false;
+    r.crashed = true;
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::none);
+    EXPECT_EQ(used, (std::vector<bool>{true, true, false, true, true}));
 }
 
 TEST(Expect, LibraryVersionsArePrefixesByComponent) {
