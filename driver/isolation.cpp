@@ -14,21 +14,45 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+// std::optional as null or its value (nlohmann-json 3.11.2 has no serializer of its own; the
+// adl_serializer specialisation is its documented way to add one).
+NLOHMANN_JSON_NAMESPACE_BEGIN
+template <typename T>
+struct adl_serializer<std::optional<T>> {
+    static void to_json(json& j, const std::optional<T>& o) {
+        if (o) j = *o;
+        else j = nullptr;
+    }
+    static void from_json(const json& j, std::optional<T>& o) {
+        if (j.is_null()) o.reset();
+        else o = j.get<T>();
+    }
+};
+NLOHMANN_JSON_NAMESPACE_END
+
 namespace sdpa {
 
+// Every field of every struct a CaseResult holds: a field left out here is silently lost by
+// --isolate (Isolation.IsolatedResultEqualsInProcessFieldByField compares the reports).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, mistrusted, reason, located, worst_ratio, worst_index, got,
-        expected, err, bound, nonfinite, ref_nonfinite, zero_fraction)
+        expected, err, bound, nonfinite, ref_nonfinite, zero_fraction, norm_worst, norm_ratio, norm_head,
+        stats_sum_worst, got_zero_fraction, structural_zeros)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WorstHead, p_value, rate, b, h)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaskStatistics, heads, keep, pairs, identical_heads, first_dup_b, first_dup_h,
+        first_dup_of_b, first_dup_of_h, distinct_checked, threshold, failure)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutReport, mask, stats, failures)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
         gflops_at_max, gbytes_per_s_at_median)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
 
 void to_json(nlohmann::json& j, const CaseResult& r) {
     j = nlohmann::json{{"index", r.index}, {"status", r.status}, {"reason", r.reason}, {"ms", r.ms},
         {"repro", r.repro}, {"checks", r.checks}, {"notes", r.notes}, {"info", r.info}, {"checked", r.checked},
         {"flops", r.flops}, {"bytes", r.bytes}};
     if (r.perf) j["perf"] = *r.perf;
+    if (r.dropout) j["dropout"] = *r.dropout;
 }
 
 void from_json(const nlohmann::json& j, CaseResult& r) {
@@ -44,6 +68,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
     j.at("flops").get_to(r.flops);
     j.at("bytes").get_to(r.bytes);
     if (j.contains("perf")) r.perf = j.at("perf").get<PerfResult>();
+    if (j.contains("dropout")) r.dropout = j.at("dropout").get<DropoutReport>();
 }
 
 std::string child_failure_reason(int wait_status) {

@@ -6,10 +6,16 @@
 #include <sys/wait.h>
 
 #include <chrono>
+
+#include <omp.h>
 #include <cmath>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "backends/backend.hpp"
+#include "driver/run_case.hpp"
+#include "reports/jsonl_reporter.hpp"
 
 namespace sdpa {
 namespace {
@@ -63,6 +69,29 @@ TEST(Isolation, PassingCaseComesBack) {
     EXPECT_EQ(r.index, 5u);
     EXPECT_EQ(r.repro, "--backend=ref b1hq2sq8d4");
     EXPECT_EQ(r.checks.size(), 2u);  // fwd_t: O and stats
+}
+
+TEST(Isolation, IsolatedResultEqualsInProcessFieldByField) {
+    // A dropout backward: output checks with every whole-output figure, a dropout report, notes.
+    Case c = small_case("ref");
+    c.prb.dir = Dir::bwd;
+    c.prb.mask = Mask::causal_tl;
+    c.prb.dropout = Dropout{0.25f, 7, 3};
+    nlohmann::json iso = json_record(run_case_isolated(c, 2, TimingOptions{}, RunLimits{}, 0));
+    // In this process on one thread: a fork after OpenMP has started its pool may hang the
+    // children of the later tests (the reference is bitwise the same for any thread count).
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const auto be = make_backend("ref");
+    nlohmann::json in = json_record(run_case(c, *be, 2));
+    omp_set_num_threads(threads);
+    ASSERT_EQ(in["status"], "PASSED") << in.dump();
+    ASSERT_FALSE(in["dropout_checks"].is_null());
+    in.erase("case_ms");  // wall time, the only field allowed to differ
+    iso.erase("case_ms");
+    for (auto it = in.begin(); it != in.end(); ++it) EXPECT_EQ(iso[it.key()], it.value()) << "field " << it.key();
+    EXPECT_EQ(iso.size(), in.size());
+    EXPECT_NE(in["outputs"][0]["norm_worst"], 0.0);  // a figure --isolate used to drop
 }
 
 TEST(Isolation, SegfaultIsFailedWithSignalName) {
