@@ -75,6 +75,9 @@ public:
     /// that was loaded), "" for a backend without one or when it cannot be loaded. --expect
     /// entries' "requires" compare against it (driver/expect.hpp).
     virtual std::string library_version() const { return ""; }
+    /// The device this backend runs on when it is not the host CPU (a GPU's name), "" otherwise
+    /// or when there is none; for the reports' run context.
+    virtual std::string device_name() const { return ""; }
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
     /// Host bytes this backend allocates for `p` beyond the harness's own tensors (its copies of

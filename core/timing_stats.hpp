@@ -29,6 +29,9 @@ struct PerfResult {
     /// GFLOP/s at the min, median and max time (index 0 = best rate, from the min time).
     double gflops_at_min = 0, gflops_at_median = 0, gflops_at_max = 0;
     double gbytes_per_s_at_median = 0;  ///< bytes_moved / median time, GB/s
+    /// Every timed run's time in ms, in run order (for significance tests across runs:
+    /// scripts/compare_runs.py).
+    std::vector<double> samples_ms;
 };
 
 /// Fills the rate fields of a PerfResult from its timing, the case's FLOPs and bytes.

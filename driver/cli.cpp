@@ -130,6 +130,11 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "\"allow_xpass\": false}; the expected status is XFAIL (does not fail the run), a PASS is XPASS "
             "(fails it unless allowed), a PASS where \"requires\" does not hold is NOT_APPLICABLE")
         ->option_text("FILE");
+    std::vector<std::string> tags;
+    app.add_option("--tags", tags,
+            "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
+            "written to the jsonl context record, the csv comment lines and the JUnit properties")
+        ->delimiter(',')->option_text("KEY:VALUE");
     std::string fail_on = "default";
     app.add_option("--fail-on", fail_on,
             fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
@@ -161,6 +166,15 @@ CliOutcome parse_command_line(int argc, char** argv) {
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
     out.opts.case_tokens = app.remaining();
+    for (const auto& t : tags) {
+        const auto colon = t.find(':');
+        if (colon == std::string::npos || colon == 0) {
+            fmt::print(stderr, "command line: error: --tags: '{}' is not KEY:VALUE (e.g. --tags=machine:ci-3)\n", t);
+            out.exit_code = 2;
+            return out;
+        }
+        out.opts.tags.emplace_back(t.substr(0, colon), t.substr(colon + 1));
+    }
     std::string fail_on_err;
     if (auto f = parse_fail_on(fail_on, &fail_on_err)) out.opts.fail_on = *f;
     else {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/timing.hpp"
@@ -30,6 +31,8 @@ struct GlobalOptions {
     bool no_progress = false;      ///< --no-progress: no progress line even on a terminal
     std::string expect_file;       ///< --expect=FILE: expected results (driver/expect.hpp)
     FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (reports/case_result.hpp)
+    /// --tags=KEY:VALUE (repeatable, or comma-separated): the user's labels in the run context.
+    std::vector<std::pair<std::string, std::string>> tags;
 };
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after

@@ -44,7 +44,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutReport, mask, stats, failures)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
-        gflops_at_max, gbytes_per_s_at_median)
+        gflops_at_max, gbytes_per_s_at_median, samples_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
 
 void to_json(nlohmann::json& j, const CaseResult& r) {

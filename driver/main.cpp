@@ -18,6 +18,7 @@
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
+#include "git_commit.hpp"
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
 #include "driver/emit_json.hpp"
@@ -30,9 +31,11 @@
 namespace {
 
 /// The context of this run for the reports' first record (reports/case_result.hpp RunContext).
-sdpa::RunContext run_context(int argc, char** argv) {
+sdpa::RunContext run_context(int argc, char** argv, const sdpa::GlobalOptions& opts) {
     sdpa::RunContext ctx;
     ctx.sdpabench = SDPABENCH_VERSION;
+    ctx.git_commit = SDPABENCH_GIT_COMMIT;
+    ctx.tags = opts.tags;
     for (int i = 0; i < argc; ++i) {
         if (i > 0) ctx.command += ' ';
         ctx.command += argv[i];
@@ -47,9 +50,13 @@ sdpa::RunContext run_context(int argc, char** argv) {
             break;
         }
     ctx.threads = omp_get_max_threads();
-    for (const auto& name : sdpa::backend_names())
-        if (auto be = sdpa::make_backend(name); be && !be->library_version().empty())
-            ctx.libraries.emplace_back(name, be->library_version());
+    for (const auto& name : sdpa::backend_names()) {
+        const auto be = sdpa::make_backend(name);
+        if (!be) continue;
+        if (const std::string v = be->library_version(); !v.empty()) ctx.libraries.emplace_back(name, v);
+        if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
+            ctx.gpu += (ctx.gpu.empty() ? "" : "; ") + d;
+    }
     ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
             std::chrono::system_clock::now())));
     return ctx;
@@ -136,7 +143,7 @@ int run(int argc, char** argv) {
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
     CaseIds ids;
-    const RunContext ctx = run_context(argc, argv);
+    const RunContext ctx = run_context(argc, argv, opts);
     for (Reporter* rep : reporters) rep->begin(ctx);
     const RunLimits limits{opts.max_memory};
     for (std::size_t i = 0; i < entries.size(); ++i) {

@@ -77,8 +77,10 @@ void judge(CaseResult& r) {
 
 /// P/CP: times the plan and stores the stats and rates in r.perf.
 void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
-    const TimingStats t = summarize(time_plan(plan, timing));
+    std::vector<double> samples = time_plan(plan, timing);
+    const TimingStats t = summarize(samples);
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
+    r.perf->samples_ms = std::move(samples);
 }
 
 

@@ -77,11 +77,14 @@ struct CaseResult {
 /// can be told comparable or not (scripts/compare_runs.py).
 struct RunContext {
     std::string sdpabench;    ///< version
+    std::string git_commit;   ///< `git describe --always --dirty` of the build, "unknown" outside git
     std::string command;      ///< the command line, arguments space-separated
     std::string host;         ///< gethostname
     std::string cpu;          ///< /proc/cpuinfo "model name"
     int threads = 0;          ///< OpenMP threads (omp_get_max_threads)
+    std::string gpu;          ///< Backend::device_name() of the GPU backends ("" without a GPU)
     std::vector<std::pair<std::string, std::string>> libraries;  ///< backend -> library_version()
+    std::vector<std::pair<std::string, std::string>> tags;       ///< --tags=KEY:VALUE, in order
     std::string start;        ///< UTC start time, ISO 8601
 };
 

@@ -1,6 +1,7 @@
 #include "reports/csv_reporter.hpp"
 #include "reports/report_files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reports/escape.hpp"
+#include "reports/jsonl_reporter.hpp"
 
 namespace sdpa {
 
@@ -52,7 +54,21 @@ std::string csv_row(const CaseResult& r) {
 
 CsvReporter::CsvReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {
     if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
+}
+
+void CsvReporter::header() {
+    if (header_done_) return;
     fmt::print(f_, "{}\n", csv_header());
+    header_done_ = true;
+}
+
+void CsvReporter::begin(const RunContext& ctx) {
+    for (const auto& [key, value] : context_fields(ctx)) {
+        std::string v = value;  // one line each
+        std::replace(v.begin(), v.end(), '\n', ' ');
+        fmt::print(f_, "# {}: {}\n", key, v);
+    }
+    header();
     flush_checked(f_, path_);
 }
 
@@ -61,10 +77,14 @@ CsvReporter::~CsvReporter() {
 }
 
 void CsvReporter::on_case(const CaseResult& r) {
+    header();
     fmt::print(f_, "{}\n", csv_row(r));
     flush_checked(f_, path_);
 }
 
-void CsvReporter::end(const Summary&) { flush_checked(f_, path_); }
+void CsvReporter::end(const Summary&) {
+    header();
+    flush_checked(f_, path_);
+}
 
 }  // namespace sdpa

@@ -21,8 +21,11 @@ std::string csv_row(const CaseResult& r);
 /// Writes csv_header() then csv_row() of every case to a file.
 class CsvReporter final : public Reporter {
 public:
-    /// Opens (truncates) `path` and writes the header; throws std::runtime_error when it cannot.
+    /// Opens (truncates) `path`; throws std::runtime_error when it cannot. The header row follows
+    /// the context's comment lines ("# KEY: VALUE", begin()) or, without them, comes first.
     explicit CsvReporter(const std::string& path);
+    /// Writes the run context as '#' comment lines (context_fields), then the header row.
+    void begin(const RunContext& ctx) override;
     ~CsvReporter() override;
     CsvReporter(const CsvReporter&) = delete;
     CsvReporter& operator=(const CsvReporter&) = delete;
@@ -30,8 +33,10 @@ public:
     void end(const Summary& s) override;
 
 private:
+    void header();  ///< the header row, once
     std::FILE* f_ = nullptr;
     std::string path_;  ///< for error messages
+    bool header_done_ = false;
 };
 
 }  // namespace sdpa

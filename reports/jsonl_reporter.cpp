@@ -80,6 +80,7 @@ nlohmann::json json_record(const CaseResult& r) {
         put_number(t, "gflops_best", p.gflops_at_min);
         put_number(t, "gflops_worst", p.gflops_at_max);
         put_number(t, "gbytes_per_s", p.gbytes_per_s_at_median);
+        t["samples_ms"] = p.samples_ms;  // every timed run, in order
         j["perf"] = std::move(t);
     } else {
         j["perf"] = nullptr;
@@ -113,10 +114,25 @@ std::string json_line(const nlohmann::json& record) {
 }
 
 nlohmann::json context_record(const RunContext& ctx) {
-    nlohmann::json libs = nlohmann::json::object();
+    nlohmann::json libs = nlohmann::json::object(), tags = nlohmann::json::object();
     for (const auto& [name, version] : ctx.libraries) libs[name] = version;
-    return {{"context", {{"sdpabench", ctx.sdpabench}, {"command", ctx.command}, {"host", ctx.host}, {"cpu", ctx.cpu},
-                                {"threads", ctx.threads}, {"libraries", libs}, {"start", ctx.start}}}};
+    for (const auto& [key, value] : ctx.tags) tags[key] = value;
+    return {{"context", {{"sdpabench", ctx.sdpabench}, {"git_commit", ctx.git_commit}, {"command", ctx.command},
+                                {"host", ctx.host}, {"cpu", ctx.cpu}, {"threads", ctx.threads}, {"gpu", ctx.gpu},
+                                {"libraries", libs}, {"tags", tags}, {"start", ctx.start}}}};
+}
+
+std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx) {
+    std::vector<std::pair<std::string, std::string>> out;
+    const nlohmann::json record = context_record(ctx);  // kept alive while its items are read
+    for (const auto& [key, v] : record.at("context").items()) {
+        if (v.is_object()) {
+            for (const auto& [k2, v2] : v.items()) out.emplace_back(key + "." + k2, v2.get<std::string>());
+        } else {
+            out.emplace_back(key, v.is_string() ? v.get<std::string>() : v.dump());
+        }
+    }
+    return out;
 }
 
 void JsonlReporter::begin(const RunContext& ctx) {

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,9 +28,14 @@ nlohmann::json json_record(const CaseResult& r);
 std::string json_line(const nlohmann::json& record);
 
 /// Writes json_record() of every case as one line to a file.
-/// The run's context record: {"context": {"sdpabench", "command", "host", "cpu", "threads",
-/// "libraries": {backend: version}, "start"}}.
+/// The run's context record: {"context": {"sdpabench", "git_commit", "command", "host", "cpu",
+/// "threads", "gpu", "libraries": {backend: version}, "tags": {key: value}, "start"}}. The one
+/// spelling of the context: CSV and JUnit write it flattened (context_fields).
 nlohmann::json context_record(const RunContext& ctx);
+
+/// context_record flattened to (key, text) pairs, nested keys joined by '.' ("libraries.onednn",
+/// "tags.nightly"), for CSV comment lines and JUnit properties.
+std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx);
 
 class JsonlReporter final : public Reporter {
 public:

@@ -24,7 +24,7 @@ std::string perf_text(const CaseResult& r) {
 
 }  // namespace
 
-std::string junit_document(const std::vector<CaseResult>& results, const Summary& s) {
+std::string junit_document(const std::vector<CaseResult>& results, const Summary& s, const RunContext* ctx) {
     const std::size_t failures = s[Status::failed] + (s[Expected::xpass] - s.allowed_xpass);
     const std::size_t errors = s[Status::unimplemented] + s[Status::invalid_arguments];
     const std::size_t skipped = s[Status::skipped] + s[Status::listed] + s[Expected::xfail] + s[Expected::not_applicable];
@@ -35,6 +35,12 @@ std::string junit_document(const std::vector<CaseResult>& results, const Summary
             results.size(), failures, errors, skipped, total_s);
     x += fmt::format("<testsuites name=\"sdpabench\" {}>\n", counts);
     x += fmt::format("  <testsuite name=\"sdpabench\" {}>\n", counts);
+    if (ctx) {  // the run context (context_fields), as JUnit's suite properties
+        x += "    <properties>\n";
+        for (const auto& [key, value] : context_fields(*ctx))
+            x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(key), xml_escape(value));
+        x += "    </properties>\n";
+    }
     for (const auto& r : results) {
         const std::string classname = r.info.backend.empty()
                 ? std::string("sdpabench")
@@ -85,6 +91,11 @@ JunitReporter::JunitReporter(std::string path) : path_(std::move(path)) {
     partial_ = std::make_unique<JsonlReporter>(path_ + ".partial");
 }
 
+void JunitReporter::begin(const RunContext& ctx) {
+    ctx_ = ctx;
+    partial_->begin(ctx);
+}
+
 void JunitReporter::on_case(const CaseResult& r) {
     partial_->on_case(r);
     results_.push_back(r);
@@ -93,7 +104,7 @@ void JunitReporter::on_case(const CaseResult& r) {
 void JunitReporter::end(const Summary& s) {
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));
-    fmt::print(f, "{}", junit_document(results_, s));
+    fmt::print(f, "{}", junit_document(results_, s, ctx_ ? &*ctx_ : nullptr));
     const bool failed = std::fflush(f) != 0 || std::ferror(f);
     std::fclose(f);
     if (failed) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path_, std::strerror(errno)));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,15 @@ namespace sdpa {
 /// UNIMPLEMENTED, INVALID_ARGUMENTS -> <error type=STATUS ...>; SKIPPED, LISTED -> <skipped
 /// message=...>; MISTRUSTED passes with its reason in <system-out>; perf figures also go to
 /// <system-out>. All text is xml_escape()d.
-std::string junit_document(const std::vector<CaseResult>& results, const Summary& s);
+std::string junit_document(const std::vector<CaseResult>& results, const Summary& s, const RunContext* ctx = nullptr);
 
 /// Collects results, writes PATH.partial as it goes and PATH at end().
 class JunitReporter final : public Reporter {
 public:
     /// Opens PATH.partial now (throws std::runtime_error when it cannot); PATH is written by end().
     explicit JunitReporter(std::string path);
+    /// Keeps the run context for the document's <properties> and writes it to PATH.partial.
+    void begin(const RunContext& ctx) override;
     void on_case(const CaseResult& r) override;
     /// Writes PATH, then removes PATH.partial; throws std::runtime_error when PATH cannot be written.
     void end(const Summary& s) override;
@@ -33,6 +36,7 @@ private:
     std::string path_;
     std::unique_ptr<JsonlReporter> partial_;
     std::vector<CaseResult> results_;
+    std::optional<RunContext> ctx_;
 };
 
 }  // namespace sdpa

@@ -377,6 +377,11 @@ class CudnnBackend final : public Backend {
 public:
     std::string_view name() const override { return "cudnn"; }
 
+    std::string device_name() const override {
+        const DeviceInfo& d = device_info();
+        return d.ok ? d.name : "";
+    }
+
     std::string library_version() const override {
         if (!load_cudnn().empty()) return "";
         try {

@@ -25,6 +25,8 @@ def main():
     cp, bad, p, c = recs
     check(cp["status"] == "PASSED" and cp["mode"] == "CP" and cp["checked"], f"CP record: {cp}")
     check(cp["perf"]["runs"] == 3, "CP: --fix-times=3 must give 3 runs")
+    check(len(cp["perf"]["samples_ms"]) == 3 and min(cp["perf"]["samples_ms"]) == cp["perf"]["min_ms"],
+          "CP: samples_ms holds every timed run")
     check(cp["perf"]["min_ms"] <= cp["perf"]["median_ms"] <= cp["perf"]["max_ms"], "CP: min <= median <= max")
     # b1hq2sq32d16, no mask: N = 32*32, fwd = 2*2*N*(16+16)
     check(cp["flops"] == 2 * 2 * 32 * 32 * 32, f"CP flops {cp['flops']}")
@@ -39,6 +41,8 @@ def main():
 
     root = ET.parse(xml_path).getroot()  # raises on malformed XML
     suite = root.find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    check(props.get("threads") == str(ctx["threads"]) and "git_commit" in props, f"JUnit properties: {props}")
     check(suite.get("tests") == "4" and suite.get("errors") == "1" and suite.get("failures") == "0",
           f"testsuite counts {suite.attrib}")
     cases = suite.findall("testcase")
@@ -51,7 +55,11 @@ def main():
     check(cases[1].get("name").endswith("r.cases:2"), f"a parse error is named FILE:LINE: {cases[1].get('name')}")
     check("perf: runs 3" in cases[0].find("system-out").text, "perf figures in system-out")
 
-    rows = list(csv.DictReader(open(csv_path, newline="", encoding="utf-8")))
+    lines = open(csv_path, newline="", encoding="utf-8").read().splitlines(keepends=True)
+    comments = [l for l in lines if l.startswith("# ")]
+    check(any(l.startswith("# threads: ") for l in comments) and lines[len(comments)].startswith("idx,id,"),
+          "csv: the run context as '# KEY: VALUE' lines, then the header")
+    rows = list(csv.DictReader(lines[len(comments):]))
     check(len(rows) == 4, f"4 csv rows, got {len(rows)}")
     check('a<b"c&e' in rows[1]["reason"], "csv reason round-trips")
     check(rows[0]["runs"] == "3" and float(rows[0]["median_ms"]) > 0, "csv timing columns")

@@ -1,5 +1,6 @@
 // What CI sees (issue "What CI sees never lies"): --expect entries and their outcomes, the
 // summary's counts, --fail-on and the exit-code table, the case ids, the run context record.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -241,11 +242,25 @@ TEST(Junit, ExpectationOutcomesAndExecuted) {
 TEST(Jsonl, ContextRecordAndIdFields) {
     RunContext ctx;
     ctx.sdpabench = "9.9";
+    ctx.git_commit = "abc123-dirty";
     ctx.threads = 3;
     ctx.libraries = {{"onednn", "3.13.2"}};
+    ctx.tags = {{"machine", "ci-3"}};
     const nlohmann::json c = context_record(ctx);
     EXPECT_EQ(c["context"]["threads"], 3);
     EXPECT_EQ(c["context"]["libraries"]["onednn"], "3.13.2");
+    EXPECT_EQ(c["context"]["tags"]["machine"], "ci-3");
+    // The same facts, flattened, for the CSV comment lines and the JUnit properties.
+    const auto f = context_fields(ctx);
+    const auto has = [&](const std::string& k, const std::string& v) {
+        return std::find(f.begin(), f.end(), std::pair<std::string, std::string>{k, v}) != f.end();
+    };
+    EXPECT_TRUE(has("threads", "3"));
+    EXPECT_TRUE(has("git_commit", "abc123-dirty"));
+    EXPECT_TRUE(has("libraries.onednn", "3.13.2"));
+    EXPECT_TRUE(has("tags.machine", "ci-3"));
+    EXPECT_NE(junit_document({}, Summary{}, &ctx).find("<property name=\"tags.machine\" value=\"ci-3\"/>"),
+            std::string::npos);
     CaseResult r = result(Status::failed, "b1 #2");
     r.expect.kind = Expected::xfail;
     r.timed_out = true;
