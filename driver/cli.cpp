@@ -135,6 +135,12 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
             "written to the jsonl context record, the csv comment lines and the JUnit properties")
         ->delimiter(',')->option_text("KEY:VALUE");
+    std::string shard;
+    app.add_option("--shard", shard,
+            "Run only shard I of N of the expanded cases (0 <= I < N), balanced by estimated cost and "
+            "deterministic: N processes with --shard=0/N ... --shard=N-1/N run every case once; ids and "
+            "indices stay those of the whole run; scripts/merge_reports.py joins their reports")
+        ->option_text("I/N");
     std::string fail_on = "default";
     app.add_option("--fail-on", fail_on,
             fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
@@ -174,6 +180,15 @@ CliOutcome parse_command_line(int argc, char** argv) {
             return out;
         }
         out.opts.tags.emplace_back(t.substr(0, colon), t.substr(colon + 1));
+    }
+    if (!shard.empty()) {
+        std::string err;
+        if (auto sh = parse_shard(shard, &err)) out.opts.shard = *sh;
+        else {
+            fmt::print(stderr, "command line: error: {}\n", err);
+            out.exit_code = 2;
+            return out;
+        }
     }
     std::string fail_on_err;
     if (auto f = parse_fail_on(fail_on, &fail_on_err)) out.opts.fail_on = *f;

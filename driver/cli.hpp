@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/shard.hpp"
 #include "driver/timing.hpp"
 #include "reports/case_result.hpp"
 #include "reports/perf_template.hpp"
@@ -33,6 +34,7 @@ struct GlobalOptions {
     FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (reports/case_result.hpp)
     /// --tags=KEY:VALUE (repeatable, or comma-separated): the user's labels in the run context.
     std::vector<std::pair<std::string, std::string>> tags;
+    Shard shard;                   ///< --shard=I/N: run only shard I of N (driver/shard.hpp); 0/1 = all
 };
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after

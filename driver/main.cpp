@@ -118,8 +118,13 @@ int run(int argc, char** argv) {
     std::vector<Reporter*> reporters{&console};
     // Progress first (it erases its line before the others print), files after the console.
     std::unique_ptr<ProgressReporter> progress;
+    // Ids come from the whole list, so that a case has the same id in every shard.
+    CaseIds ids;
+    std::vector<std::string> case_ids;
+    for (const auto& e : entries) case_ids.push_back(ids.next(e));
+    const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
     if (!opts.no_progress && isatty(fileno(stderr))) {
-        progress = std::make_unique<ProgressReporter>(stderr, entries.size());
+        progress = std::make_unique<ProgressReporter>(stderr, selected.size());
         reporters.insert(reporters.begin(), progress.get());
     }
     PerfLineReporter perf_lines(stdout, opts.perf_template);
@@ -142,11 +147,15 @@ int run(int argc, char** argv) {
     }
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
-    CaseIds ids;
-    const RunContext ctx = run_context(argc, argv, opts);
+    RunContext ctx = run_context(argc, argv, opts);
+    if (opts.shard.count > 1) {
+        ctx.shard_index = opts.shard.index;
+        ctx.shard_count = opts.shard.count;
+        ctx.cases_total = entries.size();
+    }
     for (Reporter* rep : reporters) rep->begin(ctx);
     const RunLimits limits{opts.max_memory};
-    for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (const std::size_t i : selected) {
         const CaseEntry& e = entries[i];
         const std::string label = e.c ? repro(*e.c) : std::string();
         for (Reporter* rep : reporters) rep->on_start(i, label);
@@ -180,7 +189,7 @@ int run(int argc, char** argv) {
                         e.c->backend, fmt::join(backend_names(), "|"));
             }
         }
-        r.id = ids.next(e);
+        r.id = case_ids[i];
         apply_expectations(expectations, platform, r, expectation_used);
         summary.add(r);
         for (Reporter* rep : reporters) rep->on_case(r);

@@ -119,7 +119,11 @@ nlohmann::json context_record(const RunContext& ctx) {
     for (const auto& [key, value] : ctx.tags) tags[key] = value;
     return {{"context", {{"sdpabench", ctx.sdpabench}, {"git_commit", ctx.git_commit}, {"command", ctx.command},
                                 {"host", ctx.host}, {"cpu", ctx.cpu}, {"threads", ctx.threads}, {"gpu", ctx.gpu},
-                                {"libraries", libs}, {"tags", tags}, {"start", ctx.start}}}};
+                                {"libraries", libs}, {"tags", tags}, {"start", ctx.start},
+                                {"shard", ctx.shard_count == 0 ? nlohmann::json(nullptr)
+                                                               : nlohmann::json{{"index", ctx.shard_index},
+                                                                         {"count", ctx.shard_count},
+                                                                         {"cases_total", ctx.cases_total}}}}}};
 }
 
 std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx) {
@@ -127,7 +131,8 @@ std::vector<std::pair<std::string, std::string>> context_fields(const RunContext
     const nlohmann::json record = context_record(ctx);  // kept alive while its items are read
     for (const auto& [key, v] : record.at("context").items()) {
         if (v.is_object()) {
-            for (const auto& [k2, v2] : v.items()) out.emplace_back(key + "." + k2, v2.get<std::string>());
+            for (const auto& [k2, v2] : v.items())
+                out.emplace_back(key + "." + k2, v2.is_string() ? v2.get<std::string>() : v2.dump());
         } else {
             out.emplace_back(key, v.is_string() ? v.get<std::string>() : v.dump());
         }

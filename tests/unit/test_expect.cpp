@@ -10,6 +10,7 @@
 
 #include "driver/case_parser.hpp"
 #include "driver/expect.hpp"
+#include "driver/shard.hpp"
 #include "reports/console_reporter.hpp"
 #include "reports/jsonl_reporter.hpp"
 #include "reports/junit_reporter.hpp"
@@ -299,6 +300,29 @@ TEST(CaseLanguage, TrailingKnobInAFileAndSpacedValues) {
             std::string::npos) << es[0].error;
     es = parse_cases({"--backend=bogus", "b1hq2sq16d16"});
     EXPECT_NE(es[0].error.find("faulty:KIND"), std::string::npos) << es[0].error;
+}
+
+TEST(Shard, EveryCaseOnceBalancedByCost) {
+    std::string err;
+    ASSERT_TRUE(parse_shard("1/3", &err));
+    EXPECT_EQ(parse_shard("1/3", &err)->index, 1u);
+    for (const char* bad : {"3/3", "0/0", "1", "-1/2", "a/b", "1/2/3", "/2", ""}) {
+        EXPECT_FALSE(parse_shard(bad, &err)) << bad;
+        EXPECT_NE(err.find("is not I/N with 0 <= I < N"), std::string::npos) << err;
+    }
+    // One big case and four small ones (and a parse error): the big one alone in one shard.
+    const auto es = parse_cases({"b1hq8sq256d64", "b1hq1sq8d8", "--dt=bf8", "b1hq1sq8d8", "b1hq1sq16d8",
+                                 "b1hq1sq8d16", "b1hq1sq8d8"});
+    ASSERT_EQ(es.size(), 7u);
+    std::vector<int> owner(es.size(), -1);
+    for (std::size_t k = 0; k < 2; ++k)
+        for (const std::size_t i : shard_cases(es, Shard{k, 2})) {
+            EXPECT_EQ(owner[i], -1) << "case " << i << " in two shards";
+            owner[i] = static_cast<int>(k);
+        }
+    for (std::size_t i = 0; i < es.size(); ++i) EXPECT_NE(owner[i], -1) << "case " << i << " in no shard";
+    EXPECT_EQ(shard_cases(es, Shard{0, 2}), (std::vector<std::size_t>{0}));  // the big case
+    EXPECT_EQ(shard_cases(es, Shard{0, 1}).size(), es.size());
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Shards (README "Shards"): two shards of cases/ci/smoke.cases, merged by scripts/merge_reports.py,
+# equal one unsharded run case for case (jsonl, csv and JUnit); a missing, repeated or foreign
+# shard is refused. Usage: shards_test.sh SDPABENCH_EXE SOURCE_DIR
+set -uo pipefail
+exe=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL (shards): $*"; tail -n 20 "$tmp/out" 2>/dev/null; exit 1; }
+cd "$src"
+reports() { echo --report=jsonl:"$tmp/$1.jsonl" --report=csv:"$tmp/$1.csv" --report=junit:"$tmp/$1.xml"; }
+"$exe" --no-progress $(reports all) --batch=cases/ci/smoke.cases >"$tmp/out" 2>&1 || fail "unsharded run: exit $?"
+for i in 0 1; do
+  "$exe" --no-progress --shard=$i/2 $(reports s$i) --batch=cases/ci/smoke.cases >"$tmp/out" 2>&1 || fail "shard $i: exit $?"
+done
+for ext in jsonl csv xml; do
+  python3 "$src/scripts/merge_reports.py" "$tmp/m.$ext" "$tmp/s1.$ext" "$tmp/s0.$ext" >"$tmp/out" 2>&1 \
+    || fail "merge .$ext: exit $?"
+done
+python3 - "$tmp" <<'PY' || fail "merged reports differ from the unsharded run"
+import csv, json, sys
+import xml.etree.ElementTree as ET
+t = sys.argv[1]
+def cases(path):
+    recs = [json.loads(l) for l in open(path)]
+    return recs[0]["context"], recs[1:]
+def same(r):  # everything but the wall time and the timings
+    return {k: v for k, v in r.items() if k not in ("case_ms", "perf")}
+ca, a = cases(f"{t}/all.jsonl")
+cm, m = cases(f"{t}/m.jsonl")
+assert len(a) == len(m) > 100, (len(a), len(m))
+s0 = cases(f"{t}/s0.jsonl")[1]
+assert 0 < len(s0) < len(a), "each shard holds part of the run"
+for x, y in zip(a, m):
+    assert same(x) == same(y), f"case {x['idx']} differs:\n{same(x)}\n{same(y)}"
+assert cm["shard"] is None and ca["shard"] is None
+def rows(path):
+    lines = [l for l in open(path, newline="") if not l.startswith("# ")]
+    return [{k: v for k, v in r.items() if k not in ("case_ms", "runs", "min_ms", "median_ms", "mean_ms", "max_ms",
+             "compile_ms", "gflops", "gflops_best", "gbytes_per_s")} for r in csv.DictReader(lines)]
+assert rows(f"{t}/all.csv") == rows(f"{t}/m.csv")
+def junit(path):
+    s = ET.parse(path).getroot().find("testsuite")
+    return {k: s.get(k) for k in ("tests", "failures", "errors", "skipped")}, sorted(c.get("name") for c in s.findall("testcase"))
+assert junit(f"{t}/all.xml") == junit(f"{t}/m.xml"), (junit(f"{t}/all.xml")[0], junit(f"{t}/m.xml")[0])
+PY
+# Refusals: a missing shard, a shard given twice, a report of an unsharded run.
+python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "missing shard(s) 1 of 2" "$tmp/out" || fail "a missing shard must be refused"
+python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" "$tmp/s0.jsonl" "$tmp/s1.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "shard 0 is given twice" "$tmp/out" || fail "a repeated shard must be refused"
+python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" "$tmp/all.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "not the report of a sharded run" "$tmp/out" || fail "an unsharded report must be refused"
+"$exe" --shard=2/2 b1hq1sq8d8 >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "--shard=2/2 must be a usage error"
+echo "OK (shards)"
