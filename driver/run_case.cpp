@@ -45,6 +45,21 @@ std::optional<std::string> memory_guard(const Problem& p, const Backend& backend
             format_bytes(static_cast<double>(limits.max_memory_bytes)), largest->what, format_bytes(largest->bytes));
 }
 
+/// Runs f() and adds its wall time to r's phase `ph`; returns what f returns.
+template <class F>
+decltype(auto) timed(CaseResult& r, Phase ph, F&& f) {
+    struct Stop {
+        CaseResult& r;
+        Phase ph;
+        std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+        ~Stop() {
+            r.phases_ms[static_cast<std::size_t>(ph)] +=
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+    } stop{r, ph};
+    return f();
+}
+
 /// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
 /// non-finite (the case overflows f32), FAILED if any check (or dropout rule) failed, else
 /// MISTRUSTED if any output was mistrusted, else PASSED.
@@ -77,7 +92,7 @@ void judge(CaseResult& r) {
 
 /// P/CP: times the plan and stores the stats and rates in r.perf.
 void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
-    std::vector<double> samples = time_plan(plan, timing);
+    std::vector<double> samples = timed(r, Phase::vendor, [&] { return time_plan(plan, timing); });
     const TimingStats t = summarize(samples);
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
     r.perf->samples_ms = std::move(samples);
@@ -192,19 +207,19 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     pf.dir = Dir::fwd_t;
     pb.dir = Dir::bwd;
     if (!supported(backend, pf, r) || !supported(backend, pb, r)) return;
-    SdpaInputs in = fill_inputs(p);
+    SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
     // Dropout: both references are fed the forward's mask; the backward must regenerate it.
     const auto fmask = vendor_mask(backend, pf), bmask = vendor_mask(backend, pb);
     const RefOptions opt = default_ref_options(p, fmask.get());
     SdpaOutputs fo;
     {
-        std::unique_ptr<Plan> fwd = backend.prepare(pf, in);
+        std::unique_ptr<Plan> fwd = timed(r, Phase::prepare, [&] { return backend.prepare(pf, in); });
         for (auto& n : fwd->notes()) r.notes.push_back("fwd: " + n);
-        fwd->execute();
+        timed(r, Phase::vendor, [&] { fwd->execute(); });
         fo = fwd->read_outputs();
     }
-    const RefForward rf = ref_forward(pf, in, opt);
-    r.checks = check_outputs(pf, fo, &rf, nullptr, backend.conventions());
+    const RefForward rf = timed(r, Phase::reference, [&] { return ref_forward(pf, in, opt); });
+    r.checks = timed(r, Phase::compare, [&] { return check_outputs(pf, fo, &rf, nullptr, backend.conventions()); });
     if (fmask) {
         r.dropout = dropout_report(pf, *fmask);
         r.notes.push_back(dropout_note(*r.dropout));
@@ -219,12 +234,13 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     }
     in.O = std::move(fo.O);
     in.stats = std::move(fo.stats);
-    std::unique_ptr<Plan> bwd = backend.prepare(pb, in);
+    std::unique_ptr<Plan> bwd = timed(r, Phase::prepare, [&] { return backend.prepare(pb, in); });
     for (auto& n : bwd->notes()) r.notes.push_back("bwd: " + n);
-    bwd->execute();
+    timed(r, Phase::vendor, [&] { bwd->execute(); });
     const SdpaOutputs bo = bwd->read_outputs();
-    const RefBackward rb = ref_backward(pb, in, opt);
-    for (auto& chk : check_outputs(pb, bo, nullptr, &rb, backend.conventions())) r.checks.push_back(std::move(chk));
+    const RefBackward rb = timed(r, Phase::reference, [&] { return ref_backward(pb, in, opt); });
+    for (auto& chk : timed(r, Phase::compare, [&] { return check_outputs(pb, bo, nullptr, &rb, backend.conventions()); }))
+        r.checks.push_back(std::move(chk));
     if (fmask) dropout_rerun_checks(pb, backend, in, bo, *bmask, *r.dropout);
     r.reason.clear();
     r.checked = true;
@@ -260,17 +276,17 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         return run_fwd_bwd(p, backend, r);
     }
     if (!supported(backend, p, r)) return;
-    SdpaInputs in = fill_inputs(p);
+    SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
     const auto mask = vendor_mask(backend, p);
-    displace(p, in, mask.get());
-    std::unique_ptr<Plan> plan = backend.prepare(p, in);
+    timed(r, Phase::displace, [&] { displace(p, in, mask.get()); });
+    std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
     for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
         measure(*plan, timing, r);
         r.status = Status::executed;  // ran, nothing checked: never PASSED
         return;
     }
-    plan->execute();
+    timed(r, Phase::vendor, [&] { plan->execute(); });
     const SdpaOutputs out = plan->read_outputs();
     const RefOptions opt = default_ref_options(p, mask.get());
     if (mask) {
@@ -279,11 +295,11 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         dropout_rerun_checks(p, backend, in, out, *mask, *r.dropout);
     }
     if (p.dir == Dir::bwd) {
-        const RefBackward ref = ref_backward(p, in, opt);
-        r.checks = check_outputs(p, out, nullptr, &ref, backend.conventions());
+        const RefBackward ref = timed(r, Phase::reference, [&] { return ref_backward(p, in, opt); });
+        r.checks = timed(r, Phase::compare, [&] { return check_outputs(p, out, nullptr, &ref, backend.conventions()); });
     } else {
-        const RefForward ref = ref_forward(p, in, opt);
-        r.checks = check_outputs(p, out, &ref, nullptr, backend.conventions());
+        const RefForward ref = timed(r, Phase::reference, [&] { return ref_forward(p, in, opt); });
+        r.checks = timed(r, Phase::compare, [&] { return check_outputs(p, out, &ref, nullptr, backend.conventions()); });
     }
     r.checked = true;
     judge(r);

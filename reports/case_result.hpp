@@ -50,6 +50,18 @@ struct ExpectOutcome {
     bool allow_xpass = false;  ///< the entry lets an XPASS pass the run (a flaky bug)
 };
 
+/// The phases of a case whose wall time a result reports (as benchdnn's -v does): filling the
+/// inputs (and for bwd the O/stats they need), displacing them into the vendor's layout, building
+/// and compiling the vendor plan, running it (the checked run, or the timed loop), the f32
+/// reference, and comparing the outputs (the dropout checks' extra runs are in none of them).
+enum class Phase { fill, displace, prepare, vendor, reference, compare };
+
+inline constexpr std::array<EnumName<Phase>, 6> kPhaseNames{{{Phase::fill, "fill"}, {Phase::displace, "displace"},
+    {Phase::prepare, "prepare"}, {Phase::vendor, "vendor"}, {Phase::reference, "reference"},
+    {Phase::compare, "compare"}}};
+
+inline std::string_view format_as(Phase v) { return enum_name(kPhaseNames, v); }
+
 /// The one result of one case, on every path (parse error, validation, skip, run, compare).
 struct CaseResult {
     std::size_t index = 0;      ///< 0-based position in the batch
@@ -71,6 +83,7 @@ struct CaseResult {
     std::int64_t bytes = 0;            ///< core/flops.hpp bytes_moved()
     std::optional<PerfResult> perf;    ///< timings and rates (P and CP modes, when it ran)
     std::optional<DropoutReport> dropout;  ///< cases with --dropout that were checked
+    std::array<double, kPhaseNames.size()> phases_ms{};  ///< wall ms per Phase (0: not run)
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs

@@ -23,6 +23,13 @@ std::string summary_line(const Summary& s) {
             s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable]);
 }
 
+std::string phases_line(const CaseResult& r) {
+    std::string s = "    time:";
+    for (const auto& ph : kPhaseNames)
+        if (const double ms = r.phases_ms[static_cast<std::size_t>(ph.value)]; ms > 0) s += fmt::format(" {} {:.3g} ms,", ph.name, ms);
+    return s + fmt::format(" case {:.3g} ms", r.ms);
+}
+
 std::string margin_line(const OutputCheck& c) {
     const auto& w = c.worst_index;
     return fmt::format("    {}: worst |err|/bound {:.3g} at ({},{},{},{}) got {} expected {} err {:.3g} bound {:.3g} "
@@ -36,6 +43,7 @@ void ConsoleReporter::on_case(const CaseResult& r) {
     fmt::print(out_, "{}\n", status_line(r));
     if (verbose_ >= 1) {
         for (const auto& n : r.notes) fmt::print(out_, "    {}\n", n);
+        if (r.ms > 0) fmt::print(out_, "{}\n", phases_line(r));
         for (const auto& c : r.checks) fmt::print(out_, "{}\n", margin_line(c));
     }
     std::fflush(out_);

@@ -13,6 +13,8 @@ namespace sdpa {
 std::string status_line(const CaseResult& r);
 /// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N".
 std::string summary_line(const Summary& s);
+/// -v: "    time: fill 1.2 ms, displace 0.1 ms, ..., case 9.8 ms": the wall time of each phase run.
+std::string phases_line(const CaseResult& r);
 /// One line per output: "  O: worst |err|/bound 0.031 at (0,1,5,3) got .. expected .. (bound ..)".
 std::string margin_line(const OutputCheck& c);
 

@@ -46,6 +46,8 @@ nlohmann::json json_record(const CaseResult& r) {
     j["prb"] = r.info.prb;
     j["name"] = r.info.name;
     put_number(j, "case_ms", r.ms);
+    j["phases_ms"] = json::object();
+    for (const auto& ph : kPhaseNames) j["phases_ms"][std::string(ph.name)] = r.phases_ms[static_cast<std::size_t>(ph.value)];
     j["checked"] = r.checked;
     j["outputs"] = json::array();
     for (const auto& c : r.checks) {

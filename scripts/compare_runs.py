@@ -18,63 +18,58 @@ not a context record (reports from before context records) gets a warning that i
 cannot be checked; the mode and cold_cache of its cases are still checked.
 
 Output: one row per joined case with the ratio new/old of --stat (default the median time,
-robust to the odd slow run) and a verdict (same, faster, SLOWER, or "not timed in ..." with the
-case's status); the cases only in OLD and only in NEW, listed by key (never a failure); and the
-geometric-mean ratio over the cases timed in both.
+robust to the odd slow run), a verdict (same, faster, SLOWER, slower?, or "not timed in ..." with
+the case's status) and the p-value of the significance test, or why the case was judged by the
+threshold alone; the cases only in OLD and only in NEW, listed by key (never a failure); the
+geometric-mean ratio over the cases timed in both; and how many cases the test was run on.
+
+Significance: a case whose record has perf.samples_ms (each timed run's time, in run order) with
+at least 3 samples in both reports gets a one-sided Mann-Whitney U test (SciPy's
+scipy.stats.mannwhitneyu, alternative: NEW's times are greater than OLD's), and its p-value is
+printed. Such a case is SLOWER only when its ratio exceeds 1 + --threshold AND p < --alpha
+(default 0.01); a ratio past the threshold with p >= --alpha is "slower?" (not significant:
+run-to-run noise can explain it) and does not fail. The test needs enough samples to ever reach
+--alpha: with n samples in each report (and no ties) its smallest p is 1/C(2n, n), 0.05 at
+n = 3, 0.014 at 4, 0.004 at 5, so --alpha 0.01 needs at least 5 in each. A case that lacks
+samples in one report or both (reports from before samples_ms), or has fewer than 3, is judged
+by the threshold alone, and its row says "threshold only" with the reason. "faster" is the
+threshold alone (the test is one-sided). Without SciPy (a python3 that lacks it) a note on
+stderr says so and names the venv python that has it (scripts/setup.sh installs SciPy into
+/opt/sdpabench-deps/py, or $SDPABENCH_DEPS/py when that is set), and every case is judged by
+the threshold alone:
+
+  /opt/sdpabench-deps/py/bin/python scripts/compare_runs.py OLD.jsonl NEW.jsonl
 
 Exit status:
-  0  compared, and no case is slower than --threshold (default 0.05 = 5%)
-  1  compared, and at least one case is slower than --threshold
+  0  compared, and no case is SLOWER
+  1  compared, and at least one case is SLOWER: slower than --threshold (default 0.05 = 5%),
+     and significantly so (p < --alpha) where the U test was run
   2  not compared: no case is timed in both reports, the contexts differ (without
      --allow-context-change), a report cannot be read, or a usage error (such as a
-     --threshold that is not a finite number >= 0)
-Standard library only.
+     --threshold that is not a finite number >= 0, or an --alpha not strictly between 0 and 1)
+Standard library, and SciPy for the significance test (optional, as above).
 
-Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--stat median_ms] [--allow-context-change]
+Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--alpha 0.01] [--stat median_ms]
+                       [--allow-context-change]
 """
 import argparse
 import json
 import math
+import os
 import re
+import shlex
 import sys
 from collections import defaultdict
+
+from sdpabench_report import ReportError, read_report
 
 EXIT_SLOWER = 1
 EXIT_NOT_COMPARED = 2
 IDS_SHOWN = 5  # case keys named per grouped per-case difference
+MIN_SAMPLES = 3  # per report, for the U test; fewer: the threshold alone
 
 
-class ReportError(Exception):
-    pass
-
-
-def load(path):
-    """(context dict or None, case records in file order)."""
-    context, cases = None, []
-    try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        raise ReportError(f"{path}: {e.strerror}") from None
-    with f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ReportError(f"{path}:{n}: not JSON ({e}); a killed run's last line may be cut") from None
-            if not isinstance(rec, dict):
-                raise ReportError(f"{path}:{n}: not a JSON object")
-            if "context" in rec:
-                if context is not None or cases:
-                    raise ReportError(f"{path}:{n}: a context record after the first line (reports concatenated?)")
-                if not isinstance(rec["context"], dict):
-                    raise ReportError(f"{path}:{n}: the context record's \"context\" is not an object")
-                context = rec["context"]
-                continue
-            cases.append(rec)
-    return context, cases
+load = read_report
 
 
 def has_id(rec):
@@ -107,7 +102,8 @@ def show(v):
 
 
 def context_differences(oc, nc, warnings):
-    """'field: old vs new' for threads, each library's version, host and cpu."""
+    """'field: old vs new' for threads, each library's version, host, cpu and gpu (git_commit,
+    tags, start and shard may differ: comparing commits is the point)."""
     diffs = []
 
     def check(field, a, b):
@@ -124,6 +120,8 @@ def context_differences(oc, nc, warnings):
         check(f"libraries.{lib}", ol.get(lib), nl.get(lib))
     check("host", oc.get("host"), nc.get("host"))
     check("cpu", oc.get("cpu"), nc.get("cpu"))
+    if "gpu" in oc or "gpu" in nc:  # reports from before the field have neither
+        check("gpu", oc.get("gpu"), nc.get("gpu"))
     return diffs
 
 
@@ -178,6 +176,41 @@ def timing(rec, stat):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
+def samples(rec):
+    """perf.samples_ms as a list of times, None when absent; False when present but not a list of
+    finite numbers >= 0 (then warned about, and the case is judged by the threshold alone)."""
+    perf = rec.get("perf")
+    s = perf.get("samples_ms") if isinstance(perf, dict) else None
+    if s is None:
+        return None
+    ok = isinstance(s, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                     and math.isfinite(v) and v >= 0 for v in s)
+    return s if ok else False
+
+
+def u_test():
+    """scipy.stats.mannwhitneyu, or None (after a note on stderr naming the venv that has SciPy)."""
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        pass
+    else:
+        return mannwhitneyu
+    venv = os.path.join(os.environ.get("SDPABENCH_DEPS", "/opt/sdpabench-deps"), "py")
+    py = os.path.join(venv, "bin", "python")
+    rerun = shlex.join([py] + sys.argv)  # this script by the path it was run with, same arguments
+    msg = (f"compare_runs: note: SciPy is not available to {sys.executable}, so significance is not "
+           "tested: the threshold alone decides for every case, with or without samples_ms.\n")
+    if os.access(py, os.X_OK) and os.path.realpath(sys.prefix) != os.path.realpath(venv):
+        msg += f"compare_runs: scripts/setup.sh installed SciPy in the venv {venv}; run:\n  {rerun}"
+    else:
+        setup = shlex.quote(os.path.join(os.path.dirname(sys.argv[0]), "setup.sh"))
+        msg += (f"compare_runs: install it (into the venv {venv}; SDPABENCH_DEPS moves it; needs root or "
+                f"sudo) with\n  {setup}\nthen run:\n  {rerun}")
+    print(msg, file=sys.stderr)
+    return None
+
+
 def not_timed(o, n):
     """The verdict of a joined case untimed in old (o given), new (n given) or both, with statuses."""
     if o is not None and n is not None:
@@ -226,25 +259,52 @@ def compare(a):
         print(f"compare_runs: warning: the runs differ in context (compared anyway, "
               f"--allow-context-change):{listing}", file=sys.stderr)
 
-    rows, ratios, slower = [], [], []
+    rows, ratios, slower, unsure = [], [], [], []
+    mwu, tested, bad_samples = "unloaded", 0, []
     for key in joined:
         o, n = old[key], new[key]
         to, tn = timing(o, a.stat), timing(n, a.stat)
         if to is None or tn is None:
-            rows.append((key, to, tn, None, not_timed(o if to is None else None, n if tn is None else None)))
+            rows.append((key, to, tn, None, not_timed(o if to is None else None, n if tn is None else None), ""))
             continue
         r = tn / to
         ratios.append(r)
-        verdict = "SLOWER" if r > 1 + a.threshold else ("faster" if r < 1 - a.threshold else "same")
-        if verdict == "SLOWER":
-            slower.append(key)
-        rows.append((key, to, tn, r, verdict))
+        so, sn = samples(o), samples(n)
+        bad_samples += [f"{label} {key}" for label, s in (("OLD", so), ("NEW", sn)) if s is False]
+        p = None
+        if so is False or sn is False:
+            bad = [label for label, s in (("old", so), ("new", sn)) if s is False]
+            test = f"threshold only (samples_ms unusable in {' and '.join(bad)})"
+        elif not so or not sn:
+            lacking = [label for label, s in (("old", so), ("new", sn)) if not s]
+            test = f"threshold only (no samples in {' or '.join(lacking)})"
+        elif min(len(so), len(sn)) < MIN_SAMPLES:
+            test = f"threshold only (old {len(so)}, new {len(sn)} samples, fewer than {MIN_SAMPLES})"
+        else:
+            if mwu == "unloaded":
+                mwu = u_test()  # imported on the first case with samples (the note, if any, once)
+            if mwu is None:
+                test = "threshold only (no SciPy)"
+            else:
+                p = float(mwu(sn, so, alternative="greater").pvalue)  # nan: not significant
+                tested += 1
+                test = f"{p:.3g}"
+        if r > 1 + a.threshold:
+            verdict = "SLOWER" if p is None or p < a.alpha else "slower?"
+            (slower if verdict == "SLOWER" else unsure).append(key)
+        else:
+            verdict = "faster" if r < 1 - a.threshold else "same"
+        rows.append((key, to, tn, r, verdict, test))
+    if bad_samples:
+        print(f"compare_runs: warning: perf.samples_ms is not a list of times in {name_cases(bad_samples)}: "
+              "judged by the threshold alone", file=sys.stderr)
 
     fmt_ms = lambda v: f"{v:.4g}" if v is not None else "-"  # noqa: E731
     width = max([len(r[0]) for r in rows] + [4])
-    print(f"{'case':<{width}}  {'old ms':>10}  {'new ms':>10}  {'ratio':>7}  verdict")
-    for key, to, tn, r, verdict in rows:
-        print(f"{key:<{width}}  {fmt_ms(to):>10}  {fmt_ms(tn):>10}  {(f'{r:.3f}' if r else '-'):>7}  {verdict}")
+    print(f"{'case':<{width}}  {'old ms':>10}  {'new ms':>10}  {'ratio':>7}  {'verdict':<7}  p (U test: new slower)")
+    for key, to, tn, r, verdict, test in rows:
+        line = f"{key:<{width}}  {fmt_ms(to):>10}  {fmt_ms(tn):>10}  {(f'{r:.3f}' if r else '-'):>7}  "
+        print(f"{line}{verdict:<7}  {test}" if test else f"{line}{verdict}")
     for label, keys in (("OLD", only_old), ("NEW", only_new)):
         print(f"only in {label}: {len(keys)}")
         for key in keys:
@@ -256,6 +316,11 @@ def compare(a):
         return EXIT_NOT_COMPARED
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"geometric-mean ratio (new/old {a.stat}) over {len(ratios)} case(s): {geo:.4f}")
+    print(f"significance (U test, alpha {a.alpha:g}): tested on {tested} of {len(ratios)} case(s); "
+          f"{len(ratios) - tested} by the threshold alone")
+    if unsure:
+        print(f"{len(unsure)} case(s) past {a.threshold:.1%} but not significant (p >= {a.alpha:g}): "
+              "not counted as slower")
     if slower:
         print(f"{len(slower)} case(s) slower than {a.threshold:.1%}")
         return EXIT_SLOWER
@@ -274,12 +339,26 @@ def threshold(text):
     return v
 
 
+def alpha(text):
+    """--alpha: a significance level strictly between 0 and 1 (0 would never fail, 1 always)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 < v < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"'{text}' must be a number with 0 < alpha < 1 (0.01 = 1%)")
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--threshold", type=threshold, default=0.05,
                     help="fail when new/old - 1 exceeds this, a finite number >= 0 (default 0.05 = 5%%)")
+    ap.add_argument("--alpha", type=alpha, default=0.01,
+                    help="significance level of the U test where both reports have perf.samples_ms: a case "
+                         "past --threshold is slower only when p < ALPHA, 0 < ALPHA < 1 (default 0.01)")
     ap.add_argument("--stat", default="median_ms", choices=["median_ms", "min_ms", "mean_ms"],
                     help="timing statistic compared (default median_ms)")
     ap.add_argument("--allow-context-change", action="store_true",

@@ -22,6 +22,8 @@ import json
 import sys
 import xml.etree.ElementTree as ET
 
+from sdpabench_report import ReportError, read_report
+
 
 class MergeError(Exception):
     pass
@@ -36,19 +38,10 @@ def shard_of(path, fields):
 
 
 def read_jsonl(path):
-    context, cases = None, []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise MergeError(f"{path}:{n}: not JSON ({e})")
-            if "context" in rec:
-                context = rec["context"]
-            else:
-                cases.append(rec)
+    try:
+        context, cases = read_report(path)
+    except ReportError as e:
+        raise MergeError(str(e))
     shard = (context or {}).get("shard") or {}
     flat = {f"shard.{k}": v for k, v in shard.items()}
     return context, shard_of(path, flat), cases

@@ -20,12 +20,13 @@ Needs matplotlib, installed by scripts/setup.sh into the venv /opt/sdpabench-dep
   /opt/sdpabench-deps/py/bin/python scripts/plot.py base.jsonl new.jsonl both.png
 """
 import argparse
-import json
 import os
 import re
 import shlex
 import sys
 from collections import defaultdict
+
+from sdpabench_report import ReportError, read_report
 
 LINE_STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "x"]
@@ -66,34 +67,22 @@ def split_prb(prb):
     return sq[0], "".join(k + v for k, v in parts if k not in ("sq", "skv"))
 
 
-def read_report(path):
+def read_series(path):
     """(context dict or None, {(backend, name, shape, dir, dt, mask): [(S_q, gflops)]}) of one report."""
-    context, series = None, defaultdict(list)
+    series = defaultdict(list)
     try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        sys.exit(f"plot.py: {path}: {e.strerror}")
-    with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"plot.py: {path}:{n}: not JSON ({e}); a killed run's last line may be cut")
-            if not isinstance(rec, dict):
-                sys.exit(f"plot.py: {path}:{n}: not a JSON object")
-            if "context" in rec:
-                context = rec["context"] if isinstance(rec["context"], dict) else {}
-                continue
-            perf = rec.get("perf")
-            sq_shape = split_prb(rec.get("prb"))
-            if not isinstance(perf, dict) or not sq_shape or not isinstance(perf.get("gflops"), (int, float)):
-                continue
-            sq, shape = sq_shape
-            fields = {"shape": shape, **{f: rec.get(f) for f in KEY_FIELDS if f != "shape"}}
-            key = tuple("" if fields[f] is None else str(fields[f]) for f in KEY_FIELDS)
-            series[key].append((sq, perf["gflops"]))
+        context, cases = read_report(path)
+    except ReportError as e:
+        sys.exit(f"plot.py: {e}")
+    for rec in cases:
+        perf = rec.get("perf")
+        sq_shape = split_prb(rec.get("prb"))
+        if not isinstance(perf, dict) or not sq_shape or not isinstance(perf.get("gflops"), (int, float)):
+            continue
+        sq, shape = sq_shape
+        fields = {"shape": shape, **{f: rec.get(f) for f in KEY_FIELDS if f != "shape"}}
+        key = tuple("" if fields[f] is None else str(fields[f]) for f in KEY_FIELDS)
+        series[key].append((sq, perf["gflops"]))
     return context, series
 
 
@@ -145,7 +134,7 @@ def main():
     if ext and ext not in formats:
         sys.exit(f"plot.py: {a.png}: unknown image extension {suffix} (known: {', '.join(sorted(formats))})")
 
-    reads = [read_report(p) for p in a.reports]
+    reads = [read_series(p) for p in a.reports]
     for path, (_, s) in zip(a.reports, reads):
         if not s and len(a.reports) > 1:
             print(f"plot.py: warning: no timed case in {path}", file=sys.stderr)

@@ -50,16 +50,17 @@ if { command -v nvcc >/dev/null || [ -f /usr/local/cuda/include/cuda.h ]; } && [
   test -f "$frontend_dir/include/cudnn_frontend.h"
 fi
 
-# Python packages for scripts/plot.py (matplotlib, pinned in py-requirements.txt) in their own venv.
+# Python packages for scripts/plot.py (matplotlib) and scripts/compare_runs.py (SciPy's U test),
+# pinned in py-requirements.txt, in their own venv.
 setup_python_venv() {
   local venv="$deps/py" pstamp="$deps/py/.sdpabench-ok"
   if [ -f "$pstamp" ] && cmp -s "$here/py-requirements.txt" "$pstamp"; then return 0; fi
-  echo "setup.sh: installing Python packages for scripts/plot.py into $venv"
+  echo "setup.sh: installing Python packages for scripts/plot.py and compare_runs.py into $venv"
   $sudo mkdir -p "$deps"
   $sudo rm -rf "$venv"
   $sudo python3 -m venv "$venv"
   $sudo "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/py-requirements.txt"
-  "$venv/bin/python" -c "import matplotlib"
+  "$venv/bin/python" -c "import matplotlib, scipy.stats"
   $sudo cp "$here/py-requirements.txt" "$pstamp"
 }
 [ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Checks scripts/compare_runs.py on tiny hand-written jsonl reports: ratios, geometric mean,
 # threshold, the join on "id" (repro and #idx for older reports), the context checks and the
-# exit codes (0 same, 1 slower, 2 not compared). Usage: compare_runs_test.sh SOURCE_DIR
+# exit codes (0 same, 1 slower, 2 not compared); then the U test on perf.samples_ms with recorded
+# timings (data/samples_base.jsonl and samples_rerun.jsonl: two sessions of the same binary) and a
+# planted 10% slowdown, with the venv python that has SciPy (skipped, with a note, without it),
+# and the threshold-alone fallback of a python3 without SciPy. Usage: compare_runs_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL (compare_runs): $*"; cat "$tmp/out"; exit 1; }
-# run WANT_RC DESCRIPTION ARGS...: compare_runs.py ARGS with stdout+stderr in $tmp/out.
-run() {
-  local want=$1 what=$2 rc
-  shift 2
-  python3 "$src/scripts/compare_runs.py" "$@" >"$tmp/out" 2>&1
+# run_with PYTHON WANT_RC DESCRIPTION ARGS...: PYTHON compare_runs.py ARGS with stdout+stderr in
+# $tmp/out (PYTHON may be several words, such as "python3 -S").
+run_with() {
+  local py=$1 want=$2 what=$3 rc
+  shift 3
+  $py "$src/scripts/compare_runs.py" "$@" >"$tmp/out" 2>&1
   rc=$?
   [ "$rc" -eq "$want" ] || fail "$what: exit $want expected, got $rc"
 }
+run() { run_with python3 "$@"; }
 has() { grep -qE -- "$1" "$tmp/out" || fail "${2:-output lacks: $1}"; }
 lacks() { ! grep -qE -- "$1" "$tmp/out" || fail "${2:-output has: $1}"; }
 
@@ -187,4 +192,102 @@ printf '{"id":"--backend=ref --mode=CP b1","idx":0,"mode":"CP","perf":{"median_m
 python3 "$src/scripts/compare_runs.py" "$tmp/pm.jsonl" "$tmp/cpm.jsonl" >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "a P run against a CP run of the same case must be refused (exit 2)"
 grep -q "mode: P vs CP" "$tmp/out" || fail "the mode difference of joined P/CP cases must be named"
+
+# --- --alpha: strictly between 0 and 1 (0 would never flag a case, 1 always).
+for bad in 0 1 1.5 -0.01 nan inf abc ""; do
+  run 2 "--alpha '$bad'" "$tmp/base.jsonl" "$tmp/head.jsonl" --alpha "$bad"
+  has "argument --alpha: " "--alpha '$bad': argparse error"
+  lacks "geometric-mean" "--alpha '$bad': compared anyway"
+done
+run 2 "--alpha=0" "$tmp/base.jsonl" "$tmp/head.jsonl" --alpha=0
+has "argument --alpha: '0' must be a number with 0 < alpha < 1"
+run 1 "--alpha 0.05 without samples: the threshold alone" "$tmp/base.jsonl" "$tmp/head.jsonl" --alpha 0.05
+has "^ref:fwd:f32:b1hq2sq64d64 +2 +2.2 +1.100  SLOWER   threshold only \(no samples in old or new\)" \
+  "a case without samples is marked as judged by the threshold alone"
+has "^significance \(U test, alpha 0.05\): tested on 0 of 2 case\(s\); 2 by the threshold alone"
+lacks "note: SciPy" "no case with samples: no note about SciPy"
+run 0 "--help" --help
+has "Mann-Whitney U test"
+has "--alpha ALPHA"
+
+# --- Samples recorded on a real machine (tests/scripts/data): two sessions of one binary, 25
+# processes per case. slowed.jsonl: the rerun with one case's times (samples and summaries) x 1.10.
+data=$src/tests/scripts/data
+slow_id='--backend=ref --mode=P b1hq2sq256d32'
+python3 - "$data/samples_rerun.jsonl" "$slow_id" >"$tmp/slowed.jsonl" <<'PY' || fail "making slowed.jsonl"
+import json, sys
+for line in open(sys.argv[1]):
+    rec = json.loads(line)
+    if rec.get("id") == sys.argv[2]:
+        perf = rec["perf"]
+        for k in ("min_ms", "median_ms", "mean_ms", "max_ms"):
+            perf[k] *= 1.10
+        perf["samples_ms"] = [v * 1.10 for v in perf["samples_ms"]]
+        perf["gflops"] /= 1.10
+    print(json.dumps(rec))
+PY
+# Hand-made samples: too few in one report; in one report only; not a list of times.
+few() {  # few ID MEDIAN SAMPLES-JSON
+  printf '{"id":"%s","idx":0,"status":"EXECUTED","mode":"P","perf":{"runs":3,"median_ms":%s,"cold_cache":false,"samples_ms":%s}}\n' "$@"
+}
+{ few a 1.0 '[1.0,1.0,1.0]'; few b 1.0 '[0.9,1.0,1.1]'; few c 1.0 '[1.0,1.0,1.0]'; few d 1.0 '[1,1,1]'; } >"$tmp/few_old.jsonl"
+{ few a 1.2 '[1.2,1.2]'; few b 1.2 'null'; few c 1.2 '"1.2"'; few d 1.01 '[1.01,1.01,1.01]'; } >"$tmp/few_new.jsonl"
+
+py=${SDPABENCH_DEPS:-/opt/sdpabench-deps}/py/bin/python
+if [ -x "$py" ] && "$py" -c "import scipy.stats" 2>/dev/null; then
+  # The planted 10% slowdown: SLOWER (ratio past 5%, p < 0.01), exit 1.
+  run_with "$py" 1 "planted 10% slowdown vs the base session" "$data/samples_base.jsonl" "$tmp/slowed.jsonl" --threshold 0.05
+  has "^--backend=ref b1hq2sq256d32 +0.393 +0.4339 +1.104  SLOWER   0.00276$" "planted slowdown: SLOWER with its p-value"
+  has "^--backend=ref b1hq2sq128d64 .* 0.987  same     0.342$" "an unchanged case: same"
+  has "^significance \(U test, alpha 0.01\): tested on 3 of 3 case\(s\); 0 by the threshold alone"
+  has "^1 case\(s\) slower than 5.0%"
+  lacks "note: SciPy" "venv python: no note about SciPy"
+  run_with "$py" 1 "planted 10% slowdown vs the same session" "$data/samples_rerun.jsonl" "$tmp/slowed.jsonl" --threshold 0.05
+  has "^--backend=ref b1hq2sq256d32 .* 1.100  SLOWER   7.15e-05$"
+  # The same binary run twice: within 5%, nothing significant, exit 0.
+  run_with "$py" 0 "same-binary rerun" "$data/samples_base.jsonl" "$data/samples_rerun.jsonl" --threshold 0.05
+  has "^--backend=ref b1hq2sq256d32 .* 1.004  same     0.508$"
+  has "^--backend=ref b1hq2sq256d64 .* 0.974  same     0.824$"
+  has "^no case slower than 5.0%"
+  # Past the threshold but p >= alpha: "slower?", not SLOWER, exit 0 (the rerun's +0.4% at a zero
+  # threshold, p 0.508; the planted slowdown at alpha 0.001, p 0.00276).
+  run_with "$py" 0 "rerun at --threshold 0" "$data/samples_base.jsonl" "$data/samples_rerun.jsonl" --threshold 0
+  has "^--backend=ref b1hq2sq256d32 .* 1.004  slower\?  0.508$" "ratio past the threshold, p >= alpha: slower?"
+  has "^1 case\(s\) past 0.0% but not significant \(p >= 0.01\): not counted as slower"
+  has "^no case slower than 0.0%"
+  run_with "$py" 0 "planted slowdown at --alpha 0.001" "$data/samples_base.jsonl" "$tmp/slowed.jsonl" --alpha 0.001
+  has "^--backend=ref b1hq2sq256d32 .* 1.104  slower\?  0.00276$"
+  lacks "SLOWER"
+  # Fewer than 3 samples, samples in one report only, samples that are not a list: the threshold
+  # alone (a: +20% SLOWER); d: 3 identical samples each, +1% (same, p printed).
+  run_with "$py" 1 "too few or unusable samples" "$tmp/few_old.jsonl" "$tmp/few_new.jsonl"
+  has "^a +1 +1.2 +1.200  SLOWER   threshold only \(old 3, new 2 samples, fewer than 3\)$"
+  has "^b +1 +1.2 +1.200  SLOWER   threshold only \(no samples in new\)$"
+  has "^c +1 +1.2 +1.200  SLOWER   threshold only \(samples_ms unusable in new\)$"
+  has "^d +1 +1.01 +1.010  same     [0-9.e-]+$"
+  has "warning: perf.samples_ms is not a list of times in 1 case\(s\): NEW c: judged by the threshold alone"
+  has "^3 case\(s\) slower than 5.0%"
+else
+  echo "NOTE (compare_runs): $py has no SciPy (scripts/setup.sh installs it): the U-test assertions are skipped"
+fi
+
+# --- A python3 without SciPy (-S: no site-packages): one note naming the venv python, then the
+# threshold alone decides, also for the cases with samples.
+mkdir -p "$tmp/fake/py/bin" && printf '#!/bin/sh\n' >"$tmp/fake/py/bin/python" && chmod +x "$tmp/fake/py/bin/python"
+nosci="env -u PYTHONPATH SDPABENCH_DEPS=$tmp/fake python3 -S"
+run_with "$nosci" 0 "no SciPy: same-binary rerun by the threshold alone" "$data/samples_base.jsonl" "$data/samples_rerun.jsonl"
+has "^compare_runs: note: SciPy is not available to .*, so significance is not tested: the threshold alone decides"
+[ "$(grep -c "note: SciPy is not available" "$tmp/out")" -eq 1 ] || fail "no SciPy: the note once"
+has "scripts/setup.sh installed SciPy in the venv $tmp/fake/py; run:"
+has "^  $tmp/fake/py/bin/python $src/scripts/compare_runs.py $data/samples_base.jsonl $data/samples_rerun.jsonl$"
+has "^--backend=ref b1hq2sq256d32 .* 1.004  same     threshold only \(no SciPy\)$"
+run_with "$nosci" 1 "no SciPy: the planted slowdown by the threshold alone" "$data/samples_base.jsonl" "$tmp/slowed.jsonl"
+has "^--backend=ref b1hq2sq256d32 .* 1.104  SLOWER   threshold only \(no SciPy\)$"
+# Where the venv with SciPy says "slower?" (p 0.508), the threshold alone says SLOWER.
+run_with "$nosci" 1 "no SciPy: +0.4% at a zero threshold" "$data/samples_base.jsonl" "$data/samples_rerun.jsonl" --threshold 0
+has "^--backend=ref b1hq2sq256d32 .* 1.004  SLOWER   threshold only \(no SciPy\)$"
+has "^significance \(U test, alpha 0.01\): tested on 0 of 3 case\(s\); 3 by the threshold alone"
+SDPABENCH_DEPS=$tmp/none run_with "env -u PYTHONPATH python3 -S" 1 "no SciPy, no venv" "$data/samples_base.jsonl" "$tmp/slowed.jsonl"
+has "install it \(into the venv $tmp/none/py; SDPABENCH_DEPS moves it; needs root or sudo\) with"
+has "setup.sh"
 echo "OK (compare_runs)"

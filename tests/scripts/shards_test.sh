@@ -24,8 +24,8 @@ t = sys.argv[1]
 def cases(path):
     recs = [json.loads(l) for l in open(path)]
     return recs[0]["context"], recs[1:]
-def same(r):  # everything but the wall time and the timings
-    return {k: v for k, v in r.items() if k not in ("case_ms", "perf")}
+def same(r):  # everything but the wall times and the timings
+    return {k: v for k, v in r.items() if k not in ("case_ms", "phases_ms", "perf")}
 ca, a = cases(f"{t}/all.jsonl")
 cm, m = cases(f"{t}/m.jsonl")
 assert len(a) == len(m) > 100, (len(a), len(m))
