@@ -134,7 +134,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_option("--tags", tags,
             "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
             "written to the jsonl context record, the csv comment lines and the JUnit properties")
-        ->delimiter(',')->option_text("KEY:VALUE");
+        ->delimiter(',')->allow_extra_args(false)->option_text("KEY:VALUE");
     std::string shard;
     app.add_option("--shard", shard,
             "Run only shard I of N of the expanded cases (0 <= I < N), balanced by estimated cost and "
@@ -175,11 +175,19 @@ CliOutcome parse_command_line(int argc, char** argv) {
     for (const auto& t : tags) {
         const auto colon = t.find(':');
         if (colon == std::string::npos || colon == 0) {
-            fmt::print(stderr, "command line: error: --tags: '{}' is not KEY:VALUE (e.g. --tags=machine:ci-3)\n", t);
+            fmt::print(stderr, "command line: error: --tags: '{}' is not KEY:VALUE (e.g. --tags=machine:ci-3; a comma "
+                               "separates two tags)\n", t);
             out.exit_code = 2;
             return out;
         }
-        out.opts.tags.emplace_back(t.substr(0, colon), t.substr(colon + 1));
+        std::string key = t.substr(0, colon);
+        for (auto& [k, v] : out.opts.tags)
+            if (k == key) {
+                fmt::print(stderr, "command line: error: --tags: key '{}' is given twice ('{}:{}' and '{}')\n", key, k, v, t);
+                out.exit_code = 2;
+                return out;
+            }
+        out.opts.tags.emplace_back(std::move(key), t.substr(colon + 1));
     }
     if (!shard.empty()) {
         std::string err;

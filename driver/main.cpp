@@ -148,10 +148,11 @@ int run(int argc, char** argv) {
     std::map<std::string, std::unique_ptr<Backend>> backends;
     Summary summary;
     RunContext ctx = run_context(argc, argv, opts);
-    if (opts.shard.count > 1) {
+    if (opts.shard.count > 0) {
         ctx.shard_index = opts.shard.index;
         ctx.shard_count = opts.shard.count;
         ctx.cases_total = entries.size();
+        ctx.cases_fingerprint = cases_fingerprint(case_ids);
     }
     for (Reporter* rep : reporters) rep->begin(ctx);
     const RunLimits limits{opts.max_memory};

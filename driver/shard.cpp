@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <functional>
 #include <numeric>
+#include <queue>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -28,6 +31,12 @@ std::optional<Shard> parse_shard(std::string_view text, std::string* err) {
 }
 
 std::vector<std::size_t> shard_cases(const std::vector<CaseEntry>& entries, const Shard& s) {
+    std::vector<std::size_t> mine;
+    if (s.count == 0) {
+        mine.resize(entries.size());
+        std::iota(mine.begin(), mine.end(), std::size_t{0});
+        return mine;
+    }
     std::vector<double> cost(entries.size(), 1.0);
     for (std::size_t i = 0; i < entries.size(); ++i)
         if (entries[i].c && !validate(entries[i].c->prb))
@@ -35,15 +44,27 @@ std::vector<std::size_t> shard_cases(const std::vector<CaseEntry>& entries, cons
     std::vector<std::size_t> order(entries.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
-    std::vector<double> load(s.count, 0.0);
-    std::vector<std::size_t> mine;
+    // Shards past the number of entries stay empty: only that many can receive one.
+    const std::size_t used = std::min(s.count, entries.size());
+    if (s.index >= used) return mine;
+    using Load = std::pair<double, std::size_t>;  // (cost so far, shard): the least, lowest shard first
+    std::priority_queue<Load, std::vector<Load>, std::greater<Load>> load;
+    for (std::size_t k = 0; k < used; ++k) load.emplace(0.0, k);
     for (const std::size_t i : order) {
-        const auto k = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-        load[k] += cost[i];
+        auto [c, k] = load.top();
+        load.pop();
         if (k == s.index) mine.push_back(i);
+        load.emplace(c + cost[i], k);
     }
     std::sort(mine.begin(), mine.end());
     return mine;
+}
+
+std::string cases_fingerprint(const std::vector<std::string>& ids) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64 (offset basis, prime 1099511628211)
+    for (const auto& id : ids)
+        for (const unsigned char ch : id + '\n') h = (h ^ ch) * 1099511628211ull;
+    return fmt::format("{:016x}", h);
 }
 
 }  // namespace sdpa

@@ -100,8 +100,10 @@ struct RunContext {
     std::vector<std::pair<std::string, std::string>> tags;       ///< --tags=KEY:VALUE, in order
     std::string start;        ///< UTC start time, ISO 8601
     /// --shard=I/N: this shard, the number of shards and the number of cases of the whole run
-    /// (shard_count 0 when the run is not sharded).
+    /// (shard_count 0 when the run is not sharded), and driver/shard.hpp cases_fingerprint of
+    /// the whole run's case ids.
     std::size_t shard_index = 0, shard_count = 0, cases_total = 0;
+    std::string cases_fingerprint;
 };
 
 /// The status a report shows: the expectation outcome's name (XFAIL, XPASS, NOT_APPLICABLE)

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reports/escape.hpp"
+#include "driver/case_parser.hpp"
 #include "reports/jsonl_reporter.hpp"
 
 namespace sdpa {
@@ -63,11 +64,8 @@ void CsvReporter::header() {
 }
 
 void CsvReporter::begin(const RunContext& ctx) {
-    for (const auto& [key, value] : context_fields(ctx)) {
-        std::string v = value;  // one line each
-        std::replace(v.begin(), v.end(), '\n', ' ');
-        fmt::print(f_, "# {}: {}\n", key, v);
-    }
+    for (const auto& [key, value] : context_fields(ctx))  // one printable line each (\n, \r, \xNN escaped)
+        fmt::print(f_, "# {}: {}\n", escape_for_message(key), escape_for_message(value));
     header();
     flush_checked(f_, path_);
 }

@@ -125,7 +125,8 @@ nlohmann::json context_record(const RunContext& ctx) {
                                 {"shard", ctx.shard_count == 0 ? nlohmann::json(nullptr)
                                                                : nlohmann::json{{"index", ctx.shard_index},
                                                                          {"count", ctx.shard_count},
-                                                                         {"cases_total", ctx.cases_total}}}}}};
+                                                                         {"cases_total", ctx.cases_total},
+                                                                         {"cases_fingerprint", ctx.cases_fingerprint}}}}}};
 }
 
 std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx) {

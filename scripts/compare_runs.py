@@ -261,6 +261,7 @@ def compare(a):
 
     rows, ratios, slower, unsure = [], [], [], []
     mwu, tested, bad_samples = "unloaded", 0, []
+    unreachable = []  # cases whose samples can never reach --alpha
     for key in joined:
         o, n = old[key], new[key]
         to, tn = timing(o, a.stat), timing(n, a.stat)
@@ -280,6 +281,11 @@ def compare(a):
             test = f"threshold only (no samples in {' or '.join(lacking)})"
         elif min(len(so), len(sn)) < MIN_SAMPLES:
             test = f"threshold only (old {len(so)}, new {len(sn)} samples, fewer than {MIN_SAMPLES})"
+        elif 1 / math.comb(len(so) + len(sn), len(so)) >= a.alpha:
+            # The exact test's smallest p: no result could ever be significant at --alpha.
+            test = (f"threshold only (old {len(so)}, new {len(sn)} samples: the U test's smallest p "
+                    f"{1 / math.comb(len(so) + len(sn), len(so)):.3g} is not below --alpha {a.alpha:g})")
+            unreachable.append(key)
         else:
             if mwu == "unloaded":
                 mwu = u_test()  # imported on the first case with samples (the note, if any, once)
@@ -298,6 +304,10 @@ def compare(a):
     if bad_samples:
         print(f"compare_runs: warning: perf.samples_ms is not a list of times in {name_cases(bad_samples)}: "
               "judged by the threshold alone", file=sys.stderr)
+    if unreachable:
+        print(f"compare_runs: warning: too few samples to reach --alpha {a.alpha:g} in {name_cases(unreachable)} "
+              "(more timed runs, e.g. --fix-times=10, or a larger --alpha): judged by the threshold alone",
+              file=sys.stderr)
 
     fmt_ms = lambda v: f"{v:.4g}" if v is not None else "-"  # noqa: E731
     width = max([len(r[0]) for r in rows] + [4])

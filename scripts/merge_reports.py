@@ -8,9 +8,11 @@ same format. Each shard's report names its shard in its run context (jsonl "cont
 csv "# shard.*" comment lines, JUnit "shard.*" properties). The merge checks that the inputs are
 the N shards of one run, each exactly once (same N and the same number of cases in the whole
 run), that no case id appears in two shards, and that together they hold every case of the run
-(indices 0 .. cases_total-1, each once). The merged jsonl and csv hold the cases in the order of
+(indices 0 .. cases_total-1, each once), with the same case list (its fingerprint), sdpabench
+version, git commit and library versions. The merged jsonl and csv hold the cases in the order of
 the unsharded run (by idx), after the first shard's context without its shard; the merged JUnit
-document has the cases of shard 0, 1, ... and counts recomputed over all of them.
+document has the cases of shard 0, 1, ... (JUnit carries no index) and counts recomputed over all
+of them.
 
 Exit status: 0 merged; 1 the inputs are not the complete, disjoint shards of one run (each
 problem named); 2 bad usage or an unreadable input. Standard library only.
@@ -19,6 +21,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
 import xml.etree.ElementTree as ET
 
@@ -29,27 +32,57 @@ class MergeError(Exception):
     pass
 
 
+class Unreadable(Exception):
+    """An input that cannot be read at all (exit 2)."""
+
+
+# Context fields the shards of one run share; the case list itself is checked by its fingerprint.
+SAME_RUN = ("git_commit", "sdpabench")
+
+
 def shard_of(path, fields):
-    """(index, count, cases_total) from a flattened context."""
+    """(index, count, cases_total, fingerprint, {field: value} of SAME_RUN and libraries.*) from a
+    flattened context."""
     try:
-        return int(fields["shard.index"]), int(fields["shard.count"]), int(fields["shard.cases_total"])
+        shard = (int(fields["shard.index"]), int(fields["shard.count"]), int(fields["shard.cases_total"]),
+                 str(fields.get("shard.cases_fingerprint", "")))
     except (KeyError, ValueError):
         raise MergeError(f"{path}: not the report of a sharded run (no shard in its context: run with --shard=I/N)")
+    same = {k: str(v) for k, v in fields.items() if k in SAME_RUN or k.startswith("libraries.")}
+    return shard + (same,)
+
+
+def flatten(context):
+    out = {}
+    for k, v in (context or {}).items():
+        if isinstance(v, dict):
+            out.update({f"{k}.{k2}": v2 for k2, v2 in v.items()})
+        else:
+            out[k] = v
+    return out
 
 
 def read_jsonl(path):
+    if not os.path.isfile(path):
+        raise Unreadable(f"{path}: not a readable file")
     try:
         context, cases = read_report(path)
     except ReportError as e:
         raise MergeError(str(e))
-    shard = (context or {}).get("shard") or {}
-    flat = {f"shard.{k}": v for k, v in shard.items()}
-    return context, shard_of(path, flat), cases
+    except UnicodeDecodeError as e:
+        raise Unreadable(f"{path}: not UTF-8 ({e.reason} at byte {e.start})")
+    return context, shard_of(path, flatten(context)), cases
 
 
 def read_csv(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        lines = f.read().splitlines(keepends=True)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            lines = f.read().split("\n")
+            lines = [l + "\n" for l in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    except OSError as e:
+        raise Unreadable(f"{path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        raise Unreadable(f"{path}: not UTF-8 ({e.reason} at byte {e.start})")
     comments = []
     while len(comments) < len(lines) and lines[len(comments)].startswith("# "):
         comments.append(lines[len(comments)])
@@ -57,12 +90,17 @@ def read_csv(path):
     rows = list(csv.reader(lines[len(comments):]))
     if not rows:
         raise MergeError(f"{path}: no header row")
+    for n, row in enumerate(rows[1:], 1):
+        if len(row) != len(rows[0]):
+            raise MergeError(f"{path}: row {n} has {len(row)} fields, the header {len(rows[0])} (a cut file?)")
     return comments, shard_of(path, fields), rows[0], rows[1:]
 
 
 def read_junit(path):
     try:
         root = ET.parse(path).getroot()
+    except OSError as e:
+        raise Unreadable(f"{path}: {e.strerror}")
     except ET.ParseError as e:
         raise MergeError(f"{path}: not XML ({e})")
     suite = root.find("testsuite")
@@ -76,25 +114,31 @@ def read_junit(path):
 def check_shards(paths, shards, ids_per_input, idx_per_input):
     """Raises MergeError listing every way the inputs fail to be the N shards of one run."""
     problems = []
-    counts = {(c, t) for _, c, t in shards}
-    if len(counts) > 1:
-        problems.append("the inputs come from different runs: " + ", ".join(
-            f"{p}: shard {i}/{c} of {t} cases" for p, (i, c, t) in zip(paths, shards)))
+    runs = {(c, t, fp) for _, c, t, fp, _ in shards}
+    if len(runs) > 1:
+        problems.append("the inputs come from different runs (another case list or N): " + ", ".join(
+            f"{p}: shard {i}/{c} of {t} cases, case list {fp or '?'}" for p, (i, c, t, fp, _) in zip(paths, shards)))
+    for field in sorted({f for *_, same in shards for f in same}):
+        values = {same.get(field) for *_, same in shards}
+        if len(values) > 1:
+            problems.append(f"the shards differ in {field}: " + ", ".join(
+                f"{p}: {same.get(field)}" for p, (*_, same) in zip(paths, shards)))
     count, total = shards[0][1], shards[0][2]
     seen = {}
-    for p, (i, _, _) in zip(paths, shards):
+    for p, (i, *_) in zip(paths, shards):
         if i in seen:
             problems.append(f"shard {i} is given twice: {seen[i]} and {p}")
         seen[i] = p
     missing = [i for i in range(count) if i not in seen]
     if missing:
-        problems.append(f"missing shard(s) {', '.join(map(str, missing))} of {count}")
-    owner = {}
+        problems.append(f"missing shard(s) {', '.join(map(str, missing[:20]))}{' ...' if len(missing) > 20 else ''} of {count}")
+    owner, twice = {}, []
     for p, ids in zip(paths, ids_per_input):
         for case_id in ids:
             if case_id in owner and owner[case_id] != p:
-                problems.append(f"case {case_id} is in {owner[case_id]} and in {p}")
+                twice.append(f"case {case_id} is in {owner[case_id]} and in {p}")
             owner[case_id] = p
+    problems += twice[:5] + ([f"... and {len(twice) - 5} more case(s) in two shards"] if len(twice) > 5 else [])
     if idx_per_input is not None:
         all_idx = sorted(i for idx in idx_per_input for i in idx)
         if all_idx != list(range(total)) and not missing:
@@ -172,15 +216,21 @@ def main():
     ap.add_argument("out")
     ap.add_argument("shards", nargs="+")
     a = ap.parse_args()
-    merge = {"jsonl": merge_jsonl, "csv": merge_csv, "xml": merge_junit}.get(a.out.rsplit(".", 1)[-1])
+    ext = a.out.rsplit(".", 1)[-1]
+    merge = {"jsonl": merge_jsonl, "csv": merge_csv, "xml": merge_junit}.get(ext)
     if merge is None:
         ap.error(f"{a.out}: the extension says the format: .jsonl, .csv or .xml")
+    for p in a.shards:
+        if p.rsplit(".", 1)[-1] != ext:
+            ap.error(f"{p}: every input must have OUT's format (.{ext})")
+        if os.path.exists(a.out) and os.path.exists(p) and os.path.samefile(p, a.out):
+            ap.error(f"{a.out} is also an input: it would be overwritten")
     try:
         n = merge(a.out, a.shards)
     except MergeError as e:
         print(f"merge_reports: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
+    except (Unreadable, OSError) as e:
         print(f"merge_reports: {e}", file=sys.stderr)
         return 2
     print(f"merge_reports: {n} case(s) from {len(a.shards)} shard(s) -> {a.out}")

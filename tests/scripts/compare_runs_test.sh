@@ -259,12 +259,14 @@ if [ -x "$py" ] && "$py" -c "import scipy.stats" 2>/dev/null; then
   has "^--backend=ref b1hq2sq256d32 .* 1.104  slower\?  0.00276$"
   lacks "SLOWER"
   # Fewer than 3 samples, samples in one report only, samples that are not a list: the threshold
-  # alone (a: +20% SLOWER); d: 3 identical samples each, +1% (same, p printed).
+  # alone (a: +20% SLOWER); d: 3 samples each, +1%: p can never be below 0.01 (1/C(6,3) = 0.05).
   run_with "$py" 1 "too few or unusable samples" "$tmp/few_old.jsonl" "$tmp/few_new.jsonl"
   has "^a +1 +1.2 +1.200  SLOWER   threshold only \(old 3, new 2 samples, fewer than 3\)$"
   has "^b +1 +1.2 +1.200  SLOWER   threshold only \(no samples in new\)$"
   has "^c +1 +1.2 +1.200  SLOWER   threshold only \(samples_ms unusable in new\)$"
-  has "^d +1 +1.01 +1.010  same     [0-9.e-]+$"
+  has "^d +1 +1.01 +1.010  same     threshold only \(old 3, new 3 samples: the U test's smallest p 0.05 is not below --alpha 0.01\)$" \
+    "3 samples each cannot reach alpha 0.01: the threshold alone, said"
+  has "warning: too few samples to reach --alpha 0.01 in .*d" "the unreachable alpha is warned about"
   has "warning: perf.samples_ms is not a list of times in 1 case\(s\): NEW c: judged by the threshold alone"
   has "^3 case\(s\) slower than 5.0%"
 else

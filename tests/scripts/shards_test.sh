@@ -53,4 +53,21 @@ python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" "$tmp/all
 [ $? -eq 1 ] && grep -q "not the report of a sharded run" "$tmp/out" || fail "an unsharded report must be refused"
 "$exe" --shard=2/2 b1hq1sq8d8 >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "--shard=2/2 must be a usage error"
+# Shards of another case list (same N, same count) are another run; a cut csv row; one shard.
+printf 'b1hq2sq16d16\nb1hq2sq16d24\n' >"$tmp/a.cases"
+printf 'b1hq2sq16d16\nb1hq2sq16d32\n' >"$tmp/b.cases"
+"$exe" --backend=ref --shard=0/2 --report=jsonl:"$tmp/a0.jsonl" --report=csv:"$tmp/a0.csv" --batch="$tmp/a.cases" >/dev/null 2>&1
+"$exe" --backend=ref --shard=1/2 --report=jsonl:"$tmp/b1.jsonl" --batch="$tmp/b.cases" >/dev/null 2>&1
+python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/a0.jsonl" "$tmp/b1.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "different runs (another case list or N)" "$tmp/out" || fail "shards of another case list must be refused"
+"$exe" --backend=ref --shard=1/2 --report=csv:"$tmp/a1.csv" --batch="$tmp/a.cases" >/dev/null 2>&1
+head -c -20 "$tmp/a1.csv" >"$tmp/cut.csv"
+python3 "$src/scripts/merge_reports.py" "$tmp/x.csv" "$tmp/a0.csv" "$tmp/cut.csv" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "fields, the header" "$tmp/out" || fail "a cut csv row must be refused"
+"$exe" --backend=ref --shard=0/1 --tags=k:1 --report=jsonl:"$tmp/one.jsonl" b1hq1sq8d8 >"$tmp/out" 2>&1 || fail "--tags before a problem"
+python3 "$src/scripts/merge_reports.py" "$tmp/one_m.jsonl" "$tmp/one.jsonl" >"$tmp/out" 2>&1 || fail "a run of one shard must merge"
+python3 "$src/scripts/merge_reports.py" "$tmp/one.jsonl" "$tmp/one.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "an input as OUT must be refused (exit 2)"
+python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/missing.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "a missing input is exit 2"
 echo "OK (shards)"
