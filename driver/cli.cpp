@@ -85,6 +85,30 @@ std::string finish_perf_options(GlobalOptions& o, const std::string& perf_templa
     return "";
 }
 
+/// Parses --tags, --shard and --fail-on into `o`; returns an error sentence or "".
+std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>& tags, const std::string& shard,
+        const std::string& fail_on) {
+    for (const auto& t : tags) {
+        const auto colon = t.find(':');
+        if (colon == std::string::npos || colon == 0)
+            return fmt::format("--tags: '{}' is not KEY:VALUE (e.g. --tags=machine:ci-3; a comma separates two tags)", t);
+        std::string key = t.substr(0, colon);
+        for (const auto& [k, v] : o.tags)
+            if (k == key) return fmt::format("--tags: key '{}' is given twice ('{}:{}' and '{}')", key, k, v, t);
+        o.tags.emplace_back(std::move(key), t.substr(colon + 1));
+    }
+    std::string err;
+    if (!shard.empty()) {
+        const auto sh = parse_shard(shard, &err);
+        if (!sh) return err;
+        o.shard = *sh;
+    }
+    const auto f = parse_fail_on(fail_on, &err);
+    if (!f) return err;
+    o.fail_on = *f;
+    return "";
+}
+
 }  // namespace
 
 CliOutcome parse_command_line(int argc, char** argv) {
@@ -172,40 +196,9 @@ CliOutcome parse_command_line(int argc, char** argv) {
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
     out.opts.case_tokens = app.remaining();
-    for (const auto& t : tags) {
-        const auto colon = t.find(':');
-        if (colon == std::string::npos || colon == 0) {
-            fmt::print(stderr, "command line: error: --tags: '{}' is not KEY:VALUE (e.g. --tags=machine:ci-3; a comma "
-                               "separates two tags)\n", t);
-            out.exit_code = 2;
-            return out;
-        }
-        std::string key = t.substr(0, colon);
-        for (auto& [k, v] : out.opts.tags)
-            if (k == key) {
-                fmt::print(stderr, "command line: error: --tags: key '{}' is given twice ('{}:{}' and '{}')\n", key, k, v, t);
-                out.exit_code = 2;
-                return out;
-            }
-        out.opts.tags.emplace_back(std::move(key), t.substr(colon + 1));
-    }
-    if (!shard.empty()) {
-        std::string err;
-        if (auto sh = parse_shard(shard, &err)) out.opts.shard = *sh;
-        else {
-            fmt::print(stderr, "command line: error: {}\n", err);
-            out.exit_code = 2;
-            return out;
-        }
-    }
-    std::string fail_on_err;
-    if (auto f = parse_fail_on(fail_on, &fail_on_err)) out.opts.fail_on = *f;
-    else {
-        fmt::print(stderr, "command line: error: {}\n", fail_on_err);
-        out.exit_code = 2;
-        return out;
-    }
-    if (const std::string err = finish_perf_options(out.opts, perf_template, reports); !err.empty()) {
+    std::string err = finish_run_options(out.opts, tags, shard, fail_on);
+    if (err.empty()) err = finish_perf_options(out.opts, perf_template, reports);
+    if (!err.empty()) {
         fmt::print(stderr, "command line: error: {}\n", err);
         out.exit_code = 2;
     }

@@ -114,15 +114,16 @@ int run(int argc, char** argv) {
     Platform platform;
     std::vector<bool> expectation_used(expectations.size(), false);
 
-    ConsoleReporter console(stdout, opts.verbose);
-    std::vector<Reporter*> reporters{&console};
-    // Progress first (it erases its line before the others print), files after the console.
-    std::unique_ptr<ProgressReporter> progress;
     // Ids come from the whole list, so that a case has the same id in every shard.
     CaseIds ids;
     std::vector<std::string> case_ids;
     for (const auto& e : entries) case_ids.push_back(ids.next(e));
     const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
+
+    ConsoleReporter console(stdout, opts.verbose);
+    std::vector<Reporter*> reporters{&console};
+    // Progress first (it erases its line before the others print), files after the console.
+    std::unique_ptr<ProgressReporter> progress;
     if (!opts.no_progress && isatty(fileno(stderr))) {
         progress = std::make_unique<ProgressReporter>(stderr, selected.size());
         reporters.insert(reporters.begin(), progress.get());
