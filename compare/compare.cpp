@@ -35,6 +35,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     r.output = out;
     if (integrity.touched_before > 0 || integrity.touched_after > 0) {
         r.pass = false;
+        r.failure = CheckFailure::guard;
         r.reason = fmt::format("wrote outside {}: {} guard byte(s) before and {} after the buffer changed", out,
                 integrity.touched_before, integrity.touched_after);
         r.located = false;
@@ -42,6 +43,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     }
     if (integrity.gap_written > 0) {
         r.pass = false;
+        r.failure = CheckFailure::stride_gap;
         r.reason = fmt::format("wrote into the stride gap of {} at {}: {} element(s) between its strided rows "
                                "changed", out, integrity.first_gap_where, integrity.gap_written);
         r.located = false;
@@ -49,6 +51,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     }
     if (got.dims != ref.dims || got.size() != ref.size()) {
         r.pass = false;
+        r.failure = CheckFailure::shape;
         r.reason = fmt::format("{} has shape [{}] but the reference has [{}]", out,
                 fmt::join(got.dims, ","), fmt::join(ref.dims, ","));
         r.located = false;
@@ -108,29 +111,34 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     r.zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
     if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
         r.pass = false;
+        r.failure = CheckFailure::unwritten;
         r.reason = fmt::format("{} element(s) of {} not written (still the NaN prefill)", integrity.unwritten, out);
         r.located = false;
     } else if (r.ref_nonfinite > 0) {
         r.pass = false;
+        r.failure = CheckFailure::ref_nonfinite;
         r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
     } else if (r.nonfinite > 0) {
         r.pass = false;
         set_worst(first_nonfinite);
+        r.failure = CheckFailure::nonfinite;
         r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);
     } else if (masked_nonzero > 0) {
         r.pass = false;
         set_worst(first_bad_masked);
+        r.failure = CheckFailure::masked_rows;
         r.reason = out == Output::stats
                 ? fmt::format("{} fully masked row(s) whose stats are not the backend's convention {}",
                           masked_nonzero, conv.masked_row_stats)
                 : fmt::format("{} element(s) of fully masked rows are not exactly 0", masked_nonzero);
     } else if (worst > 1.0) {
         r.pass = false;
+        r.failure = CheckFailure::bound;
         r.reason = "error exceeds the bound";
     } else if (r.zero_fraction > kZeroTrust) {
         r.mistrusted = true;
     }
-    if (out == Output::stats) check_stats_sums(p, got, ref, r);
+    if (out == Output::stats) check_stats_sums(p, got, ref, mag, r);
     else if (r.nonfinite == 0 && r.ref_nonfinite == 0) check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
     check_zero_counts(p, out, got, r);
     return r;

@@ -10,16 +10,31 @@
 
 #include "backends/backend.hpp"
 #include "compare/tolerance.hpp"
+#include "core/enum_table.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 #include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
 
+/// Which check an output failed (the first one that fails decides; none when it passed). The
+/// minimizer (driver/minimize.hpp) keeps a case failing the same way by it.
+enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, nonfinite, masked_rows, bound,
+    norm, stats_sum };
+
+inline constexpr std::array<EnumName<CheckFailure>, 11> kCheckFailureNames{{{CheckFailure::none, "none"},
+    {CheckFailure::guard, "guard"}, {CheckFailure::stride_gap, "stride_gap"}, {CheckFailure::shape, "shape"},
+    {CheckFailure::unwritten, "unwritten"}, {CheckFailure::ref_nonfinite, "ref_nonfinite"},
+    {CheckFailure::nonfinite, "nonfinite"}, {CheckFailure::masked_rows, "masked_rows"},
+    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}}};
+
+inline std::string_view format_as(CheckFailure v) { return enum_name(kCheckFailureNames, v); }
+
 /// Verdict for one output tensor.
 struct OutputCheck {
     Output output = Output::O;
     bool pass = true;
+    CheckFailure failure = CheckFailure::none;  ///< the check that failed (none when pass)
     bool mistrusted = false;  ///< the reference is mostly zeros: a pass proves little
     std::string reason;       ///< why it failed ("" when it passed)
     /// worst_index, got, expected, err and bound describe one element (false when the failure

@@ -1,5 +1,6 @@
 #include "compare/extra_checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -33,12 +34,13 @@ void check_head_norms(const Tensor& got, const Tensor& ref, const Tensor& mag, d
     if (r.pass && r.norm_worst > 1.0) {
         r.pass = false;
         r.worst_index = {r.norm_head[0], r.norm_head[1], 0, 0};
+        r.failure = CheckFailure::norm;
         r.reason = fmt::format("norm of head (b,h) = ({},{}) is {:.6g} x the reference's (|diff| / bound {:.3g})",
                 r.norm_head[0], r.norm_head[1], r.norm_ratio, r.norm_worst);
     }
 }
 
-void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, OutputCheck& r) {
+void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, const Tensor& mag, OutputCheck& r) {
     const double u = unit_roundoff(DType::f32);
     std::size_t worst_i = 0;
     for (std::size_t k = 0; k < ref.size(); ++k) {
@@ -46,7 +48,8 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, Ou
         if (row_fully_masked(p, idx[0], idx[2])) continue;
         const double e = ref.data[k], g = got.data[k];
         const double sum = std::exp(e - g);  // sum_j exp(s_ij - g) given sum_j exp(s_ij - e) = 1
-        double ratio = std::fabs(sum - 1.0) / (kStatsSumSlack + kStatsSumUlps * u * std::fabs(e));
+        const double m = std::max(std::fabs(e), static_cast<double>(mag.data[k]));
+        double ratio = std::fabs(sum - 1.0) / (kStatsSumSlack + kStatsSumUlps * u * m);
         if (std::isnan(ratio)) ratio = INFINITY;
         if (ratio > r.stats_sum_worst) {
             r.stats_sum_worst = ratio;
@@ -59,10 +62,12 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, Ou
         r.worst_index = idx;
         r.got = got.data[worst_i];
         r.expected = ref.data[worst_i];
+        r.failure = CheckFailure::stats_sum;
         r.reason = fmt::format("softmax convention broken: sum_j exp(s_ij - stats_i) = {:.6g} at row (b,h,i) = "
                                "({},{},{}) (must be 1 +- {:.2g})",
                 std::exp(static_cast<double>(r.expected) - r.got), idx[0], idx[1], idx[2],
-                kStatsSumSlack + kStatsSumUlps * u * std::fabs(static_cast<double>(r.expected)));
+                kStatsSumSlack + kStatsSumUlps * u * std::max(std::fabs(static_cast<double>(r.expected)),
+                        static_cast<double>(mag.data[worst_i])));
     }
 }
 

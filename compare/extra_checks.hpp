@@ -10,9 +10,10 @@
 namespace sdpa {
 
 /// Slack of the stats convention check: sum_j exp(s_ij - stats_i) must be
-/// 1 +- (kStatsSumSlack + kStatsSumUlps u_f32 |stats_ref_i|). The second term: an LSE of size L
-/// stored in f32 is off by a few units of u_f32 L, which scales the sum by exp(u_f32 L); oneDNN
-/// was measured at up to 10 u_f32 L for L ~ 30 (peaky fill), so 16 (compare/README.md).
+/// 1 +- (kStatsSumSlack + kStatsSumUlps u_f32 M_stats_i). The second term: an LSE whose scores are
+/// off by u_f32 times their magnitudes (M_stats, ref/sdpa_ref.hpp) scales the sum by exp of that;
+/// oneDNN was measured at up to 10 u_f32 |stats| for |stats| ~ 30 (peaky fill), so 16
+/// (compare/README.md); M_stats >= |stats| covers scores with cancellation (found by --random).
 inline constexpr double kStatsSumSlack = 1e-5;
 inline constexpr double kStatsSumUlps = 16.0;
 
@@ -34,8 +35,8 @@ void check_head_norms(const Tensor& got, const Tensor& ref, const Tensor& mag, d
 /// = exp(ref_i - got_i), because the reference's stats are the natural-log LSE of the same
 /// scores (its own sum is 1 to f64 rounding). Catches log2 stats, a missing scale, a max
 /// without the log-sum. Sets r.stats_sum_worst (max |sum - 1| / allowed slack); fails r when
-/// r.pass. `got`, `ref`: stats [B,H_q,S_q,1].
-void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, OutputCheck& r);
+/// r.pass. `got`, `ref`, `mag` (M_stats): [B,H_q,S_q,1].
+void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, const Tensor& mag, OutputCheck& r);
 
 /// Zero trust against the structure: counts exact zeros of `got` and the structural zeros the
 /// mask implies (rows of fully masked queries for O/dQ, never-visible keys for dK/dV).

@@ -16,9 +16,10 @@ namespace sdpa {
 struct Tolerance {
     double c;  ///< safety factor on u_X (calibrated per dtype and output: compare/tolerance.cpp)
     double u;  ///< unit roundoff of the output's storage type
-    /// Absolute spacing of the storage type's subnormals (f16 2^-24, bf16 2^-133, f32 2^-149):
-    /// a stored value cannot be closer than half of it, whatever the magnitude says (f16 dV of
-    /// tiny dO). The bound is c * (u_eff * (M + max(M)/1024) + tiny).
+    /// Absolute error no magnitude can rule out: f16's subnormal spacing 2^-24 (a stored value
+    /// cannot be closer than half of it: f16 dV of tiny dO); for f32 and bf16 the smallest
+    /// normal 2^-126, as a CPU kernel may flush subnormals to zero (FTZ/DAZ). The bound is
+    /// c * (u_eff * (M + max(M)/1024) + tiny).
     double tiny = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/problem.hpp"
+#include "core/splitmix.hpp"
 
 namespace sdpa {
 
@@ -24,13 +25,6 @@ template <class T>
 bool parse_whole(std::string_view s, T& out) {
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
-}
-
-u64 splitmix64(u64 x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
 }
 
 /// Linear index of score row (b, h, i) in the dense [B, H_q, S_q, S_kv] probabilities, over S_kv.

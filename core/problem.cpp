@@ -141,9 +141,11 @@ bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
 bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
     // Both ends of every mask's band grow with i, so the queries seeing key j form an interval:
     // the first query whose band reaches j is the only candidate to check before the last one.
-    // (The causal_last_row bias hides the last row; the band grows over the rows before it.)
+    // (The causal_last_row bias hides row S_q - 1, the last valid row only without query padding;
+    // the band grows over the rows before it.)
     const bool last_hidden = p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row;
-    const std::int64_t last = valid_q(p, b) - 1 - (last_hidden ? 1 : 0);
+    std::int64_t last = valid_q(p, b) - 1;
+    if (last_hidden && last == p.dims.S_q - 1) --last;
     if (last < 0 || j >= valid_kv(p, b)) return true;
     std::int64_t lo = 0, hi = last;  // first i with visible_keys(i).second > j
     while (lo < hi) {

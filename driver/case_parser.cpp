@@ -18,6 +18,8 @@
 #include "backends/faulty/faulty_backend.hpp"
 #include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
+#include "core/splitmix.hpp"
+#include "driver/random_cases.hpp"
 #include "graph/json_import.hpp"
 
 namespace sdpa {
@@ -165,10 +167,7 @@ bool set_seq_len(std::string_view v, std::vector<std::int64_t>& lens, bool& rand
 std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt, std::int64_t B, std::int64_t full) {
     std::vector<std::int64_t> out;
     for (std::int64_t b = 0; b < B; ++b) {
-        std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + salt * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(b) + 1;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
+        const std::uint64_t z = mix64(seed * kGolden64 + salt * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(b) + 1);
         out.push_back(1 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(full)));
     }
     return out;
@@ -360,12 +359,22 @@ const std::vector<Knob>& knob_table() {
     return table;
 }
 
-/// Current values of every knob (one list per row of knob_table()).
-using KnobState = std::vector<std::vector<std::string>>;
+/// Current values of every knob (one list per row of knob_table()), and which knobs the input
+/// gave (--random draws the others).
+struct KnobState {
+    std::vector<std::vector<std::string>> values;
+    std::vector<bool> given;
+    std::vector<std::string>& operator[](std::size_t k) { return values[k]; }
+    const std::vector<std::string>& operator[](std::size_t k) const { return values[k]; }
+    std::size_t size() const { return values.size(); }
+};
 
 KnobState default_state() {
     KnobState s;
-    for (const Knob& k : knob_table()) s.push_back({k.def});
+    for (const Knob& k : knob_table()) {
+        s.values.push_back({k.def});
+        s.given.push_back(false);
+    }
     return s;
 }
 
@@ -373,7 +382,7 @@ KnobState default_state() {
 std::string all_knob_names() {
     std::string s;
     for (const Knob& k : knob_table()) s += fmt::format("--{}, ", k.name);
-    return s + "--batch, --case, --reset";
+    return s + "--batch, --case, --random, --reset";
 }
 
 /// Where a token came from: a file position, or the command line (file empty).
@@ -439,13 +448,25 @@ public:
             KnobState fresh = default_state();
             const auto& table = knob_table();
             for (std::size_t k = 0; k < table.size(); ++k)
-                if (table[k].run_knob) fresh[k] = st[k];
+                if (table[k].run_knob) {
+                    fresh[k] = st[k];
+                    fresh.given[k] = st.given[k];
+                }
             st = std::move(fresh);
             return;
         }
         if (name == "batch") {
             if (value.empty()) return error(loc, "--batch needs a file name (--batch=FILE)");
             return include(value, st, loc);
+        }
+        if (name == "random") {
+            std::int64_t n = 0;
+            const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+            if (!has_value || ec != std::errc() || ptr != value.data() + value.size() || n < 1 ||
+                    n > static_cast<std::int64_t>(kMaxCases))
+                return error(loc, fmt::format("--random needs a case count from 1 to {} (--random=N), got '{}'",
+                                      kMaxCases, value));
+            return random(static_cast<std::size_t>(n), st, loc);
         }
         if (name == "case") {
             if (value.empty()) return error(loc, "--case needs a graph file (--case=FILE.json)");
@@ -484,6 +505,7 @@ public:
                 pos = comma + 1;
             }
             st[k] = std::move(values);
+            st.given[k] = true;
             return;
         }
         error(loc, fmt::format("unknown knob '{}' (accepted: {})", tok.substr(0, eq), all_knob_names()));
@@ -516,7 +538,7 @@ public:
             if (errors_ != before) skip = pend->group;
             const std::string_view t = pend->text;
             if (!pend->err.empty() || errors_ != before || !t.starts_with("--") || t.starts_with("--batch=") ||
-                    t.starts_with("--case="))
+                    t.starts_with("--case=") || t.starts_with("--random="))
                 dangling.reset();
             else
                 dangling = pend;
@@ -713,22 +735,112 @@ private:
         }
     }
 
+    /// The error for a graph rewrite by id (--op-kind, --op-attrs, --tensor-property, --dt=ID:DT)
+    /// in force for `target` (a descriptor or --random=N), which has no graph; nullopt when none is.
+    static std::optional<std::string> graph_rewrite_given(const KnobState& st, std::string_view target) {
+        for (std::size_t k = 0; k < st.size(); ++k)
+            for (const auto& v : st[k]) {
+                const std::string_view n = knob_table()[k].name;
+                if (((n == "op-kind" || n == "op-attrs" || n == "tensor-property") && !v.empty()) ||
+                        (n == "dt" && v.find(':') != std::string::npos))
+                    return fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' {} (use --reset, "
+                                       "or a plain --dt)", n, v, target,
+                            target.starts_with("--random=") ? "draws problem descriptors" : "is a problem descriptor");
+            }
+        return std::nullopt;
+    }
+
+    /// --random=N (driver/random_cases.hpp): for each --seed value, N problems drawn from it; a
+    /// problem knob the input gave takes one of its values (drawn per case) instead of a drawn
+    /// one; the run knobs (--backend, --mode) expand as for a descriptor.
+    void random(std::size_t n, const KnobState& st, const Loc& loc) {
+        const std::string tok = fmt::format("--random={}", n);
+        if (auto why = graph_rewrite_given(st, tok)) return error(loc, *why);
+        const auto& table = knob_table();
+        std::size_t seed_k = 0, runs = 1;
+        std::vector<std::size_t> run_k, given_k;
+        std::vector<std::string_view> given;
+        for (std::size_t k = 0; k < table.size(); ++k) {
+            if (table[k].name == "seed") {
+                seed_k = k;
+            } else if (table[k].run_knob) {
+                run_k.push_back(k);
+                runs *= st[k].size();
+            } else if (st.given[k]) {
+                if (std::find(std::begin(kRandomKnobs), std::end(kRandomKnobs), table[k].name) == std::end(kRandomKnobs))
+                    return error(loc, fmt::format("--{} is for --case graphs and means nothing for {} (use --reset)",
+                                          table[k].name, tok));
+                given_k.push_back(k);
+                given.push_back(table[k].name);
+            }
+        }
+        const std::size_t expands = std::min(n * st[seed_k].size() * runs, kMaxCases + 1);
+        if (cases_ + expands > kMaxCases)
+            return error(loc, fmt::format("'{}' expands to {} cases with the current --seed, --backend and --mode lists, "
+                                          "past the limit of {} cases per run", tok, expands, kMaxCases));
+        cases_ += expands;
+        for (const std::string& seed_text : st[seed_k]) {
+            Case seeded;
+            table[seed_k].apply(seed_text, seeded);
+            const std::uint64_t seed = seeded.prb.seed;
+            const RandomDraws draws(seed, n);
+            for (std::size_t i = 0; i < n; ++i) {
+                Case c;
+                c.prb = random_problem(seed, n, i);
+                for (const std::size_t k : given_k) {  // a given list: one of its values, drawn per case
+                    const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
+                    table[k].apply(st[k][static_cast<std::size_t>(v)], c);
+                }
+                Problem& p = c.prb;
+                if (c.random_seq_len_q) p.seq_len_q = random_seq_lens(p.seed, 1, p.dims.B, p.dims.S_q);
+                if (c.random_seq_len_kv) p.seq_len_kv = random_seq_lens(p.seed, 2, p.dims.B, p.dims.S_kv);
+                c.random_seq_len_q = c.random_seq_len_kv = false;
+                if (p.mask != Mask::window) p.window_left = p.window_right = 0;
+                if (p.mask != Mask::bias) {  // a given --mask leaves the drawn bias knobs without meaning
+                    p.bias_shape = Problem{}.bias_shape;
+                    p.mask_fill = Problem{}.mask_fill;
+                    if (!st.given[knob_index("mask-dt")]) p.mask_dt.reset();
+                }
+                if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br && !st.given[knob_index("mask-form")])
+                    p.implicit_mask = false;
+                canonicalize_layouts(p);
+                if (auto why = make_valid(p, given)) {
+                    error(loc, fmt::format("{} (--seed={}): draw {} with the given knobs is not a valid problem: {}",
+                                  tok, seed, i, *why));
+                    continue;
+                }
+                canonicalize_layouts(p);
+                c.where = loc.where();
+                std::vector<std::size_t> idx(run_k.size(), 0);
+                while (true) {  // the run knobs' cross product
+                    Case run = c;
+                    for (std::size_t j = 0; j < run_k.size(); ++j) table[run_k[j]].apply(st[run_k[j]][idx[j]], run);
+                    entries.push_back(CaseEntry{std::move(run), {}, false});
+                    std::size_t j = run_k.size();
+                    while (j > 0 && ++idx[j - 1] == st[run_k[j - 1]].size()) idx[--j] = 0;
+                    if (j == 0) break;
+                }
+            }
+        }
+    }
+
+    /// Row of knob_table() named `name` (which must exist).
+    static std::size_t knob_index(std::string_view name) {
+        const auto& table = knob_table();
+        for (std::size_t k = 0; k < table.size(); ++k)
+            if (table[k].name == name) return k;
+        return 0;
+    }
+
     /// Emits one case per combination of knob values (the last knob varies fastest).
     void problem(std::string_view tok, const KnobState& st, const Loc& loc) {
         std::string name, err;
         const auto dims = parse_descriptor(tok, &name, &err);
         if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));
-        for (std::size_t k = 0; k < st.size(); ++k)  // the graph rewrites mean nothing for a descriptor
-            for (const auto& v : st[k]) {
-                const std::string_view n = knob_table()[k].name;
-                if (((n == "op-kind" || n == "op-attrs" || n == "tensor-property") && !v.empty()) ||
-                        (n == "dt" && v.find(':') != std::string::npos))
-                    return error(loc, fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' is "
-                                                  "a problem descriptor (use --reset, or a plain --dt)", n, v, tok));
-            }
+        if (auto why = graph_rewrite_given(st, tok)) return error(loc, *why);
         const auto& table = knob_table();
         std::size_t expands = 1;  // saturates at the limit
-        for (const auto& values : st) expands = std::min(expands * values.size(), kMaxCases + 1);
+        for (const auto& values : st.values) expands = std::min(expands * values.size(), kMaxCases + 1);
         if (cases_ + expands > kMaxCases)
             return error(loc, fmt::format("'{}' expands to {}{} cases with the current knob lists, past the limit "
                                           "of {} cases per run", tok, expands > kMaxCases ? "more than " : "",
@@ -785,7 +897,14 @@ std::string case_language_help() {
          "  mask (oneDNN: its Philox generator bit for bit; ref: sdpabench's). Each case also checks the\n"
          "  mask's keep rate and neighbour independence per head (binomial, false-alarm rate 1e-6 per\n"
          "  case), that no two heads share a mask, that seed + 1 changes the outputs, that p = 0 is bitwise\n"
-         "  no dropout, and for fwd_bwd that the backward regenerated the forward's mask (README: Dropout).\n";
+         "  no dropout (with --fill=exact), and for fwd_bwd that the backward regenerated the forward's mask\n"
+         "  (README: Dropout).\n";
+    s += "  --random=N\n"
+         "      N valid problems drawn from --seed across every knob (sizes with S = 1 and tails, GQA ratios\n"
+         "      up to 8 and 7, D_qk != D_v, masks, bias shapes, padding, windows, scales, dtypes, directions,\n"
+         "      layouts and strides, dMask, dropout), stratified so that every value of every knob appears\n"
+         "      N/k times; problem knobs given before it are not drawn (a list: drawn from it); each case's\n"
+         "      repro runs it alone (README: Random cases).\n";
     s += "  --case=FILE.json\n"
          "      import a oneDNN graph JSON file (benchdnn --graph format, path resolved like --batch):\n"
          "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"
@@ -837,7 +956,8 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
         {
             p.token(tok, st, Loc{});
             if (tok.starts_with("--batch=")) batches.emplace_back(std::string(tok.substr(8)));
-            if (tok.starts_with("--batch=") || tok.starts_with("--case=") || !tok.starts_with("-")) {
+            if (tok.starts_with("--batch=") || tok.starts_with("--case=") || tok.starts_with("--random=") ||
+                    !tok.starts_with("-")) {
                 dangling.clear();
                 targets = true;
             } else if (tok.starts_with("--")) {

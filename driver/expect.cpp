@@ -81,6 +81,7 @@ std::vector<Expectation> load_expectations(const std::string& path) {
         };
         for (const auto& [key, v] : j.items()) {
             if (key == "match") x.match = text(key, v);
+            else if (key == "backend") x.backend = text(key, v);
             else if (key == "reason") x.reason = escape_for_message(text(key, v));
             else if (key == "allow_xpass") {
                 if (!v.is_boolean()) fail(fmt::format("\"allow_xpass\" must be true or false (got {})", v.dump()));
@@ -125,8 +126,8 @@ std::vector<Expectation> load_expectations(const std::string& path) {
                     x.needs.emplace_back(rk, val);
                 }
             } else {
-                fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"status\", \"reason\", \"requires\", "
-                                 "\"allow_xpass\")", key));
+                fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"backend\", \"status\", \"reason\", "
+                                 "\"requires\", \"allow_xpass\")", key));
             }
         }
         if (x.match.empty()) fail("\"match\" (a case id or glob) is missing");
@@ -178,6 +179,7 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
         const Expectation& x = entries[i];
         if (::fnmatch(x.match.c_str(), r.id.c_str(), 0) != 0 && ::fnmatch(x.match.c_str(), base.c_str(), 0) != 0)
             continue;
+        if (!x.backend.empty() && ::fnmatch(x.backend.c_str(), r.info.backend.c_str(), 0) != 0) continue;
         used[i] = true;
         std::vector<std::string> unmet;
         for (const auto& [k, v] : x.needs)

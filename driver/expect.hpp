@@ -18,7 +18,7 @@ namespace sdpa {
 class Backend;
 
 /// One entry of an --expect file: one JSON object per line, e.g.
-///   {"match": "*n=amx_bf16_bcast_*", "status": "FAILED", "reason": "oneDNN 3.13.2 AMX bug",
+///   {"match": "*n=amx_bf16_bcast_*", "backend": "onednn", "status": "FAILED", "reason": "oneDNN 3.13.2 AMX bug",
 ///    "requires": {"cpu_flags": "amx_bf16", "onednn": "3.13.2"}, "allow_xpass": false}
 /// '#' lines and blank lines are skipped.
 struct Expectation {
@@ -31,6 +31,7 @@ struct Expectation {
     std::vector<std::pair<std::string, std::string>> needs;
     bool allow_xpass = false;  ///< an XPASS does not fail the run (a bug that does not always show)
     std::string where;         ///< "FILE:LINE" of the entry
+    std::string backend;       ///< "backend": fnmatch(3) glob over the case's backend name ("" = any)
 };
 
 /// Reads an --expect file (a regular file). Throws std::runtime_error "FILE:LINE: error: ..."
@@ -55,7 +56,7 @@ private:
 };
 
 /// Decides r.expect from the entries whose glob matches r.id (or r.id without its " #N" repeat
-/// suffix): the first of them whose requirements hold decides: the expected status -> XFAIL;
+/// suffix) and whose "backend" glob, when given, matches r.info.backend: the first of them whose requirements hold decides: the expected status -> XFAIL;
 /// PASSED -> XPASS; another status -> no outcome, a note saying what was expected. When none
 /// holds: PASSED -> NOT_APPLICABLE (naming what the platform lacks), else no outcome and a note.
 /// A timeout or a crash (r.timed_out, r.crashed) is never XFAIL: it is not the failure an

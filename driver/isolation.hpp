@@ -31,6 +31,18 @@ namespace sdpa {
 CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
         double timeout_s);
 
+/// Runs `c` in a fresh sdpabench process (posix_spawn of /proc/self/exe with its repro and
+/// --result-fd; stdout and stderr to /dev/null), so nothing an earlier case left in this process
+/// (a vendor's caches, its thread pools) can change the result, and safe after vendors ran here
+/// (exec, not a bare fork). Timeouts, crashes and failures to start as run_case_isolated. The
+/// case must be one that its repro runs (a descriptor case, or a --case graph by its file).
+/// --minimize runs its candidates this way.
+CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s);
+
+/// Writes `r` as CBOR to `fd` (what run_case_isolated's and run_case_fresh_process's parents
+/// read); false when the write fails.
+bool write_result(int fd, const CaseResult& r);
+
 /// A child's exit that carried no result, as a FAILED reason: "crashed: Segmentation fault
 /// (SIGSEGV, signal 11)" for a signal, "exited with status N without a result" otherwise.
 /// `wait_status` is as waitpid() returns it.

@@ -21,6 +21,7 @@
 #include "git_commit.hpp"
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
+#include "driver/minimize.hpp"
 #include "driver/emit_json.hpp"
 #include "graph/json_export.hpp"
 #include "driver/run_case.hpp"
@@ -119,6 +120,11 @@ int run(int argc, char** argv) {
     std::vector<std::string> case_ids;
     for (const auto& e : entries) case_ids.push_back(ids.next(e));
     const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
+    if (opts.result_fd >= 0 && selected.size() != 1) {
+        fmt::print(stderr, "command line: error: --result-fd needs a run of exactly one case (got {})\n",
+                selected.size());
+        return kExitUsage;
+    }
 
     ConsoleReporter console(stdout, opts.verbose);
     std::vector<Reporter*> reporters{&console};
@@ -193,7 +199,15 @@ int run(int argc, char** argv) {
         }
         r.id = case_ids[i];
         apply_expectations(expectations, platform, r, expectation_used);
+        if (opts.minimize && e.c && r.expect.kind != Expected::xfail && failure_signature(r)) {
+            // Each candidate in a fresh process: what earlier runs left in this one (a vendor's
+            // caches) must not make a candidate fail, or the minimized repro would not reproduce.
+            const CaseRunner runner = [&](const Case& c) { return run_case_fresh_process(c, i, opts.timeout_per_case); };
+            const Minimized m = minimize(*e.c, r, runner, opts.minimize_max_runs);
+            r.minimized = MinimizeReport{repro(m.smallest), m.signature, m.runs, m.steps, m.hit_limit};
+        }
         summary.add(r);
+        if (opts.result_fd >= 0 && !write_result(opts.result_fd, r)) ++summary.write_errors;
         for (Reporter* rep : reporters) rep->on_case(r);
     }
     for (Reporter* rep : reporters) rep->end(summary);

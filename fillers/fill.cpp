@@ -1,5 +1,7 @@
 #include "fillers/fill.hpp"
 
+#include "core/splitmix.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,23 +17,16 @@ namespace {
 /// Tensor ids that seed each tensor's stream.
 enum class TensorId : std::uint64_t { Q = 1, K = 2, V = 3, dO = 4, bias = 5 };
 
-/// splitmix64 finaliser (Steele, Lea, Flood: "Fast splittable pseudorandom number generators",
-/// OOPSLA 2014): a counter-based generator, so element i's value depends only on
-/// (seed, tensor, i) and a parallel fill gives the same bytes for any thread count.
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
+/// The key of tensor t's stream: splitmix64 (core/splitmix.hpp) is counter-based, so element i's
+/// value depends only on (seed, tensor, i) and a parallel fill gives the same bytes for any
+/// thread count.
 std::uint64_t stream_key(std::uint64_t seed, TensorId t) {
-    return mix(mix(seed) ^ (static_cast<std::uint64_t>(t) * 0xd1b54a32d192ed03ull));
+    return splitmix64(splitmix64(seed) ^ (static_cast<std::uint64_t>(t) * 0xd1b54a32d192ed03ull));
 }
 
 /// Uniform in [0, 1) from 53 random bits of (key, counter).
 double uniform(std::uint64_t key, std::uint64_t counter) {
-    return static_cast<double>(mix(key ^ mix(counter)) >> 11) * 0x1p-53;
+    return static_cast<double>(splitmix64(key ^ splitmix64(counter)) >> 11) * 0x1p-53;
 }
 
 /// Integer uniform in [lo, hi].

@@ -1,4 +1,5 @@
-// The tiled reference forward: O, stats and the magnitudes M_O, M_stats, one query block of
+// The tiled reference forward: O, stats and the magnitudes M_O, M_stats (with the scores' own
+// magnitudes |scale| |Q||K|^T, which bound the f32 rounding of Q K^T), one query block of
 // one head per task, key blocks streamed flash-style (Dao et al. 2022, 2023): a running row
 // max m and sum l, the O accumulators rescaled by exp(m_old - m_new) when the max grows.
 // With rounding emulation (bf16/f16) the vendor rounds the *normalised* P, which a single
@@ -30,20 +31,23 @@ struct FwdCtx {
     i64 group, Dqkp, Dvp, nkb;
     double sqrt_skv;
     std::vector<float> kt;  ///< K as transposed key-block panels (transpose_panels)
+    std::vector<float> kt_abs;  ///< |K| in the same panels: the scores' magnitudes |Q||K|^T
+    double kappa = 1;       ///< u_f32 / u_dt: the score-error term of M_O in units of the io roundoff
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
 };
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
 struct FwdScratch {
-    std::vector<float> q, vb, vabs, s, mag, pw, pm, pd, m;
+    std::vector<float> q, qabs, vb, vabs, s, mag, pmag, pw, pm, pd, m;
     std::vector<std::uint8_t> keep;
-    std::vector<double> s64, acc, macc, l, mst;
+    std::vector<double> s64, sabs64, acc, macc, msacc, l, mst;
     explicit FwdScratch(const FwdCtx& c)
-        : q(static_cast<std::size_t>(kB * c.Dqkp)),
+        : q(static_cast<std::size_t>(kB * c.Dqkp)), qabs(q.size()),
           vb(static_cast<std::size_t>(kB * c.Dvp)), vabs(vb.size()), s(static_cast<std::size_t>(kB * kB)),
-          mag(s.size()), pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0), m(static_cast<std::size_t>(kB)),
-          keep(c.drop ? s.size() : 0), s64(s.size()), acc(vb.size()), macc(vb.size()), l(m.size()), mst(m.size()) {}
+          mag(s.size()), pmag(s.size()), pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0),
+          m(static_cast<std::size_t>(kB)), keep(c.drop ? s.size() : 0), s64(s.size()), sabs64(s.size()),
+          acc(vb.size()), macc(vb.size()), msacc(vb.size()), l(m.size()), mst(m.size()) {}
 };
 
 /// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
@@ -52,6 +56,8 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
     const i64 ni = std::min(kB, d.S_q - i0), hk = h / c.group;
     const i64 Dqk = d.D_qk, Dv = d.D_v, Dqkp = c.Dqkp, Dvp = c.Dvp;
     pack_rows(w.q.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
+    pack_rows(w.qabs.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk, true);
+    std::fill(w.msacc.begin(), w.msacc.end(), 0.0);
     std::fill(w.m.begin(), w.m.end(), -kInf);
     std::fill(w.l.begin(), w.l.end(), 0.0);
     std::fill(w.mst.begin(), w.mst.end(), 0.0);
@@ -83,6 +89,21 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
             scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(),
                 last ? w.mag.data() : nullptr);
+            if (last) {
+                // The scores' own magnitude |scale| |Q||K|^T (what bounds an f32 dot product's
+                // rounding) replaces |s| in the magnitudes: mag = |scale| |q||k| + |bias|.
+                std::fill(w.sabs64.begin(), w.sabs64.end(), 0.0);
+                gemm_acc(kB, kB, Dqk, w.qabs.data(), Dqkp, &c.kt_abs[static_cast<std::size_t>(kt - c.kt.data())], kB,
+                    w.sabs64.data(), kB);
+                const double av = std::fabs(static_cast<double>(c.v));
+                for (i64 ii = 0; ii < ni; ++ii)
+                    for (i64 jj = 0; jj < nj; ++jj) {
+                        const std::size_t e = static_cast<std::size_t>(ii * kB + jj);
+                        const double sigma = c.mul ? w.sabs64[e] * av : w.sabs64[e] / av;
+                        const float x = c.mul ? static_cast<float>(w.s64[e]) * c.v : static_cast<float>(w.s64[e]) / c.v;
+                        w.mag[e] += static_cast<float>(std::max(0.0, sigma - std::fabs(static_cast<double>(x))));
+                    }
+            }
 
             if (last && c.drop) {
                 std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
@@ -122,8 +143,11 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                     w.mst[ii] *= alpha;
                     double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
                     double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
+                    double* msa = &w.msacc[static_cast<std::size_t>(ii * Dvp)];
 #pragma omp simd
                     for (i64 k = 0; k < Dvp; ++k) ma[k] *= alpha;
+#pragma omp simd
+                    for (i64 k = 0; k < Dvp; ++k) msa[k] *= alpha;
                     if (!c.emul) {
 #pragma omp simd
                         for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
@@ -152,6 +176,10 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             pack_rows(w.vabs.data(), Dvp, kB, vsrc, Dv, nj, Dv, true);
             gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, w.vb.data(), Dvp, w.acc.data(), Dvp);
             gemm_acc(kB, Dvp, nj, pexact, kB, w.vabs.data(), Dvp, w.macc.data(), Dvp);
+            // The score errors' share of O's error: sum_j P_ij mag_ij |V_j| (the other share,
+            // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
+            for (std::size_t e = 0; e < w.pmag.size(); ++e) w.pmag[e] = pexact[e] * w.mag[e];
+            gemm_acc(kB, Dvp, nj, w.pmag.data(), kB, w.vabs.data(), Dvp, w.msacc.data(), Dvp);
         }
     }
 
@@ -171,9 +199,13 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
         const double f = 1.0 / w.l[ii], fo = c.emul ? 1.0 : f;
         const double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
         const double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
+        const double* msa = &w.msacc[static_cast<std::size_t>(ii * Dvp)];
         for (i64 k = 0; k < Dv; ++k) {
             o[k] = static_cast<float>(a[k] * fo);
-            mo[k] = static_cast<float>(ma[k] * f);
+            // M_O = P|V| + kappa (sum_j P_ij mag_ij |V_jd| + (sum_j P_ij mag_ij) (P|V|)_id): first order,
+            // dO_i = sum_j P_ij ds_ij (V_j - O_i) for score errors |ds_ij| <= u_f32 mag_ij, and
+            // |O_id| <= (P|V|)_id (which, unlike O, does not depend on the rounding emulation).
+            mo[k] = static_cast<float>(ma[k] * f + c.kappa * (msa[k] * f + w.mst[ii] * f * ma[k] * f));
         }
         c.r.stats.data[si] = static_cast<float>(static_cast<double>(w.m[ii]) + std::log(w.l[ii]));
         c.r.M_stats.data[si] = static_cast<float>(1.0 + c.sqrt_skv + w.mst[ii] * f);
@@ -196,10 +228,14 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     const i64 nqb = (d.S_q + kB - 1) / kB;
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
+    c.kt_abs.resize(c.kt.size());
+    c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
 
 #pragma omp parallel if (work(d) >= kParallelWork)
     {
         transpose_panels(in.K, c.kt.data());  // implicit barrier after
+#pragma omp for schedule(static)
+        for (std::size_t e = 0; e < c.kt.size(); ++e) c.kt_abs[e] = std::fabs(c.kt[e]);
         FwdScratch w(c);
         // Tasks are independent and each writes its own rows, so the result does not depend
         // on the thread count; causal tasks differ in cost, hence the dynamic schedule.

@@ -39,9 +39,12 @@ inline RefOptions default_ref_options(const Problem&, const DropoutMask* mask = 
 /// Forward result, all f32 and unrounded.
 /// O [B,H_q,S_q,D_v]; stats [B,H_q,S_q,1] natural-log LSE of the masked, scaled scores
 /// (+inf for a fully masked row, whose O row is 0);
-/// M_O [B,H_q,S_q,D_v] = P*|V|;
-/// M_stats [B,H_q,S_q,1] = 1 + sqrt(S_kv) + sum_j P_ij (|s_ij| + |m_ij|) with s the scaled
-/// scores before the mask and m the additive mask value (0 for a fully masked row).
+/// With mag_ij = |scale| (|Q||K|^T)_ij + |m_ij| (the magnitude of score s_ij's f32 rounding: the
+/// scaled sum of |q_d k_d|, and m the additive mask value):
+/// M_O [B,H_q,S_q,D_v] = P|V| + kappa (sum_j P_ij mag_ij |V_j| + (sum_j P_ij mag_ij) P|V|), kappa =
+/// u_f32 / u_dt (the first-order effect of score errors on O: dO_i = sum_j P_ij ds_ij (V_j - O_i),
+/// with |O_i| <= (P|V|)_i);
+/// M_stats [B,H_q,S_q,1] = 1 + sqrt(S_kv) + sum_j P_ij mag_ij (1 + sqrt(S_kv) for a fully masked row).
 struct RefForward {
     Tensor O, stats, M_O, M_stats;
 };

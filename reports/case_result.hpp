@@ -62,6 +62,15 @@ inline constexpr std::array<EnumName<Phase>, 6> kPhaseNames{{{Phase::fill, "fill
 
 inline std::string_view format_as(Phase v) { return enum_name(kPhaseNames, v); }
 
+/// What --minimize made of a FAILED case (driver/minimize.hpp minimize()).
+struct MinimizeReport {
+    std::string repro;      ///< the smallest case that still fails the same way
+    std::string signature;  ///< that way, e.g. "dQ:bound" (driver/minimize.hpp failure_signature)
+    std::size_t runs = 0;   ///< cases run while shrinking
+    std::size_t steps = 0;  ///< shrinking steps kept
+    bool hit_limit = false; ///< stopped at the run limit, not at a fixed point
+};
+
 /// The one result of one case, on every path (parse error, validation, skip, run, compare).
 struct CaseResult {
     std::size_t index = 0;      ///< 0-based position in the batch
@@ -84,6 +93,7 @@ struct CaseResult {
     std::optional<PerfResult> perf;    ///< timings and rates (P and CP modes, when it ran)
     std::optional<DropoutReport> dropout;  ///< cases with --dropout that were checked
     std::array<double, kPhaseNames.size()> phases_ms{};  ///< wall ms per Phase (0: not run)
+    std::optional<MinimizeReport> minimized;  ///< --minimize on a FAILED case
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs

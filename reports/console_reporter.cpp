@@ -41,6 +41,9 @@ std::string margin_line(const OutputCheck& c) {
 
 void ConsoleReporter::on_case(const CaseResult& r) {
     fmt::print(out_, "{}\n", status_line(r));
+    if (r.minimized)
+        fmt::print(out_, "    minimized ({} runs, {} steps{}; fails as {}): {}\n", r.minimized->runs, r.minimized->steps,
+                r.minimized->hit_limit ? ", run limit reached" : "", r.minimized->signature, r.minimized->repro);
     if (verbose_ >= 1) {
         for (const auto& n : r.notes) fmt::print(out_, "    {}\n", n);
         if (r.ms > 0) fmt::print(out_, "{}\n", phases_line(r));

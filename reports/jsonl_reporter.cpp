@@ -49,11 +49,17 @@ nlohmann::json json_record(const CaseResult& r) {
     j["phases_ms"] = json::object();
     for (const auto& ph : kPhaseNames) j["phases_ms"][std::string(ph.name)] = r.phases_ms[static_cast<std::size_t>(ph.value)];
     j["checked"] = r.checked;
+    if (r.minimized)
+        j["minimized"] = json{{"repro", r.minimized->repro}, {"signature", r.minimized->signature},
+            {"runs", r.minimized->runs}, {"steps", r.minimized->steps}, {"hit_limit", r.minimized->hit_limit}};
+    else
+        j["minimized"] = nullptr;
     j["outputs"] = json::array();
     for (const auto& c : r.checks) {
         json o;
         o["output"] = fmt::format("{}", c.output);
         o["pass"] = c.pass;
+        o["failure"] = fmt::format("{}", c.failure);
         o["mistrusted"] = c.mistrusted;
         o["reason"] = c.reason;
         put_number(o, "worst_ratio", c.worst_ratio);

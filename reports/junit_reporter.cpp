@@ -52,6 +52,7 @@ std::string junit_document(const std::vector<CaseResult>& results, const Summary
         std::string message = fmt::format("{}{}", r.status, r.reason.empty() ? std::string() : fmt::format(" ({})", r.reason));
         if (r.expect.kind != Expected::none) message = fmt::format("{}: {}; {}", r.expect.kind, message, r.expect.reason);
         message += " __REPRO: " + r.repro;
+        if (r.minimized) message += " __MINIMIZED: " + r.minimized->repro;
         const auto element = [&](const char* tag, std::string_view type) {
             return fmt::format("      <{} type=\"{}\" message=\"{}\">{}</{}>\n", tag, type, xml_escape(message),
                     xml_escape(message), tag);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -200,7 +201,32 @@ private:
         for (const auto& [port, pt] : sg.outputs) output_ids[pt.lt.get_id()] = port;
 
         notes_.push_back(fmt::format("oneDNN graph: {} ops, {} partition(s)", sg.op_count, parts.size()));
-        for (std::size_t i = 0; i < parts.size(); ++i) {
+        // Run order: a partition after every partition that produces one of its inputs. oneDNN's
+        // list need not be in that order (--random found one: --dir=bwd --mask=bias --dmask=true
+        // --dropout=0:1:1 b1hq1sq16d16, whose partition 5 reads an output of a later one).
+        std::vector<std::size_t> order;
+        {
+            std::set<std::size_t> produced;
+            std::vector<bool> placed(parts.size(), false);
+            for (bool progress = true; progress && order.size() < parts.size();) {
+                progress = false;
+                for (std::size_t i = 0; i < parts.size(); ++i) {
+                    if (placed[i]) continue;
+                    const auto ins = parts[i].get_input_ports();
+                    if (!std::all_of(ins.begin(), ins.end(), [&](const logical_tensor& lt) {
+                            return buffers_.count(lt.get_id()) > 0 || produced.count(lt.get_id()) > 0;
+                        }))
+                        continue;
+                    placed[i] = progress = true;
+                    order.push_back(i);
+                    for (const auto& lt : parts[i].get_output_ports()) produced.insert(lt.get_id());
+                }
+            }
+            for (std::size_t i = 0; i < parts.size(); ++i)  // what is left fails below, naming its input
+                if (!placed[i]) order.push_back(i);
+        }
+        std::map<std::size_t, void*> made;  // logical tensor id -> the buffer a partition writes it to
+        for (const std::size_t i : order) {
             const auto& part = parts[i];
             if (!part.is_supported())
                 throw BackendError(Status::unimplemented,
@@ -210,8 +236,24 @@ private:
             Step step{part.compile(ins, outs, rt_.engine), {}, {}};
             for (const auto& lt : ins) {
                 auto it = buffers_.find(lt.get_id());
-                if (it == buffers_.end())
-                    throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer", i, lt.get_id()));
+                // A graph output that another partition reads (dMask's dS, read by the dQ/dK matmuls).
+                if (it == buffers_.end() && made.count(lt.get_id()) > 0 &&
+                        lt.get_property_type() != logical_tensor::property_type::host_scalar) {
+                    step.ins.emplace_back(lt, rt_.engine, made.at(lt.get_id()));
+                    continue;
+                }
+                if (it == buffers_.end()) {
+                    std::string parts_io;
+                    for (std::size_t k = 0; k < parts.size(); ++k) {
+                        std::vector<std::size_t> a, b;
+                        for (const auto& x : parts[k].get_input_ports()) a.push_back(x.get_id());
+                        for (const auto& x : parts[k].get_output_ports()) b.push_back(x.get_id());
+                        parts_io += fmt::format("; partition {} ({} ops, ids {}): [{}] -> [{}]", k, parts[k].get_ops_num(),
+                                fmt::join(parts[k].get_ops(), ","), fmt::join(a, ","), fmt::join(b, ","));
+                    }
+                    throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer{}", i,
+                            lt.get_id(), parts_io));
+                }
                 if (lt.get_property_type() == logical_tensor::property_type::host_scalar)
                     step.ins.push_back(dnnl::graph::tensor::make_scalar_tensor(lt, it->second.data()));
                 else
@@ -236,6 +278,7 @@ private:
                     b.assign(q.get_mem_size(), std::byte{0});
                     handle = b.data();
                 }
+                made[lt.get_id()] = handle;
                 step.outs.emplace_back(q, rt_.engine, handle);
             }
             notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),

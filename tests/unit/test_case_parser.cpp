@@ -249,7 +249,7 @@ TEST(CaseParser, CommandLineErrors) {
         "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
         "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --scale-property, --mask-form, --fill, --seed, --mb, "
         "--in-shapes, --op-kind, --op-attrs, --tensor-property, --seq-len-q, --seq-len-kv, --layout, --strides, --dmask, "
-        "--deterministic, --dropout, --dropout-property, --backend, --mode, --batch, --case, --reset)");
+        "--deterministic, --dropout, --dropout-property, --backend, --mode, --batch, --case, --random, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
     EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default|ID:DT[+ID:DT...])");

@@ -154,6 +154,23 @@ TEST(Expect, OutcomesFollowStatusAndPlatform) {
     EXPECT_EQ(used, (std::vector<bool>{true, true, false, true, true}));
 }
 
+TEST(Expect, BackendGlobLimitsAnEntryToItsBackend) {
+    Platform here;
+    const std::vector<Expectation> es{{"*--dropout=0.*:*:0 *", Status::failed, "legacy path", {}, true, "f:1", "onednn"}};
+    std::vector<bool> used(es.size(), false);
+    CaseResult r = result(Status::failed, "--dropout=0.5:3:0 b1hq1sq64d8");
+    r.info.backend = "onednn";
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::xfail);
+    r = result(Status::passed, "--backend=ref --dropout=0.5:3:0 b1hq1sq64d8");
+    r.info.backend = "ref";
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::none);  // not an XPASS: the entry is about onednn
+    EXPECT_NE(load_error(R"({"match": "x", "backend": 3, "status": "FAILED", "reason": "r"})")
+                      .find("\"backend\" must be a string"),
+            std::string::npos);
+}
+
 TEST(Expect, LibraryVersionsArePrefixesByComponent) {
     Platform here;
     const std::string v = make_backend("onednn") ? make_backend("onednn")->library_version() : "";

@@ -181,6 +181,38 @@ TEST(Mask, FullyMaskedRowsAndUnseenKeys) {
     EXPECT_FALSE(key_never_visible(none, 0, 3));
 }
 
+// key_never_visible and row_fully_masked against their definition through visible(), over every
+// mask (the causal_last_row bias and windows included) with and without padding. --random found
+// the causal_last_row bias with query padding wrong: row S_q - 1 is hidden, and with padding it is
+// not the last valid row.
+TEST(Mask, UnseenKeysAndMaskedRowsMatchVisibleByBruteForce) {
+    for (Mask m : {Mask::none, Mask::causal_tl, Mask::causal_br, Mask::bias, Mask::window})
+        for (int sq : {1, 3, 5})
+            for (int skv : {1, 4, 6})
+                for (int pad = 0; pad < 3; ++pad) {
+                    Problem p = with_dims(sq, skv, m);
+                    p.dims.B = 2;
+                    if (m == Mask::bias) p.mask_fill = MaskFill::causal_last_row;
+                    if (m == Mask::window) p.window_left = p.window_right = 1;
+                    if (pad >= 1) p.seq_len_q = {sq, (sq + 1) / 2};
+                    if (pad == 2) p.seq_len_kv = {(skv + 1) / 2, skv};
+                    for (int b = 0; b < 2; ++b) {
+                        for (int j = 0; j < skv; ++j) {
+                            bool seen = false;
+                            for (int i = 0; i < sq; ++i) seen = seen || visible(p, b, i, j);
+                            EXPECT_EQ(key_never_visible(p, b, j), !seen)
+                                    << knobs(p) << " " << descriptor(p.dims) << " b " << b << " key " << j;
+                        }
+                        for (int i = 0; i < sq; ++i) {
+                            bool any = false;
+                            for (int j = 0; j < skv; ++j) any = any || visible(p, b, i, j);
+                            EXPECT_EQ(row_fully_masked(p, b, i), !any)
+                                    << knobs(p) << " " << descriptor(p.dims) << " b " << b << " row " << i;
+                        }
+                    }
+                }
+}
+
 TEST(Scale, TensorValue) {
     Problem p;
     p.dims = parse_ok("b1hq1sq4d64");

@@ -111,15 +111,20 @@ struct NaiveOut {
 
 i64 idx4(i64 a, i64 b, i64 c, i64 d, i64 n1, i64 n2, i64 n3) { return ((a * n1 + b) * n2 + c) * n3 + d; }
 
-/// Scaled score before the mask (pre) and the bias value (mv) of (b, h, i, j).
-void naive_score(const NaiveIn& n, i64 b, i64 h, i64 i, i64 j, double& pre, double& mv) {
+/// Scaled score before the mask (pre), the bias value (mv) of (b, h, i, j), and the score's
+/// magnitude |scale| sum_k |q_k k_k| (sigma).
+void naive_score(const NaiveIn& n, i64 b, i64 h, i64 i, i64 j, double& pre, double& mv, double* sigma = nullptr) {
     const Dims& d = n.p.dims;
     const i64 hk = h / (d.H_q / d.H_kv);
-    double dot = 0;
-    for (i64 k = 0; k < d.D_qk; ++k)
-        dot += n.Q[idx4(b, h, i, k, d.H_q, d.S_q, d.D_qk)] * n.K[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_qk)];
+    double dot = 0, adot = 0;
+    for (i64 k = 0; k < d.D_qk; ++k) {
+        const double x = n.Q[idx4(b, h, i, k, d.H_q, d.S_q, d.D_qk)] * n.K[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_qk)];
+        dot += x;
+        adot += std::fabs(x);
+    }
     const double v = scale_tensor_value(n.p);
     pre = n.p.scale_op == ScaleOp::mul ? dot * v : dot / v;
+    if (sigma) *sigma = n.p.scale_op == ScaleOp::mul ? adot * std::fabs(v) : adot / std::fabs(v);
     mv = 0;
     if (n.p.mask == Mask::bias) {
         const auto& bd = n.bdims;
@@ -127,10 +132,12 @@ void naive_score(const NaiveIn& n, i64 b, i64 h, i64 i, i64 j, double& pre, doub
     }
 }
 
-/// P (softmax over the visible keys, 0 elsewhere) for all (b, h, i, j), and stats.
-void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst) {
+/// P (softmax over the visible keys, 0 elsewhere) for all (b, h, i, j), stats, M_stats, and
+/// (when given) each score's magnitude |scale| sum_k |q_k k_k| + |bias|.
+void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst, Vec* Mag = nullptr) {
     const Dims& d = n.p.dims;
     P.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv), 0.0);
+    if (Mag) Mag->assign(P.size(), 0.0);
     stats.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q), 0.0);
     Mst = stats;
     Vec s(static_cast<std::size_t>(d.S_kv)), mag(s.size());
@@ -140,10 +147,11 @@ void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst) {
                 const i64 row = (b * d.H_q + h) * d.S_q + i;
                 double mx = -kInfD;
                 for (i64 j = 0; j < d.S_kv; ++j) {
-                    double pre = 0, mv = 0;
-                    naive_score(n, b, h, i, j, pre, mv);
+                    double pre = 0, mv = 0, sigma = 0;
+                    naive_score(n, b, h, i, j, pre, mv, &sigma);
                     s[j] = visible(n.p, b, i, j) ? pre + mv : -kInfD;
-                    mag[j] = std::fabs(pre) + std::fabs(mv);
+                    mag[j] = sigma + std::fabs(mv);
+                    if (Mag) (*Mag)[static_cast<std::size_t>(row * d.S_kv + j)] = mag[j];
                     mx = std::max(mx, s[j]);
                 }
                 if (mx == -kInfD) {
@@ -167,25 +175,32 @@ void naive_softmax(const NaiveIn& n, Vec& P, Vec& stats, Vec& Mst) {
 NaiveOut naive_forward(const NaiveIn& n) {
     const Dims& d = n.p.dims;
     NaiveOut r;
-    Vec P;
-    naive_softmax(n, P, r.stats, r.M_stats);
+    Vec P, Mag;
+    naive_softmax(n, P, r.stats, r.M_stats, &Mag);
     r.O.assign(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.D_v), 0.0);
     r.M_O = r.O;
+    // M_O = P|V| + kappa (sum_j P_d,ij mag_ij |V_j| + (sum_j P_ij mag_ij) P_d|V|), kappa = u_f32 / u_dt.
+    const double kappa = unit_roundoff(DType::f32) / unit_roundoff(n.p.dt);
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h)
-            for (i64 i = 0; i < d.S_q; ++i)
+            for (i64 i = 0; i < d.S_q; ++i) {
+                const i64 row = (b * d.H_q + h) * d.S_q + i;
+                double pm = 0;  // sum_j P_ij mag_ij, undropped
+                for (i64 j = 0; j < d.S_kv; ++j) pm += P[row * d.S_kv + j] * Mag[row * d.S_kv + j];
                 for (i64 k = 0; k < d.D_v; ++k) {
                     const i64 hk = h / (d.H_q / d.H_kv);
-                    double o = 0, m = 0;
+                    double o = 0, m = 0, ms = 0;
                     for (i64 j = 0; j < d.S_kv; ++j) {
-                        const double pij = P[((b * d.H_q + h) * d.S_q + i) * d.S_kv + j] * keep_factor(n, b, h, i, j);
+                        const double pij = P[row * d.S_kv + j] * keep_factor(n, b, h, i, j);
                         const double vv = n.V[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)];
                         o += pij * vv;
                         m += pij * std::fabs(vv);
+                        ms += pij * Mag[row * d.S_kv + j] * std::fabs(vv);
                     }
                     r.O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] = o;
-                    r.M_O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] = m;
+                    r.M_O[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)] = m + kappa * (ms + pm * m);
                 }
+            }
     return r;
 }
 
@@ -770,6 +785,31 @@ TEST(RefDeterminism, DropoutOneAndTwoThreadsBitwiseEqual) {
     omp_set_num_threads(saved);
     EXPECT_EQ(f1.O.data, f2.O.data);
     for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV}) EXPECT_EQ((g1.*t).data, (g2.*t).data);
+}
+
+// The one-sweep backward (ref/ref_backward.cpp) cuts the tiles into chunks that depend on the
+// thread count (here 4 x 10 x 11 = 440 tiles, more than one chunk holds, so the running dQ and
+// dK/dV sums are carried between chunks); every output and magnitude must still be bitwise the
+// same for 1, 2 and 3 threads. GQA, causal_br with S_q != S_kv, dropout and bf16 emulation.
+TEST(RefDeterminism, BackwardBitwiseEqualForOneTwoThreeThreads) {
+    Problem p = make_problem(1, 4, 2, 600, 700, 32, 40, Mask::causal_br, BiasShape::one, ScaleOp::mul, std::nullopt,
+        DType::bf16);
+    p.dropout = Dropout{0.25f, 7, 3};
+    const auto mask = ref_dropout_mask(p);
+    const RefOptions opt = default_ref_options(p, mask.get());
+    SdpaInputs in = make_inputs(p, 47);
+    displace(p, in, opt);
+    const int saved = omp_get_max_threads();
+    std::vector<RefBackward> g;
+    for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        g.push_back(ref_backward(p, in, opt));
+    }
+    omp_set_num_threads(saved);
+    for (std::size_t k = 1; k < g.size(); ++k)
+        for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV, &RefBackward::M_dQ, &RefBackward::M_dK,
+                 &RefBackward::M_dV})
+            EXPECT_EQ((g[0].*t).data, (g[k].*t).data) << "threads " << k + 1;
 }
 #endif
 

@@ -1,0 +1,264 @@
+#include "driver/random_cases.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "core/flops.hpp"
+#include "core/geometry.hpp"
+#include "core/layout.hpp"
+#include "core/splitmix.hpp"
+
+namespace sdpa {
+
+namespace {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+
+/// The drawn dimensions; each has its own stratification and value stream.
+enum Dim : u64 {
+    kDir = 1, kDt, kB, kHkv, kGroup, kSq, kSqValue, kSkv, kSkvValue, kDqk, kDv, kDvValue, kMask, kWindowL,
+    kWindowLValue, kWindowR, kWindowRValue, kBiasShape, kMaskDt, kMaskFill, kImplicit, kPadding, kPadValue, kScale,
+    kScaleValue, kScaleOp, kScaleDt, kScaleProperty, kFill, kLayout, kStrides, kStrideRole, kStrideRole2,
+    kStrideOrder, kStrideOrder2, kStrideGap, kDmask, kDeterministic, kDropout, kDropoutP, kDropoutOffset,
+    kDropoutOffsetValue, kDropoutSeed, kDropoutProperty, kFillSeed,
+};
+
+/// Head sizes drawn for D_qk (and D_v): powers of two, multiples of 8 and tails (17, 72, 80).
+constexpr std::array<i64, 16> kHeadSizes{1, 8, 16, 17, 24, 32, 40, 48, 64, 72, 80, 96, 112, 128, 160, 256};
+constexpr std::array<i64, 5> kGroups{1, 2, 4, 7, 8};   ///< H_q / H_kv (7: a group that is no power of two)
+constexpr std::array<i64, 5> kBlockLengths{16, 32, 64, 128, 256};
+constexpr std::array<float, 4> kMulScales{0.0625f, 0.125f, 0.5f, 1.f};
+constexpr std::array<float, 4> kDivScales{1.f, 2.f, 8.f, 16.f};
+constexpr std::array<float, 4> kDropoutPs{0.1f, 0.25f, 0.5f, 0.9f};
+constexpr std::array<DType, 3> kDTypes{DType::f32, DType::bf16, DType::f16};
+
+/// One round of a bijection of [0, 2^bits): multiply by an odd key, xor-shift right, add a key.
+u64 permute_round(u64 x, u64 key, unsigned bits, u64 mask) {
+    x = (x * (key | 1)) & mask;
+    if (bits > 1) x ^= x >> ((bits + 1) / 2);
+    return (x + (key >> 17)) & mask;
+}
+
+}  // namespace
+
+u64 RandomDraws::stratum(u64 i, u64 dim, u64 k) const {
+    if (k <= 1) return 0;
+    const unsigned bits = static_cast<unsigned>(std::bit_width(count_ - 1));
+    u64 x = i % count_;
+    if (bits > 0) {
+        const u64 mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+        const u64 k1 = splitmix64(seed_ ^ splitmix64(dim)), k2 = splitmix64(k1), k3 = splitmix64(k2);
+        // A bijection of [0, 2^bits), walked until it lands in [0, count): a bijection of [0, count).
+        do x = permute_round(permute_round(permute_round(x, k1, bits, mask), k2, bits, mask), k3, bits, mask);
+        while (x >= count_);
+    }
+    return x % k;
+}
+
+i64 RandomDraws::uniform(u64 i, u64 dim, i64 lo, i64 hi) const {
+    const u64 span = static_cast<u64>(hi - lo) + 1;
+    const u64 r = splitmix64(seed_ ^ splitmix64(i * 0x100 + dim));
+    return lo + static_cast<i64>(span == 0 ? r : r % span);
+}
+
+namespace {
+
+/// A sequence length from the strata 1, 2-15, a power of two 16-256, a tail 17-300 (never a
+/// multiple of 16).
+i64 draw_length(const RandomDraws& r, u64 i, u64 dim, u64 value_dim) {
+    switch (r.stratum(i, dim, 4)) {
+        case 0: return 1;
+        case 1: return r.uniform(i, value_dim, 2, 15);
+        case 2: return kBlockLengths[static_cast<std::size_t>(r.uniform(i, value_dim, 0, kBlockLengths.size() - 1))];
+        default: {
+            const i64 s = r.uniform(i, value_dim, 17, 300);
+            return s % 16 == 0 ? s + 1 : s;
+        }
+    }
+}
+
+/// A window bound: 0, 1, any up to S_kv, or beyond every key.
+i64 draw_window_bound(const RandomDraws& r, u64 i, u64 dim, u64 value_dim, i64 skv) {
+    switch (r.stratum(i, dim, 4)) {
+        case 0: return 0;
+        case 1: return 1;
+        case 2: return r.uniform(i, value_dim, 0, skv);
+        default: return skv + 1000;
+    }
+}
+
+/// Halves the largest sequence length, then B, then the heads, until the FLOPs are under the cap.
+void cap_cost(Problem& p) {
+    Dims& d = p.dims;
+    while (flops(p) > kRandomMaxFlops) {
+        if (std::max(d.S_q, d.S_kv) > 16) {  // equal lengths stay equal
+            const i64 q = d.S_q, kv = d.S_kv;
+            if (q >= kv) d.S_q = (q + 1) / 2;
+            if (kv >= q) d.S_kv = (kv + 1) / 2;
+        } else if (d.B > 1) {
+            d.B = (d.B + 1) / 2;
+        } else if (d.H_q / d.H_kv > 1) {
+            d.H_q = d.H_kv;
+        } else if (d.H_kv > 1) {
+            d.H_q = d.H_kv = 1;
+        } else {
+            d.D_qk = std::max<i64>(1, d.D_qk / 2);
+            d.D_v = std::max<i64>(1, d.D_v / 2);
+        }
+    }
+}
+
+/// The --strides spelling of a drawn per-tensor layout: none, one or two permuted roles, packed
+/// QKV inputs, packed gradients, or one role with a row pitch past its last column (a gap).
+std::string draw_strides(const RandomDraws& r, u64 i, const Problem& p) {
+    static constexpr Role kRoles[] = {Role::Q, Role::K, Role::V, Role::O, Role::dO, Role::dQ, Role::dK, Role::dV,
+        Role::stats};
+    static constexpr std::string_view kOrders[] = {"bhsd", "bhds", "bshd", "bsdh", "bdhs", "bdsh", "hbsd", "hbds",
+        "hsbd", "hsdb", "hdbs", "hdsb", "sbhd", "sbdh", "shbd", "shdb", "sdbh", "sdhb", "dbhs", "dbsh", "dhbs",
+        "dhsb", "dsbh", "dshb"};
+    auto role = [&](u64 dim) { return kRoles[r.uniform(i, dim, 0, std::size(kRoles) - 1)]; };
+    auto order = [&](u64 dim) { return kOrders[r.uniform(i, dim, 1, std::size(kOrders) - 1)]; };
+    const bool bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
+    switch (r.stratum(i, kStrides, 6)) {
+        case 0: return "none";
+        case 1: return fmt::format("{}:{}", role(kStrideRole), order(kStrideOrder));
+        case 2: {
+            const Role a = role(kStrideRole), b = role(kStrideRole2);
+            if (a == b) return fmt::format("{}:{}", a, order(kStrideOrder));
+            return fmt::format("{}:{}+{}:{}", a, order(kStrideOrder), b, order(kStrideOrder2));
+        }
+        case 3: return "Q:qkv+K:qkv+V:qkv";
+        case 4: return bwd ? "dQ:qkv+dK:qkv+dV:qkv" : "Q:qkv+K:qkv+V:qkv";
+        default: {  // bhsd with a row pitch of D + gap
+            const Role ro = role(kStrideRole);
+            const Geometry geo = geometry(p);
+            const TensorGeom* t = geo.find(ro);
+            if (!t) return "none";
+            const auto [B, H, S, D] = t->dims;
+            const i64 pitch = D + r.uniform(i, kStrideGap, 1, 8);
+            (void)B;
+            return fmt::format("{}:{}x{}x{}x1", ro, H * S * pitch, S * pitch, pitch);
+        }
+    }
+}
+
+/// Per-batch valid lengths in [1, full].
+std::vector<i64> draw_lengths(const RandomDraws& r, u64 i, u64 salt, i64 B, i64 full) {
+    std::vector<i64> out;
+    for (i64 b = 0; b < B; ++b) out.push_back(r.uniform(i, kPadValue + 0x40 * (salt + 2 * static_cast<u64>(b)), 1, full));
+    return out;
+}
+
+}  // namespace
+
+Problem random_problem(u64 seed, u64 count, u64 i) {
+    const RandomDraws r(seed, count);
+    Problem p;
+    auto pick = [&](u64 dim, u64 k) { return static_cast<std::size_t>(r.stratum(i, dim, k)); };
+    p.dir = kDirNames[pick(kDir, kDirNames.size())].value;
+    p.dt = kDTypes[pick(kDt, kDTypes.size())];
+    Dims& d = p.dims;
+    d.B = 1 + static_cast<i64>(pick(kB, 4));
+    d.H_kv = 1 + static_cast<i64>(pick(kHkv, 3));
+    d.H_q = d.H_kv * kGroups[pick(kGroup, kGroups.size())];
+    d.S_q = draw_length(r, i, kSq, kSqValue);
+    d.S_kv = pick(kSkv, 5) == 0 ? d.S_q : draw_length(r, i, kSkv, kSkvValue);
+    d.D_qk = kHeadSizes[pick(kDqk, kHeadSizes.size())];
+    d.D_v = pick(kDv, 2) == 0 ? d.D_qk : kHeadSizes[static_cast<std::size_t>(r.uniform(i, kDvValue, 0, kHeadSizes.size() - 1))];
+
+    p.mask = kMaskNames[pick(kMask, kMaskNames.size())].value;
+    switch (p.mask) {
+        case Mask::window:
+            p.window_left = draw_window_bound(r, i, kWindowL, kWindowLValue, d.S_kv);
+            p.window_right = draw_window_bound(r, i, kWindowR, kWindowRValue, d.S_kv);
+            break;
+        case Mask::bias: {
+            p.bias_shape = kBiasShapeNames[pick(kBiasShape, kBiasShapeNames.size())].value;
+            if (const std::size_t m = pick(kMaskDt, kDTypes.size() + 1); m > 0) p.mask_dt = kDTypes[m - 1];
+            p.mask_fill = kMaskFillNames[pick(kMaskFill, kMaskFillNames.size())].value;
+            break;
+        }
+        case Mask::causal_tl: case Mask::causal_br: p.implicit_mask = pick(kImplicit, 2) == 1; break;
+        default: break;
+    }
+    cap_cost(p);
+    switch (pick(kPadding, 5)) {  // 0 and 4: no padding
+        case 1: p.seq_len_q = draw_lengths(r, i, 0, d.B, d.S_q); break;
+        case 2: p.seq_len_kv = draw_lengths(r, i, 1, d.B, d.S_kv); break;
+        case 3:
+            p.seq_len_q = draw_lengths(r, i, 0, d.B, d.S_q);
+            p.seq_len_kv = draw_lengths(r, i, 1, d.B, d.S_kv);
+            break;
+        default: break;
+    }
+    p.scale_op = kScaleOpNames[pick(kScaleOp, kScaleOpNames.size())].value;
+    if (pick(kScale, 2) == 1) {
+        const auto& values = p.scale_op == ScaleOp::mul ? kMulScales : kDivScales;
+        p.scale = values[static_cast<std::size_t>(r.uniform(i, kScaleValue, 0, values.size() - 1))];
+    }
+    if (pick(kScaleDt, 2) == 1) p.scale_dt = DType::f32;
+    p.scale_host_scalar = pick(kScaleProperty, 2) == 1;
+    p.fill = kFillNames[pick(kFill, kFillNames.size())].value;
+    p.layout = kLayoutNames[pick(kLayout, kLayoutNames.size())].value;
+    p.strides = parse_role_layouts(draw_strides(r, i, p)).value_or(RoleLayouts{});
+    p.dmask = pick(kDmask, 2) == 1;
+    p.deterministic = pick(kDeterministic, 2) == 1;
+    if (const std::size_t dr = pick(kDropout, 4); dr >= 2) {
+        Dropout dp;
+        dp.p = dr == 2 ? 0.f : kDropoutPs[static_cast<std::size_t>(r.uniform(i, kDropoutP, 0, kDropoutPs.size() - 1))];
+        dp.seed = static_cast<u64>(r.uniform(i, kDropoutSeed, 1, 0x7fffffff));
+        const std::size_t off = pick(kDropoutOffset, 3);
+        dp.offset = off == 0 ? 0 : off == 1 ? 1 : static_cast<u64>(r.uniform(i, kDropoutOffsetValue, 2, 1'000'000));
+        p.dropout = dp;
+        p.dropout_device_scalars = pick(kDropoutProperty, 2) == 1;
+    }
+    p.seed = static_cast<u64>(r.uniform(i, kFillSeed, 1, 0x7fffffff));
+    canonicalize_layouts(p);
+    make_valid(p, {});
+    if (flops(p) > kRandomMaxFlops) {  // a dropped feature (padding, a causal bias fill) showed more scores
+        cap_cost(p);
+        for (auto* lens : {&p.seq_len_q, &p.seq_len_kv})
+            for (auto& v : *lens) v = std::min(v, lens == &p.seq_len_q ? d.S_q : d.S_kv);
+        std::erase_if(p.strides, [](const auto& kv) { return kv.second.kind == TensorLayout::Kind::strides; });
+        make_valid(p, {});
+    }
+    canonicalize_layouts(p);
+    return p;
+}
+
+std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_view>& given) {
+    struct Step {
+        std::string_view knob;
+        void (*drop)(Problem&);
+    };
+    // Dependent features first, so that the features they depend on survive when they can.
+    static constexpr Step kSteps[] = {
+        {"strides", [](Problem& q) { q.strides.clear(); }},
+        {"dropout-property", [](Problem& q) { q.dropout_device_scalars = false; }},
+        {"dmask", [](Problem& q) { q.dmask = false; }},
+        {"mask-form", [](Problem& q) { q.implicit_mask = false; }},
+        {"mask-fill", [](Problem& q) { q.mask_fill = MaskFill::random; }},
+        {"mask-dt", [](Problem& q) { q.mask_dt.reset(); }},
+        {"mask-shape", [](Problem& q) { q.bias_shape = BiasShape::one; }},
+        {"scale", [](Problem& q) { q.scale.reset(); }},
+        {"scale-dt", [](Problem& q) { q.scale_dt.reset(); }},
+        {"seq-len-q", [](Problem& q) { q.seq_len_q.clear(); }},
+        {"seq-len-kv", [](Problem& q) { q.seq_len_kv.clear(); }},
+        {"dropout", [](Problem& q) { q.dropout.reset(); }},
+        {"layout", [](Problem& q) { q.layout = Layout::bhsd; }},
+    };
+    auto err = validate(p);
+    for (const Step& s : kSteps) {
+        if (!err) break;
+        if (std::find(given.begin(), given.end(), s.knob) != given.end()) continue;
+        s.drop(p);
+        err = validate(p);
+    }
+    return err;
+}
+
+}  // namespace sdpa
