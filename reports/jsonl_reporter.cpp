@@ -1,4 +1,6 @@
 #include "reports/jsonl_reporter.hpp"
+
+#include "reports/result_fields.hpp"
 #include "reports/report_files.hpp"
 
 #include <cerrno>
@@ -27,28 +29,19 @@ void put_number(nlohmann::json& obj, const std::string& key, double v) {
 nlohmann::json json_record(const CaseResult& r) {
     using nlohmann::json;
     json j;
-    j["id"] = r.id;
-    j["idx"] = r.index;
-    j["status"] = fmt::format("{}", r.status);
-    j["reason"] = r.reason;
-    j["expect"] = r.expect.kind == Expected::none ? json(nullptr) : json(fmt::format("{}", r.expect.kind));
-    j["expect_reason"] = r.expect.reason;
-    j["timed_out"] = r.timed_out;
-    j["crashed"] = r.crashed;
-    j["repro"] = r.repro;
-    j["backend"] = r.info.backend;
-    j["engine"] = r.info.engine;
-    j["mode"] = r.info.mode;
-    j["dir"] = r.info.dir;
-    j["dt"] = r.info.dt;
-    j["mask"] = r.info.mask;
-    j["dropout"] = r.info.dropout.empty() ? json(nullptr) : json(r.info.dropout);
-    j["prb"] = r.info.prb;
-    j["name"] = r.info.name;
-    put_number(j, "case_ms", r.ms);
+    j["perf"] = r.perf ? json::object() : json(nullptr);
     j["phases_ms"] = json::object();
-    for (const auto& ph : kPhaseNames) j["phases_ms"][std::string(ph.name)] = r.phases_ms[static_cast<std::size_t>(ph.value)];
-    j["checked"] = r.checked;
+    for (const auto& f : result_fields()) {  // the scalar fields: reports/result_fields.hpp
+        json* obj = f.group == FieldGroup::top ? &j : f.group == FieldGroup::perf ? &j["perf"] : &j["phases_ms"];
+        if (obj->is_null()) continue;  // "perf": null for an untimed case
+        const FieldValue v = f.get(r);
+        if (const auto* d = std::get_if<double>(&v)) put_number(*obj, f.key, *d);
+        else if (const auto* s = std::get_if<std::string>(&v)) (*obj)[f.key] = *s;
+        else if (const auto* i = std::get_if<std::int64_t>(&v)) (*obj)[f.key] = *i;
+        else if (const auto* b = std::get_if<bool>(&v)) (*obj)[f.key] = *b;
+        else (*obj)[f.key] = nullptr;
+    }
+    if (r.perf) j["perf"]["samples_ms"] = r.perf->samples_ms;  // every timed run, in order
     if (r.minimized)
         j["minimized"] = json{{"repro", r.minimized->repro}, {"signature", r.minimized->signature},
             {"runs", r.minimized->runs}, {"steps", r.minimized->steps}, {"hit_limit", r.minimized->hit_limit}};
@@ -71,27 +64,6 @@ nlohmann::json json_record(const CaseResult& r) {
         o["nonfinite"] = c.nonfinite;
         put_number(o, "zero_fraction", c.zero_fraction);
         j["outputs"].push_back(std::move(o));
-    }
-    j["flops"] = r.flops;
-    j["bytes"] = r.bytes;
-    if (r.perf) {
-        const PerfResult& p = *r.perf;
-        json t;
-        t["runs"] = p.time.runs;
-        put_number(t, "min_ms", p.time.min_ms);
-        put_number(t, "median_ms", p.time.median_ms);
-        put_number(t, "mean_ms", p.time.mean_ms);
-        put_number(t, "max_ms", p.time.max_ms);
-        put_number(t, "compile_ms", p.compile_ms);
-        t["cold_cache"] = p.cold_cache;
-        put_number(t, "gflops", p.gflops_at_median);
-        put_number(t, "gflops_best", p.gflops_at_min);
-        put_number(t, "gflops_worst", p.gflops_at_max);
-        put_number(t, "gbytes_per_s", p.gbytes_per_s_at_median);
-        t["samples_ms"] = p.samples_ms;  // every timed run, in order
-        j["perf"] = std::move(t);
-    } else {
-        j["perf"] = nullptr;
     }
     if (r.dropout) {
         // The mask the reference was fed and the generator-free checks on it (core/dropout.hpp).

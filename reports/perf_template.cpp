@@ -5,72 +5,54 @@
 
 #include <fmt/format.h>
 
+#include "reports/result_fields.hpp"
+
 namespace sdpa {
 
 namespace {
 
-/// A template field: its name, whether it takes a - 0 + modifier, and its header spelling (with
-/// its unit) without a modifier or with '-', '+' ("" = the name itself).
-struct FieldSpec {
+/// benchdnn's spellings of result fields (reports/result_fields.hpp): a - 0 + modifier picks the
+/// field of the min, median or max time; each has its header spelling with the unit.
+struct Alias {
     std::string_view name;
-    bool takes_modifier;
-    std::string_view header = {}, header_min = {}, header_max = {};
+    std::string_view median, min, max;  ///< result-field columns ("" = no modifier)
+    std::string_view header, header_min = {}, header_max = {};
 };
-constexpr std::array<FieldSpec, 22> kFields{{{"backend", false}, {"engine", false}, {"mode", false},
-    {"dir", false}, {"dt", false}, {"mask", false}, {"dropout", false}, {"prb", false}, {"name", false}, {"idx", false},
-    {"id", false}, {"status", false}, {"repro", false}, {"flops", false}, {"bytes", false}, {"runs", false},
-    {"time", true, "median_ms", "min_ms", "max_ms"},
-    {"Gflops", true, "GFLOP/s", "GFLOP/s@min_ms", "GFLOP/s@max_ms"},
-    {"Tflops", true, "TFLOP/s", "TFLOP/s@min_ms", "TFLOP/s@max_ms"}, {"GBps", false, "GB/s"},
-    {"mtime", false, "mean_ms"}, {"ctime", false, "compile_ms"}}};
+constexpr std::array<Alias, 7> kAliases{{
+    {"time", "median_ms", "min_ms", "max_ms", "median_ms", "min_ms", "max_ms"},
+    {"Gflops", "gflops", "gflops_best", "gflops_worst", "GFLOP/s", "GFLOP/s@min_ms", "GFLOP/s@max_ms"},
+    {"Tflops", "tflops", "tflops_best", "tflops_worst", "TFLOP/s", "TFLOP/s@min_ms", "TFLOP/s@max_ms"},
+    {"GBps", "gbytes_per_s", "", "", "GB/s"},
+    {"mtime", "mean_ms", "", "", "mean_ms"},
+    {"ctime", "compile_ms", "", "", "compile_ms"},
+    {"status", "shown_status", "", "", "status"},  // the status reports show (XFAIL under --expect)
+}};
+
+const Alias* find_alias(std::string_view name) {
+    for (const auto& a : kAliases)
+        if (a.name == name) return &a;
+    return nullptr;
+}
 
 std::string known_fields() {
     std::string s;
-    for (const auto& f : kFields) s += fmt::format("{}%{}%", s.empty() ? "" : " ", f.name);
+    for (const auto& a : kAliases) s += fmt::format("{}%{}%", s.empty() ? "" : " ", a.name);
+    for (const auto& f : result_fields())
+        if (!find_alias(f.column)) s += fmt::format(" %{}%", f.column);
     return s;
 }
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
+/// The result-field column a template field reads.
+std::string_view column_of(const PerfField& f) {
+    if (const Alias* a = find_alias(f.name))
+        return f.stat == PerfStat::min ? a->min : f.stat == PerfStat::max ? a->max : a->median;
+    return f.name;
+}
 
 std::string field_value(const PerfField& f, const CaseResult& r) {
-    const CaseInfo& i = r.info;
-    if (f.name == "backend") return i.backend;
-    if (f.name == "engine") return i.engine;
-    if (f.name == "mode") return i.mode;
-    if (f.name == "dir") return i.dir;
-    if (f.name == "dt") return i.dt;
-    if (f.name == "mask") return i.mask;
-    if (f.name == "dropout") return i.dropout;
-    if (f.name == "prb") return i.prb;
-    if (f.name == "name") return i.name;
-    if (f.name == "idx") return fmt::format("{}", r.index);
-    if (f.name == "id") return r.id;
-    if (f.name == "status") return std::string(shown_status(r));
-    if (f.name == "repro") return r.repro;
-    if (f.name == "flops") return fmt::format("{}", r.flops);
-    if (f.name == "bytes") return fmt::format("{}", r.bytes);
-    if (!r.perf) return "";
-    const PerfResult& p = *r.perf;
-    if (f.name == "runs") return fmt::format("{}", p.time.runs);
-    if (f.name == "mtime") return num(p.time.mean_ms);
-    if (f.name == "ctime") return num(p.compile_ms);
-    if (f.name == "GBps") return num(p.gbytes_per_s_at_median);
-    if (f.name == "time") {
-        switch (f.stat) {
-            case PerfStat::min: return num(p.time.min_ms);
-            case PerfStat::max: return num(p.time.max_ms);
-            default: return num(p.time.median_ms);
-        }
-    }
-    if (f.name == "Gflops" || f.name == "Tflops") {
-        const double scale = f.name == "Tflops" ? 1e-3 : 1.0;
-        switch (f.stat) {
-            case PerfStat::min: return num(scale * p.gflops_at_min);
-            case PerfStat::max: return num(scale * p.gflops_at_max);
-            default: return num(scale * p.gflops_at_median);
-        }
-    }
-    return "";
+    const FieldValue v = find_result_field(column_of(f))->get(r);
+    if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.6g}", *d);
+    return csv_text(v);
 }
 
 }  // namespace
@@ -105,14 +87,14 @@ std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::stri
             default: break;
         }
         if (f.stat != PerfStat::none) inner.remove_prefix(1);
-        const auto spec = std::find_if(kFields.begin(), kFields.end(), [&](const FieldSpec& s) { return s.name == inner; });
-        if (spec == kFields.end()) {
+        const Alias* alias = find_alias(inner);
+        if (!alias && !find_result_field(inner)) {
             if (error)
                 *error = fmt::format("perf template: unknown field '%{}%' (known: {}; modifiers - 0 + on %time%, %Gflops% and %Tflops%)",
                         text.substr(open + 1, close - open - 1), known_fields());
             return std::nullopt;
         }
-        if (f.stat != PerfStat::none && !spec->takes_modifier) {
+        if (f.stat != PerfStat::none && (!alias || alias->min.empty())) {
             if (error) *error = fmt::format("perf template: field '%{}%' takes no modifier (only %time%, %Gflops% and %Tflops% do)", inner);
             return std::nullopt;
         }
@@ -132,11 +114,10 @@ std::string perf_header(const PerfTemplate& t) {
             s += *lit;
         } else {
             const auto& f = std::get<PerfField>(part);
-            const auto spec = std::find_if(kFields.begin(), kFields.end(), [&](const FieldSpec& k) { return k.name == f.name; });
-            const std::string_view h = f.stat == PerfStat::min ? spec->header_min
-                                     : f.stat == PerfStat::max ? spec->header_max
-                                                               : spec->header;
-            s += h.empty() ? std::string_view(f.name) : h;
+            const Alias* a = find_alias(f.name);
+            s += !a ? std::string_view(f.name) : f.stat == PerfStat::min ? a->header_min
+                                             : f.stat == PerfStat::max ? a->header_max
+                                                                       : a->header;
         }
     }
     return s;

@@ -35,11 +35,11 @@ inline constexpr std::string_view kDefaultPerfTemplate =
         "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,"
         "%Tflops%";
 
-/// Fields and what they print (times in ms, rates per second):
-/// backend engine mode dir dt mask prb name idx id status repro (text; status is the shown one,
-/// XFAIL etc. under --expect); flops bytes runs (integers); time (ms; modifiers - 0 +), Gflops
-/// (GFLOP/s; modifiers - 0 +: at the min, median, max time), Tflops (the same in TFLOP/s), GBps (GB/s at the median
-/// time), mtime (mean time, ms), ctime (compile time, ms). "%%" is a literal '%'.
+/// Fields: every result field by its column (reports/result_fields.hpp: %median_ms%, %flops%,
+/// %fill_ms%, ...), and benchdnn's spellings: time (ms; modifiers - 0 +: min, median, max), Gflops
+/// (GFLOP/s; modifiers - 0 +: at the min, median, max time), Tflops (the same in TFLOP/s), GBps (GB/s
+/// at the median time), mtime (mean time, ms), ctime (compile time, ms), status (the shown status,
+/// XFAIL etc. under --expect). Numbers print with 6 significant digits. "%%" is a literal '%'.
 /// Returns nullopt and sets `error` for an unknown field, a modifier on a field that takes none,
 /// or an unterminated '%'.
 std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::string* error);

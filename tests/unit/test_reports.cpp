@@ -14,6 +14,8 @@
 #include "reports/junit_reporter.hpp"
 #include "reports/progress_reporter.hpp"
 #include "reports/report_files.hpp"
+#include "reports/perf_template.hpp"
+#include "reports/result_fields.hpp"
 
 namespace sdpa {
 namespace {
@@ -227,20 +229,64 @@ TEST(Csv, DropoutColumnsCarryTheKnobAndThePValues) {
     r.dropout->stats.keep.p_value = 0.25;
     r.dropout->stats.pairs.p_value = 0.5;
     const std::string row = csv_row(r);
-    EXPECT_EQ(row.substr(row.size() - 20), "inf,0.1:7:3,0.25,0.5") << row;
+    EXPECT_NE(row.find(",dQ,inf,0.1:7:3,0.25,0.5,"), std::string::npos) << row;
 }
 
 TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
     const std::string row = csv_row(failed_case());
     EXPECT_EQ(row,
             "1,--dir=bwd b1hq2sq16d16n=a.b-c_d,FAILED,,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
-            "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,");
+            "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,"
+            // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields,
+            // minimized_repro, the phases
+            ",,FAILED,false,false,true,,,,,,,0,0,0,0,0,0");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
-            "2.3333333333333335,4,12.5,2,4,1,,,,,");
+            "2.3333333333333335,4,12.5,2,4,1,,,,,"
+            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,0,0,0,0,0,0");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
+}
+
+// One table is every report's fields: each result field is a CSV column with the same text, a
+// JSONL key in its group with the same value, and a perf-template field.
+TEST(ResultFields, EveryFieldIsInEveryReport) {
+    for (const CaseResult& r : {failed_case(), timed_case()}) {
+        const nlohmann::json j = json_record(r);
+        std::vector<std::string> header, row;
+        for (std::size_t a = 0, b; a <= csv_header().size(); a = b + 1) {
+            b = csv_header().find(',', a);
+            if (b == std::string::npos) b = csv_header().size();
+            header.push_back(csv_header().substr(a, b - a));
+        }
+        ASSERT_EQ(header.size(), result_fields().size());
+        for (std::size_t k = 0; k < result_fields().size(); ++k) {
+            const ResultField& f = result_fields()[k];
+            EXPECT_EQ(header[k], f.column);
+            const nlohmann::json* obj = f.group == FieldGroup::top ? &j
+                    : f.group == FieldGroup::perf ? &j.at("perf") : &j.at("phases_ms");
+            if (obj->is_null()) {
+                EXPECT_TRUE(std::holds_alternative<std::monostate>(f.get(r))) << f.column;
+                continue;
+            }
+            ASSERT_TRUE(obj->contains(f.key)) << f.column;
+            const FieldValue v = f.get(r);
+            const nlohmann::json& x = obj->at(f.key);
+            if (const auto* d = std::get_if<double>(&v)) {
+                if (std::isfinite(*d)) EXPECT_EQ(x.get<double>(), *d) << f.column;
+                else EXPECT_TRUE(x.is_null() && obj->contains(f.key + "_nonfinite")) << f.column;
+            } else if (const auto* t = std::get_if<std::string>(&v)) {
+                EXPECT_EQ(x.get<std::string>(), *t) << f.column;
+            } else if (std::holds_alternative<std::monostate>(v)) {
+                EXPECT_TRUE(x.is_null()) << f.column;
+            }
+            std::string err;
+            const auto t = parse_perf_template("%" + f.column + "%", &err);
+            ASSERT_TRUE(t.has_value()) << err;
+            if (!std::holds_alternative<double>(v)) EXPECT_EQ(render_perf_line(*t, r), csv_text(v)) << f.column;
+        }
+    }
 }
 
 TEST(ReportSpec, ParsesFormatAndPath) {
