@@ -10,9 +10,6 @@ namespace sdpa {
 
 namespace {
 
-/// Fraction of reference zeros above which a pass is MISTRUSTED (benchdnn's "zero trust").
-constexpr double kZeroTrust = 0.5;
-
 /// True when element `idx` of output `out` is zero by structure (masking), not by value.
 bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
     switch (out) {
@@ -26,6 +23,19 @@ bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t
     return false;
 }
 
+/// Zeros of the reference outside the structural ones (stats: outside fully masked rows), as a
+/// fraction: what zero trust judges, known before any check of the output runs.
+double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref) {
+    std::int64_t zeros = 0, counted = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        const auto idx = ref.index(i);
+        if (out == Output::stats ? row_fully_masked(p, idx[0], idx[2]) : structural_zero(p, out, idx)) continue;
+        ++counted;
+        zeros += ref.data[i] == 0.f;
+    }
+    return counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
+}
+
 }  // namespace
 
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
@@ -33,6 +43,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         const OutputIntegrity& integrity) {
     OutputCheck r;
     r.output = out;
+    r.zero_fraction = reference_zero_fraction(p, out, ref);  // set on every path, the early failures too
     if (integrity.touched_before > 0 || integrity.touched_after > 0) {
         r.pass = false;
         r.failure = CheckFailure::guard;
@@ -64,7 +75,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
     const double floor = max_mag / 1024.0;
 
-    std::int64_t zeros = 0, counted = 0, masked_nonzero = 0;
+    std::int64_t masked_nonzero = 0;
     std::size_t first_bad_masked = 0, first_nonfinite = 0;
     double worst = -1;
     std::size_t worst_i = 0;
@@ -78,8 +89,6 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             if (!ok && masked_nonzero++ == 0) first_bad_masked = i;
             continue;
         }
-        ++counted;
-        if (e == 0.f) ++zeros;
         if (!std::isfinite(e)) {
             ++r.ref_nonfinite;
             continue;
@@ -108,7 +117,6 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.worst_ratio = worst;
         set_worst(worst_i);
     }
-    r.zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
     if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
         r.pass = false;
         r.failure = CheckFailure::unwritten;

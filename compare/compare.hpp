@@ -30,6 +30,10 @@ inline constexpr std::array<EnumName<CheckFailure>, 11> kCheckFailureNames{{{Che
 
 inline std::string_view format_as(CheckFailure v) { return enum_name(kCheckFailureNames, v); }
 
+/// Fraction of reference zeros (outside the structural ones) above which a pass is MISTRUSTED
+/// (benchdnn's "zero trust").
+inline constexpr double kZeroTrust = 0.5;
+
 /// Verdict for one output tensor.
 struct OutputCheck {
     Output output = Output::O;

@@ -774,11 +774,15 @@ private:
                 given.push_back(table[k].name);
             }
         }
-        const std::size_t expands = std::min(n * st[seed_k].size() * runs, kMaxCases + 1);
-        if (cases_ + expands > kMaxCases)
-            return error(loc, fmt::format("'{}' expands to {} cases with the current --seed, --backend and --mode lists, "
-                                          "past the limit of {} cases per run", tok, expands, kMaxCases));
-        cases_ += expands;
+        std::size_t expands = n, total = 0;
+        bool over = __builtin_mul_overflow(expands, st[seed_k].size(), &expands) ||
+                    __builtin_mul_overflow(expands, runs, &expands) || __builtin_add_overflow(cases_, expands, &total);
+        if (over || total > kMaxCases)
+            return error(loc, fmt::format("'{}' draws {} cases with the current --seed, --backend and --mode lists, "
+                                          "which brings the run to {} cases, past the limit of {} cases per run", tok,
+                                          over ? std::string("too many") : fmt::format("{}", expands),
+                                          over ? std::string("more than that") : fmt::format("{}", total), kMaxCases));
+        cases_ = total;
         for (const std::string& seed_text : st[seed_k]) {
             Case seeded;
             table[seed_k].apply(seed_text, seeded);
@@ -787,22 +791,61 @@ private:
             for (std::size_t i = 0; i < n; ++i) {
                 Case c;
                 c.prb = random_problem(seed, n, i);
-                for (const std::size_t k : given_k) {  // a given list: one of its values, drawn per case
-                    const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
-                    table[k].apply(st[k][static_cast<std::size_t>(v)], c);
-                }
+                const auto apply_given = [&] {  // a given list: one of its values, drawn per case
+                    for (const std::size_t k : given_k) {
+                        const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
+                        table[k].apply(st[k][static_cast<std::size_t>(v)], c);
+                    }
+                };
+                apply_given();
                 Problem& p = c.prb;
+                // A given knob brings along what it needs, unless that is given too: dMask a bias, a
+                // backward and no padding; a bias knob the bias; the implicit form a causal mask and no
+                // padding; --dropout-property=tensor a dropout; a padding list its B and lengths.
+                const auto is_given = [&](std::string_view name) { return st.given[knob_index(name)]; };
+                const Mask drawn_mask = random_problem(seed, n, i).mask;
+                if (p.dmask && is_given("dmask")) {
+                    if (!is_given("mask")) p.mask = Mask::bias;
+                    if (!is_given("dir") && p.dir != Dir::bwd && p.dir != Dir::fwd_bwd) p.dir = Dir::bwd;
+                }
+                if (!is_given("mask") && (is_given("mask-shape") || is_given("mask-dt") || is_given("mask-fill")))
+                    p.mask = Mask::bias;
+                if (p.implicit_mask && is_given("mask-form") && !is_given("mask") && p.mask != Mask::causal_tl &&
+                        p.mask != Mask::causal_br)
+                    p.mask = draws.uniform(i, 0x2000, 0, 1) == 0 ? Mask::causal_tl : Mask::causal_br;
+                if ((p.dmask && is_given("dmask")) || (p.implicit_mask && is_given("mask-form"))) {
+                    if (!is_given("seq-len-q")) p.seq_len_q.clear();
+                    if (!is_given("seq-len-kv")) p.seq_len_kv.clear();
+                }
+                if (p.dropout_device_scalars && is_given("dropout-property") && !p.dropout && !is_given("dropout"))
+                    p.dropout = Dropout{0.1f, static_cast<std::uint64_t>(draws.uniform(i, 0x2001, 1, 0x7fffffff)), 1};
+                if (p.mask != drawn_mask) {  // the mask kind changed: its own knobs drawn for it, the given ones kept
+                    draw_mask_details(seed, n, i, p);
+                    apply_given();
+                }
+                for (const bool q : {true, false}) {  // a given list of lengths sets B (and S at least its longest)
+                    const auto& lens = q ? p.seq_len_q : p.seq_len_kv;
+                    if (lens.empty() || !is_given(q ? "seq-len-q" : "seq-len-kv") ||
+                            (q ? c.random_seq_len_q : c.random_seq_len_kv))
+                        continue;
+                    p.dims.B = static_cast<std::int64_t>(lens.size());
+                    std::int64_t& full = q ? p.dims.S_q : p.dims.S_kv;
+                    full = std::max(full, *std::max_element(lens.begin(), lens.end()));
+                }
+                for (auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {  // drawn lengths follow that B and S
+                    if (lens->empty()) continue;
+                    const std::int64_t full = lens == &p.seq_len_q ? p.dims.S_q : p.dims.S_kv;
+                    lens->resize(static_cast<std::size_t>(p.dims.B), full);
+                    for (auto& v : *lens) v = std::min(v, full);
+                }
                 if (c.random_seq_len_q) p.seq_len_q = random_seq_lens(p.seed, 1, p.dims.B, p.dims.S_q);
                 if (c.random_seq_len_kv) p.seq_len_kv = random_seq_lens(p.seed, 2, p.dims.B, p.dims.S_kv);
                 c.random_seq_len_q = c.random_seq_len_kv = false;
                 if (p.mask != Mask::window) p.window_left = p.window_right = 0;
-                if (p.mask != Mask::bias) {  // a given --mask leaves the drawn bias knobs without meaning
+                if (p.mask != Mask::bias) {  // the bias knobs mean nothing without a bias
                     p.bias_shape = Problem{}.bias_shape;
                     p.mask_fill = Problem{}.mask_fill;
-                    if (!st.given[knob_index("mask-dt")]) p.mask_dt.reset();
                 }
-                if (p.mask != Mask::causal_tl && p.mask != Mask::causal_br && !st.given[knob_index("mask-form")])
-                    p.implicit_mask = false;
                 canonicalize_layouts(p);
                 if (auto why = make_valid(p, given)) {
                     error(loc, fmt::format("{} (--seed={}): draw {} with the given knobs is not a valid problem: {}",

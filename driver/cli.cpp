@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -47,16 +48,15 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
                "--min-runs wins over the budget and a slow case can take min-runs x its time")
             ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
     app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past --max-ms-per-case")
-            ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
+            ->check(CLI::Range(1, std::numeric_limits<int>::max()))->capture_default_str()->group(g);
     app.add_option("--fix-times", o.timing.fix_times, "P/CP: exactly N timed runs (overrides --max-ms-per-case and --min-runs)")
-            ->check(CLI::PositiveNumber)->group(g);
+            ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(g);
     app.add_flag("--cold-cache", o.timing.cold_cache,
                "P/CP: write a buffer of 2x the last-level cache before every timed run (not timed)")->group(g);
     app.add_option("--perf-template", perf_template,
-               "P/CP: perf line per timed case; fields %backend% %engine% %mode% %dir% %dt% %mask% %dropout% %prb% %name% "
-               "%idx% %id% %status% %repro% %flops% %bytes% %runs% %time% %Gflops% %Tflops% %GBps% %mtime% %ctime%; "
-               "modifiers on time/Gflops/Tflops: - min, 0 median (also no modifier), + max (rates at that time); "
-               "'csv' = the default; the header line names each column with its unit")
+               fmt::format("P/CP: perf line per timed case; fields {}; modifiers on time/Gflops/Tflops: - min, 0 "
+                           "median (also no modifier), + max (rates at that time); 'csv' = the default; the header "
+                           "line names each column with its unit", perf_template_fields()))
             ->capture_default_str()->group(g);
     app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")
             ->allow_extra_args(false)->group(g);
@@ -74,10 +74,16 @@ std::string finish_perf_options(GlobalOptions& o, const std::string& perf_templa
     for (const auto& r : reports) {
         auto spec = parse_report_spec(r, &err);
         if (!spec) return err;
-        std::error_code ec;
-        const auto canon = std::filesystem::weakly_canonical(spec->path, ec);
+        // One spelling per file: absolute first (weakly_canonical leaves a relative path whose
+        // first component does not exist relative), then symlinks and "." / ".." resolved.
+        const auto canonical = [](const std::string& path) {
+            std::error_code ec;
+            auto c = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+            return ec ? std::filesystem::path(path).lexically_normal() : c;
+        };
+        const auto canon = canonical(spec->path);
         for (const auto& other : o.reports)
-            if (other.path == spec->path || (!ec && std::filesystem::weakly_canonical(other.path, ec) == canon))
+            if (other.path == spec->path || canonical(other.path) == canon)
                 return fmt::format("--report: '{}:{}' and '{}:{}' write the same file", other.format, other.path,
                         spec->format, spec->path);
         o.reports.push_back(std::move(*spec));
@@ -176,12 +182,12 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "the same way (the same output and check): sizes first, then knobs toward the plainest case; prints "
             "'minimized (N runs ...): REPRO' under the case and reports it (jsonl 'minimized', JUnit __MINIMIZED)");
     app.add_option("--minimize-max-runs", out.opts.minimize_max_runs,
-            "Cases one minimization may run before it stops with what it has")
-        ->capture_default_str()->check(CLI::PositiveNumber)->option_text("N");
+            "Cases one minimization may run before it stops with what it has (default 400)")
+        ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N");
     app.add_option("--result-fd", out.opts.result_fd,
             "Write the result of the run's one case as CBOR to this open file descriptor (how --minimize runs "
             "each candidate in a fresh process; the run must have exactly one case)")
-        ->check(CLI::NonNegativeNumber)->option_text("FD");
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");

@@ -198,6 +198,9 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
             r.expect = ExpectOutcome{Expected::xfail, expected, x.allow_xpass};
         else if (r.status == Status::passed)
             r.expect = ExpectOutcome{Expected::xpass, expected + "; it PASSED: update the expectation", x.allow_xpass};
+        else if (r.status == Status::mistrusted && x.status == Status::failed)  // it no longer fails
+            r.expect = ExpectOutcome{Expected::xpass,
+                expected + "; it is MISTRUSTED, no longer FAILED: update the expectation", x.allow_xpass};
         else
             r.notes.push_back(fmt::format("{}; got {}", expected, r.status));
         return;

@@ -57,7 +57,7 @@ private:
 
 /// Decides r.expect from the entries whose glob matches r.id (or r.id without its " #N" repeat
 /// suffix) and whose "backend" glob, when given, matches r.info.backend: the first of them whose requirements hold decides: the expected status -> XFAIL;
-/// PASSED -> XPASS; another status -> no outcome, a note saying what was expected. When none
+/// PASSED (or MISTRUSTED where FAILED was expected: it no longer fails) -> XPASS; another status -> no outcome, a note saying what was expected. When none
 /// holds: PASSED -> NOT_APPLICABLE (naming what the platform lacks), else no outcome and a note.
 /// A timeout or a crash (r.timed_out, r.crashed) is never XFAIL: it is not the failure an
 /// entry describes. Marks the entries used in `used` (same size as `entries`). r.id must be set.

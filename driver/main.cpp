@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <omp.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/chrono.h>
@@ -120,6 +121,14 @@ int run(int argc, char** argv) {
     std::vector<std::string> case_ids;
     for (const auto& e : entries) case_ids.push_back(ids.next(e));
     const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
+    if (opts.result_fd >= 0) {
+        const int fl = ::fcntl(opts.result_fd, F_GETFL);
+        if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+            fmt::print(stderr, "command line: error: --result-fd={}: not a file descriptor open for writing\n",
+                    opts.result_fd);
+            return kExitUsage;
+        }
+    }
     if (opts.result_fd >= 0 && selected.size() != 1) {
         fmt::print(stderr, "command line: error: --result-fd needs a run of exactly one case (got {})\n",
                 selected.size());

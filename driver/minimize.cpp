@@ -113,10 +113,19 @@ public:
             return false;
         }
         ++runs_;
-        const bool f = fails_like(run_(c), sig_);
+        const CaseResult r = run_(c);
+        // Kept only where a correct kernel would PASS (no output whose reference is mostly zero),
+        // when the original case was such a case: a MISTRUSTED repro proves little once fixed.
+        const bool f = fails_like(r, sig_) && (!need_trusted_ || trusted(r));
         memo_.emplace(key, f);
         return f;
     }
+
+    /// True when no output's reference is mostly zero (kZeroTrust): a correct kernel PASSES there.
+    static bool trusted(const CaseResult& r) {
+        return std::none_of(r.checks.begin(), r.checks.end(), [](const OutputCheck& c) { return c.zero_fraction > kZeroTrust; });
+    }
+    bool need_trusted_ = false;  ///< set when the original case was trusted
 
     /// Keeps `p` when it differs from the current case and fails like the original.
     bool accept(Problem p) {
@@ -278,6 +287,7 @@ Minimized minimize(const Case& failed, const CaseResult& first, const CaseRunner
         start.where = failed.where;
     }
     Shrinker s(start, *sig, run, max_runs);
+    s.need_trusted_ = Shrinker::trusted(first);
     if (graph && !s.fails_now()) {  // the graph's own structure is needed: keep the original
         Minimized kept = std::move(s).result();
         kept.smallest = failed;

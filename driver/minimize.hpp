@@ -42,7 +42,9 @@ using CaseRunner = std::function<CaseResult(const Case&)>;
 /// then the knobs are tried one at a time toward the plainest case: --dir to fwd_t or bwd from
 /// fwd_bwd and to fwd_i from fwd_t, dropout, dMask, padding, --strides, --layout, the mask (to
 /// none, a window to causal_br, a bias to its 1x1xSqxSkv shape, random fill, io dtype), the scale
-/// knobs, --deterministic, --dt to f32, --fill to exact. A candidate that breaks a rule of
+/// knobs, --deterministic, --dt to f32, --fill to exact. When no output of the original case has a
+/// mostly-zero reference (compare.hpp kZeroTrust), neither may the candidates: the minimized case is
+/// one a correct kernel PASSES, not one it is MISTRUSTED on. A candidate that breaks a rule of
 /// validate() is skipped without a run; padding lengths and explicit strides follow the sizes
 /// (core/geometry.hpp: explicit strides keep their order and their gaps). An imported graph is
 /// shrunk as the descriptor case of its problem. Stops after `max_runs` runs.

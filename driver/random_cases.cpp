@@ -171,20 +171,7 @@ Problem random_problem(u64 seed, u64 count, u64 i) {
     d.D_v = pick(kDv, 2) == 0 ? d.D_qk : kHeadSizes[static_cast<std::size_t>(r.uniform(i, kDvValue, 0, kHeadSizes.size() - 1))];
 
     p.mask = kMaskNames[pick(kMask, kMaskNames.size())].value;
-    switch (p.mask) {
-        case Mask::window:
-            p.window_left = draw_window_bound(r, i, kWindowL, kWindowLValue, d.S_kv);
-            p.window_right = draw_window_bound(r, i, kWindowR, kWindowRValue, d.S_kv);
-            break;
-        case Mask::bias: {
-            p.bias_shape = kBiasShapeNames[pick(kBiasShape, kBiasShapeNames.size())].value;
-            if (const std::size_t m = pick(kMaskDt, kDTypes.size() + 1); m > 0) p.mask_dt = kDTypes[m - 1];
-            p.mask_fill = kMaskFillNames[pick(kMaskFill, kMaskFillNames.size())].value;
-            break;
-        }
-        case Mask::causal_tl: case Mask::causal_br: p.implicit_mask = pick(kImplicit, 2) == 1; break;
-        default: break;
-    }
+    draw_mask_details(seed, count, i, p);
     cap_cost(p);
     switch (pick(kPadding, 5)) {  // 0 and 4: no padding
         case 1: p.seq_len_q = draw_lengths(r, i, 0, d.B, d.S_q); break;
@@ -228,6 +215,29 @@ Problem random_problem(u64 seed, u64 count, u64 i) {
     }
     canonicalize_layouts(p);
     return p;
+}
+
+void draw_mask_details(u64 seed, u64 count, u64 i, Problem& p) {
+    const RandomDraws r(seed, count);
+    auto pick = [&](u64 dim, u64 k) { return static_cast<std::size_t>(r.stratum(i, dim, k)); };
+    p.window_left = p.window_right = 0;
+    p.bias_shape = BiasShape::one;
+    p.mask_dt.reset();
+    p.mask_fill = MaskFill::random;
+    p.implicit_mask = false;
+    switch (p.mask) {
+        case Mask::window:
+            p.window_left = draw_window_bound(r, i, kWindowL, kWindowLValue, p.dims.S_kv);
+            p.window_right = draw_window_bound(r, i, kWindowR, kWindowRValue, p.dims.S_kv);
+            break;
+        case Mask::bias:
+            p.bias_shape = kBiasShapeNames[pick(kBiasShape, kBiasShapeNames.size())].value;
+            if (const std::size_t m = pick(kMaskDt, kDTypes.size() + 1); m > 0) p.mask_dt = kDTypes[m - 1];
+            p.mask_fill = kMaskFillNames[pick(kMaskFill, kMaskFillNames.size())].value;
+            break;
+        case Mask::causal_tl: case Mask::causal_br: p.implicit_mask = pick(kImplicit, 2) == 1; break;
+        default: break;
+    }
 }
 
 std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_view>& given) {

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,6 +51,11 @@ private:
 /// combination does not allow are dropped (validate() holds for the result), and the cost is
 /// held under kRandomMaxFlops. The fill seed is drawn too. Deterministic in (seed, count, i).
 Problem random_problem(std::uint64_t seed, std::uint64_t count, std::uint64_t i);
+
+/// The knobs that belong to p.mask, drawn for case i (window bounds; bias shape, dtype and fill;
+/// the implicit form of a causal mask); the others reset to their defaults. random_problem() calls
+/// it, and the parser again when a given knob sets the mask kind.
+void draw_mask_details(std::uint64_t seed, std::uint64_t count, std::uint64_t i, Problem& p);
 
 /// Drops the drawn features of `p` (not those named in `given`, case-language knob names), one
 /// at a time in a fixed order (strides, dropout, padding, dMask, mask form, mask fill and dtype,

@@ -34,13 +34,17 @@ const Alias* find_alias(std::string_view name) {
     return nullptr;
 }
 
-std::string known_fields() {
+}  // namespace
+
+std::string perf_template_fields() {
     std::string s;
     for (const auto& a : kAliases) s += fmt::format("{}%{}%", s.empty() ? "" : " ", a.name);
     for (const auto& f : result_fields())
         if (!find_alias(f.column)) s += fmt::format(" %{}%", f.column);
     return s;
 }
+
+namespace {
 
 /// The result-field column a template field reads.
 std::string_view column_of(const PerfField& f) {
@@ -91,7 +95,7 @@ std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::stri
         if (!alias && !find_result_field(inner)) {
             if (error)
                 *error = fmt::format("perf template: unknown field '%{}%' (known: {}; modifiers - 0 + on %time%, %Gflops% and %Tflops%)",
-                        text.substr(open + 1, close - open - 1), known_fields());
+                        text.substr(open + 1, close - open - 1), perf_template_fields());
             return std::nullopt;
         }
         if (f.stat != PerfStat::none && (!alias || alias->min.empty())) {

@@ -44,6 +44,10 @@ inline constexpr std::string_view kDefaultPerfTemplate =
 /// or an unterminated '%'.
 std::optional<PerfTemplate> parse_perf_template(std::string_view text, std::string* error);
 
+/// Every template field as "%time% %Gflops% ... %idx% %id% ...": benchdnn's spellings, then the
+/// result fields (reports/result_fields.hpp), for --help and errors.
+std::string perf_template_fields();
+
 /// The header line: the template with each field replaced by its column name with its unit
 /// (e.g. "perf,backend,...,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,GB/s,compile_ms,TFLOP/s").
 std::string perf_header(const PerfTemplate& t);

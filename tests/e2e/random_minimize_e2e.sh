@@ -59,6 +59,12 @@ grep -q 'minimized (' "$tmp/out" && fail "a PASSED case must not be minimized"
 run --minimize --minimize-max-runs=3 --backend=faulty:drop_last_key --dir=fwd_t --fill=normal b2hq8hkv2sq100skv77d48
 grep -q 'minimized (3 runs, .*run limit reached' "$tmp/out" || fail "--minimize-max-runs=3 must stop at 3 runs"
 
+# A known-bug file whose cases a correct kernel gets MISTRUSTED on (the right dQ is zero): a fix
+# must show as XPASS (exit 4), here simulated with the entries pointed at the reference.
+sed 's/"backend": "onednn"/"backend": "ref"/' cases/known/expected.jsonl >"$tmp/expected_ref.jsonl"
+run --backend=ref --expect="$tmp/expected_ref.jsonl" --batch=cases/known/onednn-bwd-s1-size1-strides.cases
+[ "$rc" -eq 4 ] && [ "$(summary_field xpass)" = 4 ] || fail "a fixed S_q = 1 bug must be XPASS: exit $rc"
+
 # 4. Bad values are usage errors (exit 2) that name the rule.
 run --random=0
 [ "$rc" -eq 2 ] && grep -q -- '--random needs a case count from 1 to 1000000' "$tmp/err" || fail "--random=0: exit $rc"
@@ -66,6 +72,8 @@ run --random=12x
 [ "$rc" -eq 2 ] || fail "--random=12x: exit $rc, expected 2"
 run --minimize-max-runs=0 b1hq1sq8d8
 [ "$rc" -eq 2 ] || fail "--minimize-max-runs=0: exit $rc, expected 2"
+run --backend=ref --result-fd=9 b1hq1sq8d8
+[ "$rc" -eq 2 ] && grep -q -- '--result-fd=9: not a file descriptor open for writing' "$tmp/err" || fail "--result-fd=9 (closed): exit $rc"
 run --result-fd=1 b1hq1sq8d8 b1hq1sq8d16
 [ "$rc" -eq 2 ] && grep -q -- '--result-fd needs a run of exactly one case' "$tmp/err" || fail "--result-fd with 2 cases: exit $rc"
 echo "E2E OK (random/minimize)"

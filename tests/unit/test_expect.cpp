@@ -113,6 +113,11 @@ TEST(Expect, OutcomesFollowStatusAndPlatform) {
     apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::xpass);
 
+    r = result(Status::mistrusted, "--dt=bf16 b1n=bug");  // FAILED expected, no longer failing
+    apply_expectations(es, here, r, used);
+    EXPECT_EQ(r.expect.kind, Expected::xpass);
+    EXPECT_NE(r.expect.reason.find("MISTRUSTED, no longer FAILED"), std::string::npos);
+
     r = result(Status::invalid_arguments, "b1n=bug");  // neither the expected status nor PASSED
     apply_expectations(es, here, r, used);
     EXPECT_EQ(r.expect.kind, Expected::none);

@@ -150,6 +150,16 @@ TEST(Minimize, EveryFaultyKindShrinksToNoMoreThanItsSelftestCase) {
         EXPECT_LE(flops(m.smallest.prb), min_flops) << kind.name << ": " << repro(m.smallest);
         EXPECT_LE(bytes_moved(m.smallest.prb), min_bytes) << kind.name << ": " << repro(m.smallest);
         EXPECT_FALSE(m.hit_limit) << kind.name;
+        // Where the start case proves something (no mostly-zero reference), so must the minimized
+        // one: a correct kernel PASSES it (not MISTRUSTED).
+        const bool trusted = std::none_of(first.checks.begin(), first.checks.end(),
+                [](const OutputCheck& c) { return c.zero_fraction > kZeroTrust; });
+        if (trusted) {
+            Case on_ref = m.smallest;
+            on_ref.backend = "ref";
+            auto ref = make_backend("ref");
+            EXPECT_EQ(run_case(on_ref, *ref, 0).status, Status::passed) << kind.name << ": " << repro(on_ref);
+        }
         std::printf("minimized %-26s %3zu runs, %s: %s\n", std::string(kind.name).c_str(), m.runs, m.signature.c_str(),
                 repro(m.smallest).c_str());
     }
