@@ -167,19 +167,22 @@ std::optional<std::string> Platform::unmet(const std::string& key, const std::st
     return fmt::format("{} is {}, not {}", key, it->second.empty() ? "not available" : it->second, value);
 }
 
-void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r,
-        std::vector<bool>& used) {
-    std::string base = r.id;  // a repeat "ID #2" is covered by an entry for ID
+bool expectation_matches(const Expectation& x, const std::string& id, const std::string& backend) {
+    std::string base = id;  // a repeat "ID #2" is covered by an entry for ID
     if (const auto hash = base.rfind(" #"); hash != std::string::npos &&
             base.find_first_not_of("0123456789", hash + 2) == std::string::npos && hash + 2 < base.size())
         base.resize(hash);
+    if (::fnmatch(x.match.c_str(), id.c_str(), 0) != 0 && ::fnmatch(x.match.c_str(), base.c_str(), 0) != 0) return false;
+    return x.backend.empty() || ::fnmatch(x.backend.c_str(), backend.c_str(), 0) == 0;
+}
+
+void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r,
+        std::vector<bool>& used) {
     const Expectation* first_match = nullptr;
     std::vector<std::string> first_unmet;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const Expectation& x = entries[i];
-        if (::fnmatch(x.match.c_str(), r.id.c_str(), 0) != 0 && ::fnmatch(x.match.c_str(), base.c_str(), 0) != 0)
-            continue;
-        if (!x.backend.empty() && ::fnmatch(x.backend.c_str(), r.info.backend.c_str(), 0) != 0) continue;
+        if (!expectation_matches(x, r.id, r.info.backend)) continue;
         used[i] = true;
         std::vector<std::string> unmet;
         for (const auto& [k, v] : x.needs)

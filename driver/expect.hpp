@@ -55,6 +55,10 @@ private:
     std::map<std::string, std::string> versions_;  ///< backend name -> library_version()
 };
 
+/// True when entry `x` covers the case with `id` (or `id` without its " #N" repeat suffix) on
+/// `backend` (when the entry names one).
+bool expectation_matches(const Expectation& x, const std::string& id, const std::string& backend);
+
 /// Decides r.expect from the entries whose glob matches r.id (or r.id without its " #N" repeat
 /// suffix) and whose "backend" glob, when given, matches r.info.backend: the first of them whose requirements hold decides: the expected status -> XFAIL;
 /// PASSED (or MISTRUSTED where FAILED was expected: it no longer fails) -> XPASS; another status -> no outcome, a note saying what was expected. When none

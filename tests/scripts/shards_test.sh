@@ -70,4 +70,11 @@ python3 "$src/scripts/merge_reports.py" "$tmp/one.jsonl" "$tmp/one.jsonl" >"$tmp
 [ $? -eq 2 ] || fail "an input as OUT must be refused (exit 2)"
 python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/missing.jsonl" >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "a missing input is exit 2"
+# An --expect entry for cases of another shard is not named as stale in this one.
+printf '{"match": "*n=only_in_one_shard*", "status": "FAILED", "reason": "r"}\n' >"$tmp/exp.jsonl"
+printf 'b1hq2sq16d16n=only_in_one_shard\nb1hq2sq16d24\n' >"$tmp/e.cases"
+for i in 0 1; do
+  "$exe" --backend=ref --shard=$i/2 --expect="$tmp/exp.jsonl" --batch="$tmp/e.cases" >"$tmp/out" 2>&1
+  grep -q "matched no case" "$tmp/out" && fail "shard $i named an entry of the other shard as stale"
+done
 echo "OK (shards)"
