@@ -59,11 +59,18 @@ std::vector<MemoryItem> reference_host_items(const Problem& p, unsigned threads)
     const double t = std::max(1u, threads);
     // Per thread: a few 64 x 64 tiles (f32 and f64) and 64-row panels of Q, dO and accumulators.
     const double scratch = t * (64.0 * 64 * 48 + 64.0 * (d.D_qk + d.D_v) * 48);
-    std::vector<MemoryItem> items{{"reference forward (O, stats, magnitudes, K panels, scratch)",
-        4 * (2 * n.o + 2 * n.stats) + 4 * n.k_panels + scratch}};
-    if (n.bwd)
-        items.push_back({"reference backward (dQ, dK, dV, magnitudes, K/V panels, D and r, scratch)",
-            8 * (n.q + n.k + n.v) + 4 * (n.k_panels + n.v_panels) + 16 * n.stats + scratch});
+    std::vector<MemoryItem> items{{"reference forward (O, stats, magnitudes, K and |K| panels, scratch)",
+        4 * (2 * n.o + 2 * n.stats) + 8 * n.k_panels + scratch}};
+    if (n.bwd) {
+        // ref/ref_backward.cpp: the f64 sums carried between rectangles of a long (b, h_kv) group
+        // (at most dQ, M_dQ or dK, M_dK, dV, M_dV of the smaller side), two halves of 2 MiB of
+        // tile slots per thread, Q, K and dO padded to the kernel's widths, the row norms.
+        const double carried = 16 * std::min(n.q, n.k + n.v);
+        const double slots = t * 2 * 2.0 * (1 << 20);
+        items.push_back({"reference backward (dQ, dK, dV, magnitudes, K/V panels, padded rows, carried sums, slots)",
+            8 * (n.q + n.k + n.v) + 4 * (n.k_panels + n.v_panels) + 4 * (n.q + n.k + n.o) + 24 * n.stats +
+                    8 * n.k / std::max<std::int64_t>(1, d.D_qk) + carried + slots + scratch});
+    }
     return items;
 }
 

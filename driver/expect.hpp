@@ -31,7 +31,7 @@ struct Expectation {
     std::vector<std::pair<std::string, std::string>> needs;
     bool allow_xpass = false;  ///< an XPASS does not fail the run (a bug that does not always show)
     std::string where;         ///< "FILE:LINE" of the entry
-    std::string backend;       ///< "backend": fnmatch(3) glob over the case's backend name ("" = any)
+    std::string backend{};     ///< "backend": fnmatch(3) glob over the case's backend name ("" = any)
 };
 
 /// Reads an --expect file (a regular file). Throws std::runtime_error "FILE:LINE: error: ..."

@@ -224,7 +224,7 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
     FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
-        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}};
+        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}, {}, 1.0};
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     const i64 nqb = (d.S_q + kB - 1) / kB;
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));

@@ -4,8 +4,8 @@
 //
 // Algorithm: the reference processes (query block x key block) tiles flash-style, after
 // Dao et al., "FlashAttention" (NeurIPS 2022) and "FlashAttention-2" (2023): the forward keeps
-// a running row max and sum; the backward recomputes P per tile from the given stats. No
-// S_q x S_kv buffer is ever allocated; per-thread scratch is O((kB + kB) * D).
+// a running row max and sum; the backward recomputes P per tile from the given stats, once
+// per tile for all its products (ref_backward.cpp). No S_q x S_kv buffer is ever allocated.
 //
 // Error analysis of the products (all inputs are f32 values):
 //   gemm_acc() sums at most kKC = 32 products per output element in f32 with FMA (worst case
@@ -67,6 +67,14 @@ SDPA_REF_INLINE v16f load16(const float* p) {
     return v;
 }
 SDPA_REF_INLINE void store16(float* p, v16f v) { std::memcpy(p, &v, sizeof v); }
+/// |v| (the sign bit cleared: bitwise std::fabs).
+SDPA_REF_INLINE v16f abs16(v16f v) {
+    v16i bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bits &= 0x7fffffff;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
 
 /// exp(x) for 16 floats; 0 for x < -87.3 (including -inf: masked scores), exp(88.7) for
 /// larger x. See the error analysis above.
@@ -107,33 +115,69 @@ SDPA_REF_INLINE float max_n(const float* x, i64 n) {
     return r;
 }
 
-/// C[m x n] (f64, row stride ldc) += A[m x k] (f32, row stride lda) * B[k x n] (f32, row
-/// stride ldb). Requires m % kMR == 0 and n % kNR == 0 (callers pad with zeros); any k >= 0.
-/// Products are summed in f32 FMA over chunks of kKC, each chunk added to C in f64.
-SDPA_REF_INLINE void gemm_acc(i64 m, i64 n, i64 k, const float* A, i64 lda, const float* B, i64 ldb,
+/// The register-tiled f32 kernel behind gemm_acc and gemm_acc_at: for each kMR x kNR tile of
+/// C and each chunk of kKC products (k0 = 0, kKC, ...), the chunk's f32 FMA sum is added to C
+/// in f64. A is [m x k] row-major (lda), or with kTransA given as its transpose [k x m] (lda);
+/// with kAbsB the kernel multiplies by |B|. The f32 sum of each chunk is the same, in the same
+/// order, whatever A's layout.
+template <bool kTransA, bool kAbsB>
+SDPA_REF_INLINE void gemm_kernel(i64 m, i64 n, i64 k, const float* A, i64 lda, const float* B, i64 ldb,
     double* C, i64 ldc) {
-    for (i64 i0 = 0; i0 < m; i0 += kMR)
-        for (i64 j0 = 0; j0 < n; j0 += kNR)
+    // Column panels outside: a [k x kNR] panel of B stays in L1 while the row tiles pass.
+    for (i64 j0 = 0; j0 < n; j0 += kNR)
+        for (i64 i0 = 0; i0 < m; i0 += kMR)
             for (i64 k0 = 0; k0 < k; k0 += kKC) {
                 const i64 k1 = std::min(k, k0 + kKC);
-                v16f c[kMR][2] = {};
-                for (i64 kk = k0; kk < k1; ++kk) {
-                    const v16f b0 = load16(B + kk * ldb + j0), b1 = load16(B + kk * ldb + j0 + 16);
+                v16f c[kMR][2];
+                for (i64 r = 0; r < kMR; ++r) c[r][0] = c[r][1] = v16f{};
+                // k1 > k0 always: a do-while keeps the accumulators in registers (a loop that
+                // might not run makes GCC keep them in memory, zeroed by rep stos).
+                i64 kk = k0;
+                do {
+                    v16f b0 = load16(B + kk * ldb + j0), b1 = load16(B + kk * ldb + j0 + 16);
+                    if constexpr (kAbsB) {
+                        b0 = abs16(b0);
+                        b1 = abs16(b1);
+                    }
                     for (i64 r = 0; r < kMR; ++r) {
-                        const float a = A[(i0 + r) * lda + kk];
+                        const float a = kTransA ? A[kk * lda + i0 + r] : A[(i0 + r) * lda + kk];
                         c[r][0] += a * b0;
                         c[r][1] += a * b1;
                     }
-                }
-                for (i64 r = 0; r < kMR; ++r) {
-                    float t[kNR];
-                    store16(t, c[r][0]);
-                    store16(t + 16, c[r][1]);
-                    double* crow = C + (i0 + r) * ldc + j0;
+                } while (++kk < k1);
+                for (i64 r = 0; r < kMR; ++r)
+                    for (i64 h = 0; h < 2; ++h) {
+                        float t[16];
+                        store16(t, c[r][h]);
+                        double* crow = C + (i0 + r) * ldc + j0 + 16 * h;
 #pragma omp simd
-                    for (i64 l = 0; l < kNR; ++l) crow[l] += static_cast<double>(t[l]);
-                }
+                        for (i64 l = 0; l < 16; ++l) crow[l] += static_cast<double>(t[l]);
+                    }
             }
+}
+
+/// gemm_kernel with the |B| choice made at run time (kAt: A given transposed).
+template <bool kAt>
+SDPA_REF_INLINE void gemm_run(i64 m, i64 n, i64 k, const float* A, i64 lda, const float* B, i64 ldb, double* C,
+    i64 ldc, bool abs_b) {
+    if (abs_b) gemm_kernel<kAt, true>(m, n, k, A, lda, B, ldb, C, ldc);
+    else gemm_kernel<kAt, false>(m, n, k, A, lda, B, ldb, C, ldc);
+}
+
+/// C[m x n] (f64, row stride ldc) += A[m x k] (f32, row stride lda) * B[k x n] (f32, row
+/// stride ldb). Requires m % kMR == 0 and n % kNR == 0 (callers pad with zeros); any k >= 0.
+/// Products are summed in f32 FMA over chunks of kKC, each chunk added to C in f64. With abs_b,
+/// A * |B|.
+SDPA_REF_INLINE void gemm_acc(i64 m, i64 n, i64 k, const float* A, i64 lda, const float* B, i64 ldb,
+    double* C, i64 ldc, bool abs_b = false) {
+    gemm_run<false>(m, n, k, A, lda, B, ldb, C, ldc, abs_b);
+}
+
+/// As gemm_acc with A given transposed: C[m x n] += At^T * B (or At^T * |B| with abs_b), At
+/// [k x m] (row stride lda).
+SDPA_REF_INLINE void gemm_acc_at(i64 m, i64 n, i64 k, const float* At, i64 lda, const float* B, i64 ldb,
+    double* C, i64 ldc, bool abs_b = false) {
+    gemm_run<true>(m, n, k, At, lda, B, ldb, C, ldc, abs_b);
 }
 
 /// dst[r * ldd + c] = src[r * lds + c] for r < rows, c < cols; zero for rows <= r < prow or
@@ -224,10 +268,11 @@ namespace sdpa::refk {
 /// f32 partial dot products, rounded once), x = x * v or x / v in f32, s = x + bias in f32.
 /// s [kB x kB] gets -inf for invisible (i, j) and for padding rows/columns (ii >= ni,
 /// jj >= nj). mag, when not null, gets |x| + |bias| (the M_stats summand).
-/// bias: null unless p.mask == Mask::bias.
+/// bias: null unless p.mask == Mask::bias. all_visible: block_all_visible(p, b, i0, i0 + ni,
+/// j0, j0 + nj) when the caller knows it (0 or 1), else -1.
 SDPA_REF_INLINE void scores_tile(const Problem& p, const Tensor* bias, i64 b, i64 h, i64 i0, i64 ni, i64 j0,
-    i64 nj, float v, bool mul, const double* s64, float* s, float* mag) {
-    const bool all = block_all_visible(p, b, i0, i0 + ni, j0, j0 + nj);
+    i64 nj, float v, bool mul, const double* s64, float* s, float* mag, int all_visible = -1) {
+    const bool all = all_visible >= 0 ? all_visible == 1 : block_all_visible(p, b, i0, i0 + ni, j0, j0 + nj);
     for (i64 ii = 0; ii < kB; ++ii) {
         float* srow = s + ii * kB;
         if (ii >= ni) {

@@ -55,7 +55,9 @@ TEST(NormCheck, SubnormalHeadFlushedToZeroPassesButATinyNormalHeadZeroedFails) {
             for (std::int64_t d = 0; d < 8; ++d) got.at(0, 1, i, d) = 0.f;
         const OutputCheck c = check_output(p, Output::O, got, ref, mag, 4);
         EXPECT_EQ(c.pass, tiny < 0x1p-126f) << tiny;
-        if (!c.pass) EXPECT_EQ(c.failure, CheckFailure::norm);
+        if (!c.pass) {
+            EXPECT_EQ(c.failure, CheckFailure::norm);
+        }
     }
 }
 

@@ -221,6 +221,13 @@ NaiveOut naive_backward(const NaiveIn& n) {
     const auto& bd = n.bdims;
     r.dMask.assign(static_cast<std::size_t>(bd[0] * bd[1] * bd[2] * bd[3]), 0.0);
     r.M_dMask = r.dMask;
+    // The score errors' share: mag_ij = |scale| ||q_i|| ||k_j|| + |bias_ij|, in units of u_dt.
+    const double kappa = unit_roundoff(DType::f32) / unit_roundoff(n.p.dt);
+    const auto norm = [](const Vec& x, i64 at, i64 len) {
+        double s2 = 0;
+        for (i64 k = 0; k < len; ++k) s2 += x[static_cast<std::size_t>(at + k)] * x[static_cast<std::size_t>(at + k)];
+        return std::sqrt(s2);
+    };
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h) {
             const i64 hk = h / (d.H_q / d.H_kv);
@@ -240,7 +247,11 @@ NaiveOut naive_backward(const NaiveIn& n) {
                     const double z = keep_factor(n, b, h, i, j);
                     dP *= z;
                     const double dS = pij * (dP - Di);
-                    const double W = pij * (std::fabs(dP - Di) + std::sqrt(r2));
+                    double pre = 0, mv = 0;
+                    naive_score(n, b, h, i, j, pre, mv);
+                    const double mag = std::fabs(g) * norm(n.Q, idx4(b, h, i, 0, d.H_q, d.S_q, d.D_qk), d.D_qk) *
+                            norm(n.K, idx4(b, hk, j, 0, d.H_kv, d.S_kv, d.D_qk), d.D_qk) + std::fabs(mv);
+                    const double W = std::fabs(dS) * (1 + kappa * mag) + pij * std::sqrt(r2);
                     if (n.p.mask == Mask::bias) {  // the bias element (b, h, i, j) reads, broadcast dims at 0
                         const auto mi = idx4(bd[0] == 1 ? 0 : b, bd[1] == 1 ? 0 : h, bd[2] == 1 ? 0 : i, j, bd[1],
                                 bd[2], bd[3]);
@@ -258,7 +269,7 @@ NaiveOut naive_backward(const NaiveIn& n) {
                     for (i64 k = 0; k < d.D_v; ++k) {
                         const double dO = n.dO[idx4(b, h, i, k, d.H_q, d.S_q, d.D_v)];
                         r.dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * z * dO;
-                        r.M_dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * z * std::fabs(dO);
+                        r.M_dV[idx4(b, hk, j, k, d.H_kv, d.S_kv, d.D_v)] += pij * z * (1 + kappa * mag) * std::fabs(dO);
                     }
                 }
             }
