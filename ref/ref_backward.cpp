@@ -224,18 +224,22 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
     const float* q = c.q_block(b, h, i0);
     const float* dO = c.do_block(b, h, i0);
     gemm_acc(kB, kB, d.D_qk, q, c.Dqkp, c.kt_panel(b, hk, j0), kB, w.s64.data(), kB);
-    scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), w.mag.data(),
+    scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr,
         ni == std::min(kB, d.S_q - i0) ? static_cast<int>(c.vis_of(b, i0, j0 / kB) == 2) : -1);
-    {  // mag = |scale| ||q_i|| ||k_j|| + |bias| (scores_tile gave |x| + |bias|, x the scaled score)
+    {  // mag = |scale| ||q_i|| ||k_j|| + |bias_ij| (Cauchy-Schwarz: at least |scale| sum_d |q_d k_d|)
         const std::size_t q0 = c.r.dQ.offset(b, h, i0, 0) / static_cast<std::size_t>(d.D_qk);
-        const std::size_t k0 = c.r.dK.offset(b, hk, j0, 0) / static_cast<std::size_t>(d.D_qk);
-        for (i64 ii = 0; ii < ni; ++ii)
-            for (i64 jj = 0; jj < nj; ++jj) {
-                const std::size_t e = static_cast<std::size_t>(ii * kB + jj);
-                const float x = c.mul ? static_cast<float>(w.s64[e]) * c.v : static_cast<float>(w.s64[e]) / c.v;
-                const double sigma = c.gabs * c.qn[q0 + static_cast<std::size_t>(ii)] * c.kn[k0 + static_cast<std::size_t>(jj)];
-                w.mag[e] += static_cast<float>(std::max(0.0, sigma - std::fabs(static_cast<double>(x))));
+        const double* kn = &c.kn[c.r.dK.offset(b, hk, j0, 0) / static_cast<std::size_t>(d.D_qk)];
+        for (i64 ii = 0; ii < ni; ++ii) {
+            float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
+            const double qs = c.gabs * c.qn[q0 + static_cast<std::size_t>(ii)];
+#pragma omp simd
+            for (i64 jj = 0; jj < nj; ++jj) mrow[jj] = static_cast<float>(qs * kn[jj]);
+            if (c.bias) {
+                const float* brow = &c.bias->data[c.bias->broadcast_offset(b, h, i0 + ii, j0)];
+                for (i64 jj = 0; jj < nj; ++jj)  // a -inf entry (an explicit mask) has P = 0: no term
+                    if (std::isfinite(brow[jj])) mrow[jj] += std::fabs(brow[jj]);
             }
+        }
     }
     std::fill(w.dp64.begin(), w.dp64.end(), 0.0);
     gemm_acc(kB, kB, d.D_v, dO, c.Dvp, c.vt_panel(b, hk, j0), kB, w.dp64.data(), kB);
@@ -295,8 +299,9 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
             }
         }
         float* pmr = &w.pm[at];  // the M_dV weight: P (or P_d) with the score errors' share
-        for (i64 jj = 0; jj < kB; ++jj)
-            pmr[jj] = static_cast<float>(prow[jj] * (1.0 + c.kappa * (jj < nj ? magrow[jj] : 0.f)));
+        const float kf = static_cast<float>(c.kappa);
+#pragma omp simd
+        for (i64 jj = 0; jj < kB; ++jj) pmr[jj] = prow[jj] + prow[jj] * kf * magrow[jj];
         if (c.emul) {
             float* prr = &w.pr[at];
             for (i64 jj = 0; jj < kB; ++jj) {
