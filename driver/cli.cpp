@@ -155,10 +155,11 @@ CliOutcome parse_command_line(int argc, char** argv) {
                     },
                     "SECONDS"));
     app.add_option("--expect", out.opts.expect_file,
-            "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"status\": "
-            "\"FAILED\", \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": \"amx_bf16\", \"onednn\": \"3.13\"}, "
-            "\"allow_xpass\": false}; the expected status is XFAIL (does not fail the run), a PASS is XPASS "
-            "(fails it unless allowed), a PASS where \"requires\" does not hold is NOT_APPLICABLE")
+            "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"backend\": GLOB "
+            "(optional), \"status\": \"FAILED\", \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": "
+            "\"amx_bf16\", \"onednn\": \"3.13\"}, \"allow_xpass\": false}; the expected status is XFAIL (does not fail "
+            "the run), a PASS (or MISTRUSTED where FAILED was expected) is XPASS (fails it unless allowed), a PASS "
+            "where \"requires\" does not hold is NOT_APPLICABLE")
         ->option_text("FILE");
     std::vector<std::string> tags;
     app.add_option("--tags", tags,

@@ -53,7 +53,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mas
 void to_json(nlohmann::json& j, const CaseResult& r) {
     j = nlohmann::json{{"index", r.index}, {"status", r.status}, {"reason", r.reason}, {"ms", r.ms},
         {"repro", r.repro}, {"checks", r.checks}, {"notes", r.notes}, {"info", r.info}, {"checked", r.checked},
-        {"flops", r.flops}, {"bytes", r.bytes}, {"phases_ms", r.phases_ms}};
+        {"flops", r.flops}, {"bytes", r.bytes}, {"phases_ms", r.phases_ms}, {"alone_status", r.alone_status}};
     if (r.perf) j["perf"] = *r.perf;
     if (r.dropout) j["dropout"] = *r.dropout;
     if (r.minimized) j["minimized"] = *r.minimized;
@@ -72,6 +72,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
     j.at("flops").get_to(r.flops);
     j.at("bytes").get_to(r.bytes);
     j.at("phases_ms").get_to(r.phases_ms);
+    j.at("alone_status").get_to(r.alone_status);
     if (j.contains("perf")) r.perf = j.at("perf").get<PerfResult>();
     if (j.contains("dropout")) r.dropout = j.at("dropout").get<DropoutReport>();
     if (j.contains("minimized")) r.minimized = j.at("minimized").get<MinimizeReport>();

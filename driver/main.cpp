@@ -207,6 +207,19 @@ int run(int argc, char** argv) {
             }
         }
         r.id = case_ids[i];
+        // A FAILED case of a longer run is rerun alone in a fresh process: its repro must be known
+        // to reproduce it, and a vendor's state left by earlier cases can make a case fail that
+        // passes alone (--random found oneDNN S_q = 1 backward cases that do). --isolate and
+        // --timeout-per-case already run each case in a fresh child.
+        if (r.status == Status::failed && !r.timed_out && !r.crashed && e.c && selected.size() > 1 &&
+                !opts.isolate && opts.timeout_per_case <= 0 && opts.result_fd < 0) {
+            Case alone = *e.c;
+            if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
+            r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0).status);
+            if (r.alone_status != "FAILED")
+                r.reason += fmt::format(" [run alone in a fresh process it is {}: this failure depends on the cases run "
+                                        "before it in this process]", r.alone_status);
+        }
         apply_expectations(expectations, platform, r, expectation_used);
         if (opts.minimize && e.c && r.expect.kind != Expected::xfail && failure_signature(r)) {
             // Each candidate in a fresh process: what earlier runs left in this one (a vendor's

@@ -94,6 +94,10 @@ struct CaseResult {
     std::optional<DropoutReport> dropout;  ///< cases with --dropout that were checked
     std::array<double, kPhaseNames.size()> phases_ms{};  ///< wall ms per Phase (0: not run)
     std::optional<MinimizeReport> minimized;  ///< --minimize on a FAILED case
+    /// A FAILED case of a run of several cases, rerun alone in a fresh process (driver/main.cpp):
+    /// that run's status ("" when not rerun). PASSED means the failure depends on what ran
+    /// before it in this process (a vendor's state), so its repro alone does not reproduce it.
+    std::string alone_status;
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs

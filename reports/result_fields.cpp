@@ -106,6 +106,10 @@ std::vector<ResultField> make_fields() {
             [](const CaseResult& r) { return perf(r, [](const PerfResult& p) { return p.cold_cache; }); }},
         {"minimized_repro", G::top, "minimized_repro", "--minimize: the smallest repro that fails the same way",
             [](const CaseResult& r) { return r.minimized ? V{r.minimized->repro} : V{}; }},
+        {"alone_status", G::top, "alone_status",
+            "a FAILED case of a run of several, rerun alone in a fresh process: that status (PASSED: the failure "
+            "depends on the cases before it)",
+            [](const CaseResult& r) { return text_or_none(r.alone_status); }},
     };
     // One field per phase (reports/case_result.hpp Phase), in the "phases_ms" object.
     for (const auto& ph : kPhaseNames) {

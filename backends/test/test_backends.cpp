@@ -46,13 +46,33 @@ private:
     Misbehaviour m_;
 };
 
+/// The reference, except that every case after the first of a process FAILS: a vendor whose
+/// state from earlier cases breaks later ones (what the fresh-process rerun of a FAILED case finds).
+class StatefulBackend final : public Backend {
+public:
+    StatefulBackend() : ref_(make_backend("ref")) {}
+    std::string_view name() const override { return "test:stateful"; }
+    std::string version() const override { return "test:stateful: test-only backend"; }
+    std::optional<Unsupported> support(const Problem& p) const override { return ref_->support(p); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        static int prepared = 0;  // per process
+        if (++prepared > 1)
+            throw BackendError(Status::failed, "test:stateful: every case after the first of a process fails");
+        return ref_->prepare(p, in);
+    }
+
+private:
+    std::unique_ptr<Backend> ref_;
+};
+
 }  // namespace
 
-std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv"}; }
+std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv", "test:stateful"}; }
 
 std::unique_ptr<Backend> make_test_backend(std::string_view name) {
     if (name == "test:sleep") return std::make_unique<MisbehavingBackend>("test:sleep", Misbehaviour::sleep);
     if (name == "test:segv") return std::make_unique<MisbehavingBackend>("test:segv", Misbehaviour::segv);
+    if (name == "test:stateful") return std::make_unique<StatefulBackend>();
     return nullptr;
 }
 

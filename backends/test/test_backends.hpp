@@ -12,9 +12,10 @@
 
 namespace sdpa {
 
-/// "test:sleep" (execute() sleeps for an hour: a hung vendor call) and "test:segv" (execute()
-/// raises SIGSEGV: a crashing vendor call). Without --isolate, test:segv kills the whole run
-/// and test:sleep hangs it: that is what they are for.
+/// "test:sleep" (execute() sleeps for an hour: a hung vendor call), "test:segv" (execute()
+/// raises SIGSEGV: a crashing vendor call) and "test:stateful" (the reference, but every case
+/// after the first of a process FAILS: a vendor broken by its own state). Without --isolate,
+/// test:segv kills the whole run and test:sleep hangs it: that is what they are for.
 std::vector<std::string> test_backend_names();
 
 /// The test backend called `name`, or nullptr when `name` is not one of test_backend_names().

@@ -65,6 +65,15 @@ sed 's/"backend": "onednn"/"backend": "ref"/' cases/known/expected.jsonl >"$tmp/
 run --backend=ref --expect="$tmp/expected_ref.jsonl" --batch=cases/known/onednn-bwd-s1-size1-strides.cases
 [ "$rc" -eq 4 ] && [ "$(summary_field xpass)" = 4 ] || fail "a fixed S_q = 1 bug must be XPASS: exit $rc"
 
+# A FAILED case of a longer run is rerun alone in a fresh process; one that then passes says so.
+run --backend=test:stateful --report=jsonl:"$tmp/alone.jsonl" b1hq2sq16d16 b1hq2sq16d32
+[ "$rc" -eq 1 ] || fail "test:stateful: exit $rc, expected 1"
+grep -q '^1:FAILED .*run alone in a fresh process it is PASSED' "$tmp/out" || fail "case 1 must say it passes alone"
+python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][2]; assert r['alone_status']=='PASSED', r" \
+  "$tmp/alone.jsonl" || fail "jsonl alone_status must be PASSED"
+run --backend=faulty:dq_no_scale --dir=bwd b1hq2sq32d64 b1hq2sq32d32
+grep -q 'run alone' "$tmp/out" && fail "a failure that reproduces alone must not be flagged"
+
 # 4. Bad values are usage errors (exit 2) that name the rule.
 run --random=0
 [ "$rc" -eq 2 ] && grep -q -- '--random needs a case count from 1 to 1000000' "$tmp/err" || fail "--random=0: exit $rc"
