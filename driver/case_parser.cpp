@@ -791,6 +791,7 @@ private:
             for (std::size_t i = 0; i < n; ++i) {
                 Case c;
                 c.prb = random_problem(seed, n, i);
+                const Mask drawn_mask = c.prb.mask;
                 const auto apply_given = [&] {  // a given list: one of its values, drawn per case
                     for (const std::size_t k : given_k) {
                         const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
@@ -799,33 +800,14 @@ private:
                 };
                 apply_given();
                 Problem& p = c.prb;
-                // A given knob brings along what it needs, unless that is given too: dMask a bias, a
-                // backward and no padding; a bias knob the bias; the implicit form a causal mask and no
-                // padding; --dropout-property=tensor a dropout; a padding list its B and lengths.
-                const auto is_given = [&](std::string_view name) { return st.given[knob_index(name)]; };
-                const Mask drawn_mask = random_problem(seed, n, i).mask;
-                if (p.dmask && is_given("dmask")) {
-                    if (!is_given("mask")) p.mask = Mask::bias;
-                    if (!is_given("dir") && p.dir != Dir::bwd && p.dir != Dir::fwd_bwd) p.dir = Dir::bwd;
-                }
-                if (!is_given("mask") && (is_given("mask-shape") || is_given("mask-dt") || is_given("mask-fill")))
-                    p.mask = Mask::bias;
-                if (p.implicit_mask && is_given("mask-form") && !is_given("mask") && p.mask != Mask::causal_tl &&
-                        p.mask != Mask::causal_br)
-                    p.mask = draws.uniform(i, 0x2000, 0, 1) == 0 ? Mask::causal_tl : Mask::causal_br;
-                if ((p.dmask && is_given("dmask")) || (p.implicit_mask && is_given("mask-form"))) {
-                    if (!is_given("seq-len-q")) p.seq_len_q.clear();
-                    if (!is_given("seq-len-kv")) p.seq_len_kv.clear();
-                }
-                if (p.dropout_device_scalars && is_given("dropout-property") && !p.dropout && !is_given("dropout"))
-                    p.dropout = Dropout{0.1f, static_cast<std::uint64_t>(draws.uniform(i, 0x2001, 1, 0x7fffffff)), 1};
+                bring_prerequisites(p, given, draws, i);
                 if (p.mask != drawn_mask) {  // the mask kind changed: its own knobs drawn for it, the given ones kept
                     draw_mask_details(seed, n, i, p);
                     apply_given();
                 }
                 for (const bool q : {true, false}) {  // a given list of lengths sets B (and S at least its longest)
                     const auto& lens = q ? p.seq_len_q : p.seq_len_kv;
-                    if (lens.empty() || !is_given(q ? "seq-len-q" : "seq-len-kv") ||
+                    if (lens.empty() || !st.given[knob_index(q ? "seq-len-q" : "seq-len-kv")] ||
                             (q ? c.random_seq_len_q : c.random_seq_len_kv))
                         continue;
                     p.dims.B = static_cast<std::int64_t>(lens.size());

@@ -178,13 +178,14 @@ CliOutcome parse_command_line(int argc, char** argv) {
                         "'default' = failed,invalid_arguments,unimplemented,xpass; e.g. --fail-on=default,skipped,mistrusted",
                     fail_on_names()))
         ->capture_default_str()->option_text("LIST");
-    app.add_flag("--minimize", out.opts.minimize,
+    CLI::Option* minimize = app.add_flag("--minimize", out.opts.minimize,
             "Shrink every FAILED case (not a timeout, a crash or an XFAIL) to the smallest case that still fails "
             "the same way (the same output and check): sizes first, then knobs toward the plainest case; prints "
             "'minimized (N runs ...): REPRO' under the case and reports it (jsonl 'minimized', JUnit __MINIMIZED)");
     app.add_option("--minimize-max-runs", out.opts.minimize_max_runs,
-            "Cases one minimization may run before it stops with what it has (default 400)")
-        ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N");
+            "Cases one minimization may run before it stops with what it has (default 400; needs --minimize)")
+        ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")
+        ->needs(minimize);
     app.add_option("--result-fd", out.opts.result_fd,
             "Write the result of the run's one case as CBOR to this open file descriptor (how --minimize runs "
             "each candidate in a fresh process; the run must have exactly one case)")

@@ -96,8 +96,10 @@ void follow_dims(Problem& p, const Problem& old) {
 /// The greedy search: the current smallest case, the runs spent, a memo of tried candidates.
 class Shrinker {
 public:
-    Shrinker(Case c, std::string signature, const CaseRunner& run, std::size_t max_runs)
-        : cur_(std::move(c)), sig_(std::move(signature)), run_(run), max_runs_(max_runs) {}
+    /// `need_trusted`: candidates must also be cases a correct kernel PASSES (trusted()), as the
+    /// original was.
+    Shrinker(Case c, std::string signature, const CaseRunner& run, std::size_t max_runs, bool need_trusted)
+        : cur_(std::move(c)), sig_(std::move(signature)), run_(run), max_runs_(max_runs), need_trusted_(need_trusted) {}
 
     /// True when `p` (canonicalized, valid) fails like the original. Invalid or seen-passing
     /// candidates cost no run.
@@ -125,7 +127,6 @@ public:
     static bool trusted(const CaseResult& r) {
         return std::none_of(r.checks.begin(), r.checks.end(), [](const OutputCheck& c) { return c.zero_fraction > kZeroTrust; });
     }
-    bool need_trusted_ = false;  ///< set when the original case was trusted
 
     /// Keeps `p` when it differs from the current case and fails like the original.
     bool accept(Problem p) {
@@ -254,6 +255,7 @@ private:
     std::string sig_;
     const CaseRunner& run_;
     std::size_t max_runs_, runs_ = 0, steps_ = 0;
+    bool need_trusted_;  ///< the original case was trusted(): candidates must be too
     bool hit_limit_ = false;
     std::map<std::string, bool> memo_;
 };
@@ -286,8 +288,7 @@ Minimized minimize(const Case& failed, const CaseResult& first, const CaseRunner
         start.mode = failed.mode == Mode::B ? Mode::B : Mode::C;
         start.where = failed.where;
     }
-    Shrinker s(start, *sig, run, max_runs);
-    s.need_trusted_ = Shrinker::trusted(first);
+    Shrinker s(start, *sig, run, max_runs, Shrinker::trusted(first));
     if (graph && !s.fails_now()) {  // the graph's own structure is needed: keep the original
         Minimized kept = std::move(s).result();
         kept.smallest = failed;

@@ -240,6 +240,50 @@ void draw_mask_details(u64 seed, u64 count, u64 i, Problem& p) {
     }
 }
 
+void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given, const RandomDraws& draws, u64 i) {
+    using Given = std::vector<std::string_view>;
+    struct Rule {
+        bool (*applies)(const Problem&, const Given&);
+        void (*bring)(Problem&, const Given&, const RandomDraws&, u64);
+    };
+    static const auto has = [](const Given& g, std::string_view knob) {
+        return std::find(g.begin(), g.end(), knob) != g.end();
+    };
+    static constexpr Rule kRules[] = {
+        {[](const Problem& q, const Given& g) { return q.dmask && has(g, "dmask"); },  // dMask: a bias, a backward
+            [](Problem& q, const Given& g, const RandomDraws&, u64) {
+                if (!has(g, "mask")) q.mask = Mask::bias;
+                if (!has(g, "dir") && q.dir != Dir::bwd && q.dir != Dir::fwd_bwd) q.dir = Dir::bwd;
+            }},
+        {[](const Problem&, const Given& g) {  // a bias knob: a bias
+             return !has(g, "mask") && (has(g, "mask-shape") || has(g, "mask-dt") || has(g, "mask-fill"));
+         },
+            [](Problem& q, const Given&, const RandomDraws&, u64) { q.mask = Mask::bias; }},
+        {[](const Problem& q, const Given& g) {  // the implicit form: a causal mask
+             return q.implicit_mask && has(g, "mask-form") && !has(g, "mask") && q.mask != Mask::causal_tl &&
+                    q.mask != Mask::causal_br;
+         },
+            [](Problem& q, const Given&, const RandomDraws& r, u64 c) {
+                q.mask = r.uniform(c, 0x2000, 0, 1) == 0 ? Mask::causal_tl : Mask::causal_br;
+            }},
+        {[](const Problem& q, const Given& g) {  // dMask and the implicit form: no padding
+             return (q.dmask && has(g, "dmask")) || (q.implicit_mask && has(g, "mask-form"));
+         },
+            [](Problem& q, const Given& g, const RandomDraws&, u64) {
+                if (!has(g, "seq-len-q")) q.seq_len_q.clear();
+                if (!has(g, "seq-len-kv")) q.seq_len_kv.clear();
+            }},
+        {[](const Problem& q, const Given& g) {  // device dropout scalars: a dropout
+             return q.dropout_device_scalars && has(g, "dropout-property") && !q.dropout && !has(g, "dropout");
+         },
+            [](Problem& q, const Given&, const RandomDraws& r, u64 c) {
+                q.dropout = Dropout{0.1f, static_cast<u64>(r.uniform(c, 0x2001, 1, 0x7fffffff)), 1};
+            }},
+    };
+    for (const Rule& rule : kRules)
+        if (rule.applies(p, given)) rule.bring(p, given, draws, i);
+}
+
 std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_view>& given) {
     struct Step {
         std::string_view knob;

@@ -57,6 +57,13 @@ Problem random_problem(std::uint64_t seed, std::uint64_t count, std::uint64_t i)
 /// it, and the parser again when a given knob sets the mask kind.
 void draw_mask_details(std::uint64_t seed, std::uint64_t count, std::uint64_t i, Problem& p);
 
+/// What a given knob needs, brought into drawn case i unless that is given too (`given`:
+/// case-language knob names), rule by rule in a fixed order: --dmask=true a bias and a backward;
+/// a bias knob (--mask-shape, --mask-dt, --mask-fill) a bias; --mask-form=implicit a causal mask
+/// (causal_tl or causal_br, drawn); dMask and the implicit form no padding; --dropout-property=
+/// tensor a dropout (p 0.1, a drawn seed). The parser applies it after the given values.
+void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given, const RandomDraws& draws, std::uint64_t i);
+
 /// Drops the drawn features of `p` (not those named in `given`, case-language knob names), one
 /// at a time in a fixed order (strides, dropout, padding, dMask, mask form, mask fill and dtype,
 /// scale), until validate(p) holds. Returns validate(p)'s last error, nullopt when p is valid.
