@@ -1,6 +1,7 @@
 #include "backends/strided_buffer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -102,6 +103,19 @@ std::vector<std::byte> pack_input(const TensorGeom& t, const Tensor& host, std::
 std::string describe_offset(const TensorGeom& t, std::int64_t offset) {
     return fmt::format("element offset {} ((b,h,s,d) = ({}) of dims [{}], strides [{}])", offset,
             fmt::join(t.coords_of(offset), ","), fmt::join(t.dims, ","), fmt::join(t.strides, ","));
+}
+
+std::vector<float> merged_mask_values(const Problem& p, const Tensor& bias, const std::array<std::int64_t, 4>& dims) {
+    std::vector<float> m(static_cast<std::size_t>(dims[0] * dims[1] * dims[2] * dims[3]));
+    std::size_t at = 0;
+    for (std::int64_t b = 0; b < dims[0]; ++b)
+        for (std::int64_t h = 0; h < dims[1]; ++h)
+            for (std::int64_t i = 0; i < dims[2]; ++i)
+                for (std::int64_t j = 0; j < dims[3]; ++j, ++at) {
+                    const float v = p.mask == Mask::bias ? bias.data[bias.broadcast_offset(b, h, i, j)] : 0.f;
+                    m[at] = visible(p, b, i, j) ? v : -INFINITY;
+                }
+    return m;
 }
 
 }  // namespace sdpa

@@ -31,6 +31,12 @@ Tensor gather(const TensorGeom& t, const std::byte* src, std::int64_t avail);
 /// larger buffer), every gap element kInputGapCanary, every logical element host's value (scatter).
 std::vector<std::byte> pack_input(const TensorGeom& t, const Tensor& host, std::int64_t min_elements = 0);
 
+/// The values of the one additive mask a vendor without native masks consumes, dense row-major
+/// over `dims` = [1|B, heads (1 or H_q), 1|S_q, S_kv] (merged_mask_dims(p), or a vendor's own
+/// flattening of it): the filled `bias` (broadcast; 0 without --mask=bias) where visible(p, b, i, j)
+/// holds, -inf elsewhere (causal, window and padding become explicit -inf entries).
+std::vector<float> merged_mask_values(const Problem& p, const Tensor& bias, const std::array<std::int64_t, 4>& dims);
+
 /// For messages: "element offset N ((b,h,s,d) = (0,1,3,70) of dims [1,4,32,64])".
 std::string describe_offset(const TensorGeom& t, std::int64_t offset);
 

@@ -348,7 +348,7 @@ const std::vector<Knob>& knob_table() {
                 "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
                 "property_type host_scalar) or [1] device tensors",
                 set_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
-            {"backend", backend_choices(), d.backend, "vendor backend that runs the case (or faulty:KIND, below)",
+            {"backend", backend_choices(), d.backend, "vendor backend that runs the case (or faulty:KIND, below); torch:VARIANT: PyTorch's fused SDPA variant (math, flash on the CPU; efficient, cudnn need a CUDA build), README \"PyTorch backend\"",
                 set_backend, true, explain_backend},
             {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
                 "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "

@@ -3,6 +3,7 @@
 # run checks and returns in seconds. Runs as root, or with sudo when it is available.
 #   SDPABENCH_DEPS   where the oneDNN venv goes (default /opt/sdpabench-deps)
 #   SDPABENCH_NO_PY  set to 1 to skip the Python venv for scripts/plot.py
+#   SDPABENCH_NO_TORCH  set to 1 to skip libtorch (the PyTorch backend is then not built)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,6 +51,19 @@ if { command -v nvcc >/dev/null || [ -f /usr/local/cuda/include/cuda.h ]; } && [
   test -f "$frontend_dir/include/cudnn_frontend.h"
 fi
 
+# libtorch for the PyTorch backend (--backend=torch:VARIANT): PyPI's torch wheel, pinned, without
+# its dependencies (about 540 MB to download, 1.2 GB unpacked); cmake/torch.cmake builds the plugin
+# against its torch/ folder (headers, libtorch_cpu.so, libc10.so) and nothing of Python is used.
+torch_version=2.15.0
+torch_dir="$deps/torch-$torch_version"
+if [ "${SDPABENCH_NO_TORCH:-0}" != 1 ] && [ ! -f "$torch_dir/torch/lib/libtorch_cpu.so" ]; then
+  echo "setup.sh: installing torch==$torch_version (libtorch only, --no-deps) into $torch_dir"
+  $sudo rm -rf "$torch_dir"
+  $sudo "$onednn_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      --target "$torch_dir" "torch==$torch_version"
+  test -f "$torch_dir/torch/include/ATen/ATen.h"
+fi
+
 # Python packages for scripts/plot.py (matplotlib) and scripts/compare_runs.py (SciPy's U test),
 # pinned in py-requirements.txt, in their own venv.
 setup_python_venv() {
@@ -65,4 +79,4 @@ setup_python_venv() {
 }
 [ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv
 
-echo "setup.sh: ok (oneDNN in $onednn_venv, plot venv in $deps/py)"
+echo "setup.sh: ok (oneDNN in $onednn_venv, libtorch in $torch_dir, plot venv in $deps/py)"

@@ -74,27 +74,13 @@ DType from_ldt(dnnl::graph::logical_tensor::data_type dt) {
     return DType::f32;
 }
 
-/// The additive mask the graph consumes, shaped by onednn::mask_dims (batch, flattened heads,
-/// S_q, S_kv): the filled bias (0 without one) where visible(p, b, i, j), -inf elsewhere (causal,
-/// window and padding all become explicit -inf entries).
+/// The additive mask the graph consumes, shaped by onednn::mask_dims (batch, heads flattened
+/// from the 5-D GQA form, S_q or 1, S_kv): merged_mask_values (backends/strided_buffer.hpp).
 std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
-    const auto& d = p.dims;
     const std::vector<std::int64_t> md = onednn::mask_dims(p);
-    const std::int64_t mb = md.front();
     std::int64_t mh = 1;
     for (std::size_t k = 1; k + 2 < md.size(); ++k) mh *= md[k];
-    const std::int64_t mq = md[md.size() - 2];  // S_q, or 1 for a one-row (key padding) bias
-    std::vector<float> m(static_cast<std::size_t>(mb * mh * mq * d.S_kv));
-    std::size_t at = 0;
-    for (std::int64_t b = 0; b < mb; ++b)
-        for (std::int64_t h = 0; h < mh; ++h)
-            for (std::int64_t i = 0; i < mq; ++i)
-                for (std::int64_t j = 0; j < d.S_kv; ++j, ++at) {
-                    float v = 0.f;
-                    if (p.mask == Mask::bias) v = in.bias.data[in.bias.broadcast_offset(b, h, i, j)];
-                    m[at] = visible(p, b, i, j) ? v : -INFINITY;
-                }
-    return m;
+    return merged_mask_values(p, in.bias, {md.front(), mh, md[md.size() - 2], md.back()});
 }
 
 /// The engine and stream, created once per backend on first use.

@@ -55,7 +55,7 @@ usage)
   [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
   run --backend=nonexistent b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "unknown backend on the command line: exit $rc, expected 2"
-  grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?ref\|faulty:KIND\|test:KIND; faulty kinds: faulty:causal_off_by_one" "$tmp/out" || fail "backend list missing"
+  grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?(torch:math\|torch:flash\|torch:efficient\|torch:cudnn\|)?ref\|faulty:KIND\|test:KIND; faulty kinds: faulty:causal_off_by_one" "$tmp/out" || fail "backend list missing"
   run --dt=bf8 b1hq2sq16d16
   grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"
   run

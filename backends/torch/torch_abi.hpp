@@ -1,0 +1,68 @@
+// The interface between sdpabench and its libtorch plugin (libsdpabench_torch.so, built from
+// backends/torch/torch_plugin.cpp by cmake/torch.cmake): plain structs and two C functions, so that
+// the plugin needs no sdpabench code and sdpabench needs no libtorch header. The sdpabench side
+// (backends/torch/torch_backend.cpp) decides everything a case means (which operator, which mask,
+// which scale); the plugin only wraps the caller's buffers as ATen tensors, calls the operator and
+// copies its results into the caller's output buffers.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+/// Bumped when a struct below changes; the plugin refuses a call of another version.
+inline constexpr std::int32_t kSdpaTorchAbi = 1;
+
+/// PyTorch's fused SDPA variant: the ATen operator called.
+/// math: at::_scaled_dot_product_attention_math (backward by autograd through it);
+/// flash: at::_scaled_dot_product_flash_attention_for_cpu and its _backward.
+enum SdpaTorchVariant : std::int32_t { kSdpaTorchMath = 0, kSdpaTorchFlash = 1 };
+
+/// Element types of the views (PyTorch's float, bfloat16, half).
+enum SdpaTorchDtype : std::int32_t { kSdpaTorchF32 = 0, kSdpaTorchBf16 = 1, kSdpaTorchF16 = 2 };
+
+/// A strided tensor in the caller's memory: `rank` dims and strides in elements (rank <= 4).
+/// data == nullptr: absent (no mask; an output the direction does not have).
+struct SdpaTorchView {
+    void* data = nullptr;
+    std::int32_t dtype = kSdpaTorchF32;
+    std::int32_t rank = 0;
+    std::int64_t dims[4] = {0, 0, 0, 0};
+    std::int64_t strides[4] = {0, 0, 0, 0};
+};
+
+/// One operator call. Forward: O (and, for flash, the log-sum-exp [B,H_q,S_q] f32) from Q, K, V
+/// and the optional additive attn_mask. Backward: dQ, dK, dV (and, for math with mask_grad, the
+/// mask's gradient) from dO; flash reads the given O and log-sum-exp, math recomputes its forward
+/// under autograd.
+struct SdpaTorchCall {
+    std::int32_t abi = kSdpaTorchAbi;
+    std::int32_t variant = kSdpaTorchMath;
+    std::int32_t backward = 0;
+    std::int32_t threads = 1;      ///< at::set_num_threads
+    std::int32_t is_causal = 0;    ///< the operator's is_causal
+    std::int32_t enable_gqa = 0;   ///< math's enable_gqa (H_kv < H_q)
+    std::int32_t has_scale = 0;    ///< 0: scale=None (the operator's default)
+    std::int32_t mask_grad = 0;    ///< math backward: also the attn_mask's gradient
+    double scale = 0.0;            ///< the operator's scale (multiplies QK^T) when has_scale
+    SdpaTorchView q, k, v, mask;   ///< inputs; mask.data == nullptr: attn_mask=None
+    SdpaTorchView o, d_o, lse;     ///< backward inputs (lse rank 3)
+    /// Outputs: the results are copied here (converted to each view's dtype).
+    SdpaTorchView out_o, out_lse, out_dq, out_dk, out_dv, out_dmask;
+};
+
+/// status: 0 ran; 1 PyTorch rejected the call (a c10::Error: its message, without backtrace);
+/// 2 another error. kernel_ms: host wall time of the operator call alone (CPU: synchronous),
+/// without the copies into the output views.
+struct SdpaTorchResult {
+    std::int32_t status = 2;
+    double kernel_ms = 0.0;
+    char message[2048] = {};
+};
+
+/// The plugin's entry points (dlsym names "sdpabench_torch_run", "sdpabench_torch_version").
+typedef void (*SdpaTorchRunFn)(const SdpaTorchCall* call, SdpaTorchResult* result);
+/// libtorch's version, e.g. "2.15.0".
+typedef const char* (*SdpaTorchVersionFn)();
+
+}  // extern "C"

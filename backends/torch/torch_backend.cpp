@@ -1,0 +1,334 @@
+#include "backends/torch/torch_backend.hpp"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include <omp.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/guarded_buffer.hpp"
+#include "backends/strided_buffer.hpp"
+#include "backends/torch/torch_abi.hpp"
+#include "core/geometry.hpp"
+#include "core/memory_estimate.hpp"
+
+namespace sdpa {
+
+const std::array<TorchVariantInfo, 4> kTorchVariants{{
+    {TorchVariant::math, "math", "at::_scaled_dot_product_attention_math", true,
+        "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
+        "none (the second output is the attention weights)", "autograd through the composite forward"},
+    {TorchVariant::flash, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)", true,
+        "top-left on the CPU", "native: H_kv < H_q taken as is (query head h reads key head h / (H_q / H_kv))",
+        "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row", "the fused backward, fed O and the log-sum-exp"},
+    {TorchVariant::efficient, "efficient", "at::_scaled_dot_product_efficient_attention (+ _backward)", false,
+        "CUDA only: not in this build", "CUDA only", "CUDA only ([B,H_q,S_q] padded to a multiple of 32)",
+        "CUDA only"},
+    {TorchVariant::cudnn, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)", false,
+        "CUDA only: not in this build", "CUDA only", "CUDA only ([B,H_q,S_q,1])", "CUDA only"},
+}};
+
+std::optional<TorchVariant> torch_variant(std::string_view name) {
+    for (const TorchVariantInfo& v : kTorchVariants)
+        if (v.name == name) return v.variant;
+    return std::nullopt;
+}
+
+namespace {
+
+const TorchVariantInfo& info(TorchVariant v) { return kTorchVariants[static_cast<std::size_t>(v)]; }
+
+Unsupported unimplemented(std::string reason) { return Unsupported{Status::unimplemented, std::move(reason)}; }
+
+}  // namespace
+
+std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v) {
+    const TorchVariantInfo& vi = info(v);
+    if (!vi.cpu)
+        return Unsupported{Status::skipped, fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch "
+                "plugin links libtorch's CPU library only", vi.name, vi.op)};
+    if (p.dropout)
+        return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, whose mask sdpabench "
+                "does not replicate yet", vi.name));
+    const bool stats_out = p.dir == Dir::fwd_t || p.dir == Dir::fwd_bwd;
+    if (v == TorchVariant::math && stats_out)
+        return unimplemented("torch:math returns no log-sum-exp (its second output is the attention weights): "
+                "--dir=fwd_i and --dir=bwd run on it");
+    if (v == TorchVariant::flash && p.dmask)
+        return unimplemented("torch:flash's backward returns no attn_mask gradient (--dmask runs on torch:math)");
+    TorchMapping m;
+    const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
+    const bool square = p.dims.S_q == p.dims.S_kv;
+    if (padded || p.mask == Mask::window || (p.mask == Mask::causal_br && !square))
+        m.mask = TorchMapping::MaskArg::merged;
+    else if (p.mask == Mask::bias)
+        m.mask = TorchMapping::MaskArg::bias;
+    else if (p.mask == Mask::causal_tl || p.mask == Mask::causal_br)
+        m.is_causal = true;
+    if (p.dmask && m.mask != TorchMapping::MaskArg::bias)
+        return unimplemented("--dmask on torch needs the bias as the attn_mask itself (no padding)");
+    m.mask_grad = p.dmask;
+    if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
+        m.scale = std::nullopt;  // the operator's default, 1/sqrt(D_qk): what sdpabench's default is
+    } else {
+        const double s = scale_tensor_value(p);
+        m.scale = p.scale_op == ScaleOp::mul ? s : 1.0 / s;
+    }
+    m.enable_gqa = v == TorchVariant::math && p.dims.H_kv != p.dims.H_q;
+    return m;
+}
+
+namespace {
+
+/// The plugin's entry points, loaded once per process on first use.
+struct TorchPlugin {
+    SdpaTorchRunFn run = nullptr;
+    SdpaTorchVersionFn version = nullptr;
+    std::string path;   ///< where it was loaded from
+    std::string error;  ///< why it is not loaded (every place tried)
+};
+
+/// Looks for libsdpabench_torch.so in $SDPABENCH_TORCH_PLUGIN, next to the executable, then in
+/// the folder above it (the test programs in build/PRESET/tests); dlopen with RTLD_LOCAL, so that
+/// libtorch's symbols stay out of the process's global namespace.
+const TorchPlugin& torch_plugin() {
+    static const TorchPlugin plugin = [] {
+        TorchPlugin pl;
+        std::vector<std::filesystem::path> tried;
+        if (const char* env = std::getenv("SDPABENCH_TORCH_PLUGIN"); env && *env) {
+            tried.emplace_back(env);
+        } else {
+            std::error_code ec;
+            const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+            if (!ec) {
+                tried.push_back(exe.parent_path() / "libsdpabench_torch.so");
+                tried.push_back(exe.parent_path().parent_path() / "libsdpabench_torch.so");
+            }
+        }
+        std::vector<std::string> why;
+        for (const auto& path : tried) {
+            if (!std::filesystem::exists(path)) {
+                why.push_back(fmt::format("{}: not found", path.string()));
+                continue;
+            }
+            void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                why.push_back(dlerror());
+                continue;
+            }
+            pl.run = reinterpret_cast<SdpaTorchRunFn>(dlsym(h, "sdpabench_torch_run"));
+            pl.version = reinterpret_cast<SdpaTorchVersionFn>(dlsym(h, "sdpabench_torch_version"));
+            if (pl.run && pl.version) {
+                pl.path = path.string();
+                return pl;
+            }
+            why.push_back(fmt::format("{}: no sdpabench_torch_run/sdpabench_torch_version", path.string()));
+            pl.run = nullptr;
+            pl.version = nullptr;
+        }
+        pl.error = fmt::format("the PyTorch plugin libsdpabench_torch.so could not be loaded ({}); it is built when "
+                "scripts/setup.sh has installed libtorch", fmt::join(why, "; "));
+        return pl;
+    }();
+    return plugin;
+}
+
+SdpaTorchDtype torch_dtype(ElemType t) {
+    return t == ElemType::bf16 ? kSdpaTorchBf16 : t == ElemType::f16 ? kSdpaTorchF16 : kSdpaTorchF32;
+}
+
+/// A view of `t`'s buffer at `data` with its geometry's dims and strides, the first `rank` of them.
+SdpaTorchView view(void* data, const TensorGeom& t, int rank = 4) {
+    SdpaTorchView v;
+    v.data = data;
+    v.dtype = torch_dtype(t.type);
+    v.rank = rank;
+    for (int k = 0; k < rank; ++k) {
+        v.dims[k] = t.dims[static_cast<std::size_t>(k)];
+        v.strides[k] = t.strides[static_cast<std::size_t>(k)];
+    }
+    return v;
+}
+
+/// Strided inputs, the merged mask, guarded outputs, and the call that runs between them.
+class TorchPlan final : public Plan {
+public:
+    TorchPlan(const Problem& p, const SdpaInputs& in, TorchVariant v, const TorchMapping& m, SdpaTorchRunFn run)
+        : p_(p), geo_(geometry(p)), v_(v), m_(m), run_(run) {
+        for (const TensorGeom* t : geo_.inputs())
+            if (const Tensor* x = in.of(t->role); x && !x->empty()) inputs_[t->role] = pack_input(*t, *x);
+        for (const TensorGeom* t : geo_.outputs()) outputs_.emplace(t->role, GuardedBuffer(*t));
+        if (m_.mask == TorchMapping::MaskArg::merged) {
+            const std::vector<std::int64_t> md = merged_mask_dims(p);
+            mask_geom_.role = Role::bias;
+            mask_geom_.type = elem_type(mask_dtype(p));
+            std::copy(md.begin(), md.end(), mask_geom_.dims.begin());
+            const std::vector<std::int64_t> st = dense_strides(md);
+            std::copy(st.begin(), st.end(), mask_geom_.strides.begin());
+            Tensor mask(mask_geom_.dims, mask_dtype(p));
+            mask.data = merged_mask_values(p, in.bias, mask_geom_.dims);
+            merged_ = pack_input(mask_geom_, mask);
+        }
+    }
+
+    void execute() override {
+        SdpaTorchCall c;
+        c.variant = v_ == TorchVariant::flash ? kSdpaTorchFlash : kSdpaTorchMath;
+        c.backward = p_.dir == Dir::bwd ? 1 : 0;
+        c.threads = omp_get_max_threads();
+        c.is_causal = m_.is_causal;
+        c.enable_gqa = m_.enable_gqa;
+        c.mask_grad = m_.mask_grad;
+        c.has_scale = m_.scale.has_value();
+        c.scale = m_.scale.value_or(0.0);
+        c.q = in_view(Role::Q);
+        c.k = in_view(Role::K);
+        c.v = in_view(Role::V);
+        if (m_.mask == TorchMapping::MaskArg::bias) c.mask = in_view(Role::bias);
+        if (m_.mask == TorchMapping::MaskArg::merged) c.mask = view(merged_.data(), mask_geom_);
+        if (c.backward) {
+            c.o = in_view(Role::O);
+            c.d_o = in_view(Role::dO);
+            c.lse = in_view(Role::stats, 3);
+        }
+        c.out_o = out_view(Role::O);
+        c.out_lse = out_view(Role::stats, 3);
+        c.out_dq = out_view(Role::dQ);
+        c.out_dk = out_view(Role::dK);
+        c.out_dv = out_view(Role::dV);
+        c.out_dmask = out_view(Role::dMask);
+        SdpaTorchResult r;
+        run_(&c, &r);
+        if (r.status == 1)
+            throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", info(v_).op, r.message));
+        if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", info(v_).op, r.message));
+        kernel_ms_ = r.kernel_ms;
+    }
+
+    /// The operator call alone (host clock; the CPU operators are synchronous), without the copies
+    /// of its results into the guarded buffers.
+    double execute_timed_ms() override {
+        execute();
+        return kernel_ms_;
+    }
+
+    void poison_outputs() override {
+        for (auto& [role, buf] : outputs_) buf.poison();
+    }
+
+    SdpaOutputs read_outputs() override {
+        SdpaOutputs out;
+        for (auto& [role, buf] : outputs_) {
+            const Output o = *output_of(role);
+            out.of(o) = buf.read();
+            out.integrity_of(o) = buf.check();
+        }
+        return out;
+    }
+
+    std::vector<std::string> notes() const override {
+        const char* mask = m_.mask == TorchMapping::MaskArg::bias     ? "the bias"
+                           : m_.mask == TorchMapping::MaskArg::merged ? "a merged 0/-inf mask"
+                                                                      : "None";
+        return {fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}; PyTorch allocates its outputs, "
+                "sdpabench copies them into its guarded buffers", info(v_).op, m_.is_causal ? "True" : "False", mask,
+                m_.scale ? fmt::format("{}", *m_.scale) : std::string("None"), m_.enable_gqa ? " enable_gqa=True" : "",
+                m_.mask_grad ? " (with the attn_mask gradient)" : "")};
+    }
+
+private:
+    SdpaTorchView in_view(Role r, int rank = 4) {
+        const auto it = inputs_.find(r);
+        return it == inputs_.end() ? SdpaTorchView{} : view(it->second.data(), geo_.at(r), rank);
+    }
+    SdpaTorchView out_view(Role r, int rank = 4) {
+        const auto it = outputs_.find(r);
+        return it == outputs_.end() ? SdpaTorchView{} : view(it->second.data(), geo_.at(r), rank);
+    }
+
+    Problem p_;
+    Geometry geo_;
+    TorchVariant v_;
+    TorchMapping m_;
+    SdpaTorchRunFn run_;
+    std::map<Role, std::vector<std::byte>> inputs_;
+    std::map<Role, GuardedBuffer> outputs_;
+    TensorGeom mask_geom_;
+    std::vector<std::byte> merged_;
+    double kernel_ms_ = 0.0;
+};
+
+class TorchBackend final : public Backend {
+public:
+    explicit TorchBackend(TorchVariant v) : v_(v), name_(fmt::format("torch:{}", info(v).name)) {}
+
+    std::string_view name() const override { return name_; }
+
+    std::string version() const override {
+        const TorchVariantInfo& vi = info(v_);
+        if (!vi.cpu) return fmt::format("{}: {}, not in this build (CUDA only; the plugin links libtorch_cpu)", name_, vi.op);
+        const TorchPlugin& pl = torch_plugin();
+        if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, vi.op, pl.error);
+        return fmt::format("{}: libtorch {} (built against {}), {}, CPU, plugin {}", name_, pl.version(),
+                SDPABENCH_TORCH_VERSION, vi.op, pl.path);
+    }
+
+    /// The libtorch the plugin was built against (known without loading it: the run context asks
+    /// every backend, and loading libtorch costs a fifth of a second).
+    std::string library_version() const override { return SDPABENCH_TORCH_VERSION; }
+
+    /// flash writes 0 as the log-sum-exp of a fully masked row (math has no log-sum-exp).
+    Conventions conventions() const override { return Conventions{0.0f}; }
+
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
+        (void)threads;
+        const Dims& d = p.dims;
+        const double scores = double(d.B) * double(d.H_q) * double(d.S_q) * double(d.S_kv);
+        std::vector<MemoryItem> items{{"PyTorch backend: its strided input and guarded output buffers",
+                vendor_buffer_bytes(p)},
+            {"PyTorch backend: the outputs PyTorch allocates before they are copied", vendor_buffer_bytes(p)}};
+        if (const std::vector<std::int64_t> md = merged_mask_dims(p); !md.empty())
+            items.push_back({"PyTorch backend: the merged mask", double(md[0]) * double(md[1]) * double(md[2]) *
+                    double(md[3]) * double(size_of(elem_type(mask_dtype(p))))});
+        if (v_ == TorchVariant::math)  // scores, weights and the masked scores; autograd keeps and doubles them
+            items.push_back({"PyTorch math: S_q x S_kv score matrices per head (f32)",
+                    scores * 4.0 * (p.dir == Dir::bwd ? 6.0 : 3.0)});
+        return items;
+    }
+
+    std::optional<Unsupported> support(const Problem& p) const override {
+        auto m = torch_mapping(p, v_);
+        if (auto* u = std::get_if<Unsupported>(&m)) return *u;
+        if (!torch_plugin().run) return Unsupported{Status::skipped, torch_plugin().error};
+        return std::nullopt;
+    }
+
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        auto m = torch_mapping(p, v_);
+        if (auto* u = std::get_if<Unsupported>(&m)) throw BackendError(u->status, u->reason);
+        const TorchPlugin& pl = torch_plugin();
+        if (!pl.run) throw BackendError(Status::skipped, pl.error);
+        return std::make_unique<TorchPlan>(p, in, v_, std::get<TorchMapping>(m), pl.run);
+    }
+
+private:
+    TorchVariant v_;
+    std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_torch_backend(std::string_view name) {
+    if (name.rfind("torch:", 0) != 0) return nullptr;
+    const auto v = torch_variant(name.substr(6));
+    return v ? std::make_unique<TorchBackend>(*v) : nullptr;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,131 @@
+// How the PyTorch backend maps a case onto each variant's operator arguments (backends/torch/
+// torch_backend.hpp torch_mapping), checked without libtorch: is_causal only for top-left causal
+// masks, an explicit merged mask for what is_causal cannot say, scale=None exactly for the f32
+// default, enable_gqa for math only, and the reasons a variant cannot run a case. Also the merged
+// mask's values (backends/strided_buffer.hpp), which the oneDNN backend shares.
+#include "backends/torch/torch_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/strided_buffer.hpp"
+
+namespace sdpa {
+namespace {
+
+Problem make(const char* desc, Dir dir = Dir::fwd_t, Mask mask = Mask::none) {
+    Problem p;
+    std::string err;
+    p.dims = *parse_descriptor(desc, nullptr, &err);
+    p.dir = dir;
+    p.mask = mask;
+    return p;
+}
+
+TorchMapping mapped(const Problem& p, TorchVariant v) {
+    auto m = torch_mapping(p, v);
+    if (auto* u = std::get_if<Unsupported>(&m)) ADD_FAILURE() << "unsupported: " << u->reason;
+    return std::get<TorchMapping>(m);
+}
+
+Unsupported refused(const Problem& p, TorchVariant v) {
+    auto m = torch_mapping(p, v);
+    EXPECT_TRUE(std::holds_alternative<Unsupported>(m));
+    return std::holds_alternative<Unsupported>(m) ? std::get<Unsupported>(m) : Unsupported{};
+}
+
+TEST(TorchMapping, CausalMasksUseIsCausalOnlyWhenTopLeftHolds) {
+    using MaskArg = TorchMapping::MaskArg;
+    for (TorchVariant v : {TorchVariant::math, TorchVariant::flash}) {
+        const Dir dir = v == TorchVariant::math ? Dir::fwd_i : Dir::fwd_t;
+        EXPECT_TRUE(mapped(make("b1hq2sq8skv16d8", dir, Mask::causal_tl), v).is_causal);
+        EXPECT_TRUE(mapped(make("b1hq2sq16skv8d8", dir, Mask::causal_tl), v).is_causal);
+        // Bottom-right equals top-left only for S_q == S_kv.
+        EXPECT_TRUE(mapped(make("b1hq2sq8d8", dir, Mask::causal_br), v).is_causal);
+        const TorchMapping br = mapped(make("b1hq2sq8skv16d8", dir, Mask::causal_br), v);
+        EXPECT_FALSE(br.is_causal);
+        EXPECT_EQ(br.mask, MaskArg::merged);
+        EXPECT_EQ(mapped(make("b1hq2sq8d8", dir, Mask::none), v), TorchMapping{});
+        Problem w = make("b1hq2sq8d8", dir, Mask::window);
+        w.window_left = 2;
+        EXPECT_EQ(mapped(w, v).mask, MaskArg::merged);
+        Problem bias = make("b2hq2sq8d8", dir, Mask::bias);
+        EXPECT_EQ(mapped(bias, v).mask, MaskArg::bias);
+        bias.seq_len_kv = {8, 5};  // padding: one merged mask, the bias included
+        EXPECT_EQ(mapped(bias, v).mask, MaskArg::merged);
+        Problem pad = make("b2hq2sq8d8", dir, Mask::causal_tl);
+        pad.seq_len_q = {3, 8};
+        const TorchMapping pm = mapped(pad, v);
+        EXPECT_FALSE(pm.is_causal);
+        EXPECT_EQ(pm.mask, MaskArg::merged);
+    }
+}
+
+TEST(TorchMapping, ScaleIsNoneExactlyForTheF32Default) {
+    Problem p = make("b1hq2sq8dqk64dv16", Dir::bwd);
+    EXPECT_FALSE(mapped(p, TorchVariant::math).scale.has_value());  // PyTorch's 1/sqrt(D_qk)
+    p.scale = 0.5f;
+    EXPECT_EQ(mapped(p, TorchVariant::math).scale, 0.5);
+    p.scale_op = ScaleOp::div;
+    EXPECT_EQ(mapped(p, TorchVariant::math).scale, 2.0);  // S = QK^T / 0.5
+    Problem bf = make("b1hq2sq8d64", Dir::bwd);
+    bf.dt = DType::bf16;  // the scale tensor is bf16: its rounded value, not PyTorch's exact default
+    ASSERT_TRUE(mapped(bf, TorchVariant::flash).scale.has_value());
+    EXPECT_EQ(*mapped(bf, TorchVariant::flash).scale, double(scale_tensor_value(bf)));
+    bf.scale_dt = DType::f32;
+    EXPECT_FALSE(mapped(bf, TorchVariant::flash).scale.has_value());
+}
+
+TEST(TorchMapping, GqaFlagForMathOnlyAndMaskGradient) {
+    const Problem gqa = make("b1hq8hkv2sq8d8", Dir::bwd);
+    EXPECT_TRUE(mapped(gqa, TorchVariant::math).enable_gqa);
+    EXPECT_FALSE(mapped(gqa, TorchVariant::flash).enable_gqa);  // flash groups H_kv < H_q natively
+    EXPECT_FALSE(mapped(make("b1hq8sq8d8", Dir::bwd), TorchVariant::math).enable_gqa);
+    Problem dm = make("b2hq2sq8d8", Dir::bwd, Mask::bias);
+    dm.dmask = true;
+    EXPECT_TRUE(mapped(dm, TorchVariant::math).mask_grad);
+    EXPECT_EQ(refused(dm, TorchVariant::flash).status, Status::unimplemented);
+}
+
+TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
+    const Unsupported gpu = refused(make("b1hq2sq8d8"), TorchVariant::efficient);
+    EXPECT_EQ(gpu.status, Status::skipped);
+    EXPECT_NE(gpu.reason.find("CUDA GPU"), std::string::npos);
+    EXPECT_EQ(refused(make("b1hq2sq8d8"), TorchVariant::cudnn).status, Status::skipped);
+    const Unsupported lse = refused(make("b1hq2sq8d8", Dir::fwd_t), TorchVariant::math);
+    EXPECT_EQ(lse.status, Status::unimplemented);
+    EXPECT_NE(lse.reason.find("no log-sum-exp"), std::string::npos);
+    EXPECT_EQ(refused(make("b1hq2sq8d8", Dir::fwd_bwd), TorchVariant::math).status, Status::unimplemented);
+    Problem drop = make("b1hq2sq8d8", Dir::bwd);
+    drop.dropout = Dropout{0.1f, 1, 1};
+    EXPECT_EQ(refused(drop, TorchVariant::flash).status, Status::unimplemented);
+    // D_qk != D_v is left to PyTorch (flash rejects it with its own message when it runs).
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(make("b1hq2sq8dqk16dv8"), TorchVariant::flash)));
+    EXPECT_EQ(torch_variant("flash"), TorchVariant::flash);
+    EXPECT_EQ(torch_variant("flashy"), std::nullopt);
+    EXPECT_EQ(make_torch_backend("torch:nope"), nullptr);
+    EXPECT_EQ(make_torch_backend("math"), nullptr);
+    ASSERT_NE(make_torch_backend("torch:cudnn"), nullptr);
+    EXPECT_EQ(make_torch_backend("torch:cudnn")->name(), "torch:cudnn");
+}
+
+TEST(MergedMask, BiasWhereVisibleMinusInfinityElsewhere) {
+    Problem p = make("b2hq2sq3skv4d8", Dir::fwd_t, Mask::bias);
+    p.bias_shape = BiasShape::b;
+    p.seq_len_kv = {4, 2};
+    Tensor bias({2, 1, 3, 4}, DType::f32);
+    for (std::size_t i = 0; i < bias.size(); ++i) bias.data[i] = -float(i);
+    const std::vector<float> m = merged_mask_values(p, bias, {2, 2, 3, 4});
+    ASSERT_EQ(m.size(), 2u * 2 * 3 * 4);
+    auto at = [&](int b, int h, int i, int j) { return m[((b * 2 + h) * 3 + i) * 4 + j]; };
+    EXPECT_EQ(at(0, 1, 2, 3), bias.at(0, 0, 2, 3));  // heads broadcast from the bias's 1
+    EXPECT_EQ(at(1, 0, 1, 1), bias.at(1, 0, 1, 1));
+    EXPECT_TRUE(std::isinf(at(1, 0, 1, 2)) && at(1, 0, 1, 2) < 0);  // key 2 past batch 1's length 2
+    Problem c = make("b1hq1sq2skv3d8", Dir::fwd_t, Mask::causal_br);
+    const std::vector<float> cm = merged_mask_values(c, Tensor{}, {1, 1, 2, 3});
+    EXPECT_EQ(cm, (std::vector<float>{0.f, 0.f, -INFINITY, 0.f, 0.f, 0.f}));  // j <= i + 1
+}
+
+}  // namespace
+}  // namespace sdpa
