@@ -11,15 +11,15 @@
 extern "C" {
 
 /// Bumped when a struct below changes; the plugin refuses a call of another version.
-inline constexpr std::int32_t kSdpaTorchAbi = 1;
+inline constexpr std::int32_t kSdpaTorchAbi = 2;
 
 /// PyTorch's fused SDPA variant: the ATen operator called.
 /// math: at::_scaled_dot_product_attention_math (backward by autograd through it);
 /// flash: at::_scaled_dot_product_flash_attention_for_cpu and its _backward.
 enum SdpaTorchVariant : std::int32_t { kSdpaTorchMath = 0, kSdpaTorchFlash = 1 };
 
-/// Element types of the views (PyTorch's float, bfloat16, half).
-enum SdpaTorchDtype : std::int32_t { kSdpaTorchF32 = 0, kSdpaTorchBf16 = 1, kSdpaTorchF16 = 2 };
+/// Element types of the views (PyTorch's float, bfloat16, half, bool).
+enum SdpaTorchDtype : std::int32_t { kSdpaTorchF32 = 0, kSdpaTorchBf16 = 1, kSdpaTorchF16 = 2, kSdpaTorchBool = 3 };
 
 /// A strided tensor in the caller's memory: `rank` dims and strides in elements (rank <= 4).
 /// data == nullptr: absent (no mask; an output the direction does not have).
@@ -45,7 +45,9 @@ struct SdpaTorchCall {
     std::int32_t has_scale = 0;    ///< 0: scale=None (the operator's default)
     std::int32_t mask_grad = 0;    ///< math backward: also the attn_mask's gradient
     double scale = 0.0;            ///< the operator's scale (multiplies QK^T) when has_scale
+    double dropout_p = 0.0;        ///< math's dropout_p, with dropout_mask the keep flags it applies
     SdpaTorchView q, k, v, mask;   ///< inputs; mask.data == nullptr: attn_mask=None
+    SdpaTorchView dropout_mask;    ///< math: bool [B,H_q,S_q,S_kv], true where kept (data == nullptr: none)
     SdpaTorchView o, d_o, lse;     ///< backward inputs (lse rank 3)
     /// Outputs: the results are copied here (converted to each view's dtype).
     SdpaTorchView out_o, out_lse, out_dq, out_dk, out_dv, out_dmask;

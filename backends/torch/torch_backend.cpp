@@ -24,7 +24,8 @@ namespace sdpa {
 const std::array<TorchVariantInfo, 4> kTorchVariants{{
     {TorchVariant::math, "math", "at::_scaled_dot_product_attention_math", true,
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
-        "none (the second output is the attention weights)", "autograd through the composite forward"},
+        "none (the second output is the attention weights)",
+        "autograd through the composite forward; dropout with the keep mask it is given (dropout_mask)"},
     {TorchVariant::flash, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)", true,
         "top-left on the CPU", "native: H_kv < H_q taken as is (query head h reads key head h / (H_q / H_kv))",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row", "the fused backward, fed O and the log-sum-exp"},
@@ -54,9 +55,9 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     if (!vi.cpu)
         return Unsupported{Status::skipped, fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch "
                 "plugin links libtorch's CPU library only", vi.name, vi.op)};
-    if (p.dropout)
-        return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, whose mask sdpabench "
-                "does not replicate yet", vi.name));
+    if (p.dropout && v != TorchVariant::math)
+        return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, which sdpabench does "
+                "not replicate, and the operator takes no mask (torch:math takes one: --dropout runs there)", vi.name));
     const bool stats_out = p.dir == Dir::fwd_t || p.dir == Dir::fwd_bwd;
     if (v == TorchVariant::math && stats_out)
         return unimplemented("torch:math returns no log-sum-exp (its second output is the attention weights): "
@@ -160,8 +161,18 @@ SdpaTorchView view(void* data, const TensorGeom& t, int rank = 4) {
 /// Strided inputs, the merged mask, guarded outputs, and the call that runs between them.
 class TorchPlan final : public Plan {
 public:
-    TorchPlan(const Problem& p, const SdpaInputs& in, TorchVariant v, const TorchMapping& m, SdpaTorchRunFn run)
+    TorchPlan(const Problem& p, const SdpaInputs& in, TorchVariant v, const TorchMapping& m, SdpaTorchRunFn run,
+            const DropoutMask* keep)
         : p_(p), geo_(geometry(p)), v_(v), m_(m), run_(run) {
+        if (keep) {  // the keep flags math applies: dense bool [B,H_q,S_q,S_kv]
+            const Dims& d = p.dims;
+            keep_.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv));
+            std::size_t at = 0;
+            for (std::int64_t b = 0; b < d.B; ++b)
+                for (std::int64_t h = 0; h < d.H_q; ++h)
+                    for (std::int64_t i = 0; i < d.S_q; ++i, at += static_cast<std::size_t>(d.S_kv))
+                        keep->keep_row(b, h, i, 0, d.S_kv, keep_.data() + at);
+        }
         for (const TensorGeom* t : geo_.inputs())
             if (const Tensor* x = in.of(t->role); x && !x->empty()) inputs_[t->role] = pack_input(*t, *x);
         for (const TensorGeom* t : geo_.outputs()) outputs_.emplace(t->role, GuardedBuffer(*t));
@@ -193,6 +204,12 @@ public:
         c.v = in_view(Role::V);
         if (m_.mask == TorchMapping::MaskArg::bias) c.mask = in_view(Role::bias);
         if (m_.mask == TorchMapping::MaskArg::merged) c.mask = view(merged_.data(), mask_geom_);
+        if (!keep_.empty()) {
+            const Dims& d = p_.dims;
+            c.dropout_p = p_.dropout->p;
+            c.dropout_mask = SdpaTorchView{keep_.data(), kSdpaTorchBool, 4, {d.B, d.H_q, d.S_q, d.S_kv},
+                    {d.H_q * d.S_q * d.S_kv, d.S_q * d.S_kv, d.S_kv, 1}};
+        }
         if (c.backward) {
             c.o = in_view(Role::O);
             c.d_o = in_view(Role::dO);
@@ -262,6 +279,7 @@ private:
     std::map<Role, GuardedBuffer> outputs_;
     TensorGeom mask_geom_;
     std::vector<std::byte> merged_;
+    std::vector<std::uint8_t> keep_;  ///< dropout keep flags (bool bytes), empty without dropout
     double kernel_ms_ = 0.0;
 };
 
@@ -287,6 +305,12 @@ public:
     /// flash writes 0 as the log-sum-exp of a fully masked row (math has no log-sum-exp).
     Conventions conventions() const override { return Conventions{0.0f}; }
 
+    /// math applies the mask it is given (its dropout_mask argument, "for testing purposes" in
+    /// PyTorch's words): sdpabench's own generator, as the ref and cuDNN backends use.
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override {
+        return v_ == TorchVariant::math && p.dropout ? ref_dropout_mask(p) : nullptr;
+    }
+
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
         (void)threads;
         const Dims& d = p.dims;
@@ -297,6 +321,8 @@ public:
         if (const std::vector<std::int64_t> md = merged_mask_dims(p); !md.empty())
             items.push_back({"PyTorch backend: the merged mask", double(md[0]) * double(md[1]) * double(md[2]) *
                     double(md[3]) * double(size_of(elem_type(mask_dtype(p))))});
+        if (p.dropout)
+            items.push_back({"PyTorch backend: the dropout keep mask (bool)", scores});
         if (v_ == TorchVariant::math)  // scores, weights and the masked scores; autograd keeps and doubles them
             items.push_back({"PyTorch math: S_q x S_kv score matrices per head (f32)",
                     scores * 4.0 * (p.dir == Dir::bwd ? 6.0 : 3.0)});
@@ -315,7 +341,8 @@ public:
         if (auto* u = std::get_if<Unsupported>(&m)) throw BackendError(u->status, u->reason);
         const TorchPlugin& pl = torch_plugin();
         if (!pl.run) throw BackendError(Status::skipped, pl.error);
-        return std::make_unique<TorchPlan>(p, in, v_, std::get<TorchMapping>(m), pl.run);
+        const std::shared_ptr<const DropoutMask> keep = dropout_mask(p);
+        return std::make_unique<TorchPlan>(p, in, v_, std::get<TorchMapping>(m), pl.run, keep.get());
     }
 
 private:

@@ -22,7 +22,7 @@
 namespace {
 
 at::ScalarType scalar_type(std::int32_t dt) {
-    return dt == kSdpaTorchBf16 ? at::kBFloat16 : dt == kSdpaTorchF16 ? at::kHalf : at::kFloat;
+    return dt == kSdpaTorchBf16 ? at::kBFloat16 : dt == kSdpaTorchF16 ? at::kHalf : dt == kSdpaTorchBool ? at::kBool : at::kFloat;
 }
 
 /// The caller's memory as a tensor (no copy); nullopt for an absent view.
@@ -52,6 +52,7 @@ void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
     at::set_num_threads(c.threads > 0 ? c.threads : 1);
     const at::Tensor q = need(c.q, "Q"), k = need(c.k, "K"), v = need(c.v, "V");
     const std::optional<at::Tensor> mask = wrap(c.mask);
+    const std::optional<at::Tensor> keep = wrap(c.dropout_mask);  // math: PyTorch applies it for dropout_p > 0
     const std::optional<double> scale = c.has_scale ? std::optional<double>(c.scale) : std::nullopt;
     const bool causal = c.is_causal != 0;
     using clock = std::chrono::steady_clock;
@@ -64,7 +65,7 @@ void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
             deliver(o, c.out_o, "O");
             deliver(lse, c.out_lse, "the log-sum-exp");
         } else {
-            auto [o, weights] = at::_scaled_dot_product_attention_math(q, k, v, mask, 0.0, causal, std::nullopt, scale,
+            auto [o, weights] = at::_scaled_dot_product_attention_math(q, k, v, mask, c.dropout_p, causal, keep, scale,
                     c.enable_gqa != 0);
             stop();
             deliver(o, c.out_o, "O");
@@ -88,7 +89,7 @@ void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
     std::optional<at::Tensor> ma;
     if (mask) ma = c.mask_grad ? mask->detach().requires_grad_(true) : *mask;
     t0 = clock::now();
-    auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, 0.0, causal, std::nullopt, scale,
+    auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, c.dropout_p, causal, keep, scale,
             c.enable_gqa != 0);
     std::vector<at::Tensor> wrt{qa, ka, va};
     if (c.mask_grad && ma) wrt.push_back(*ma);

@@ -100,6 +100,10 @@ TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
     Problem drop = make("b1hq2sq8d8", Dir::bwd);
     drop.dropout = Dropout{0.1f, 1, 1};
     EXPECT_EQ(refused(drop, TorchVariant::flash).status, Status::unimplemented);
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(drop, TorchVariant::math)));  // its dropout_mask
+    ASSERT_NE(make_torch_backend("torch:math"), nullptr);
+    EXPECT_NE(make_torch_backend("torch:math")->dropout_mask(drop), nullptr);
+    EXPECT_EQ(make_torch_backend("torch:flash")->dropout_mask(drop), nullptr);
     // D_qk != D_v is left to PyTorch (flash rejects it with its own message when it runs).
     EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(make("b1hq2sq8dqk16dv8"), TorchVariant::flash)));
     EXPECT_EQ(torch_variant("flash"), TorchVariant::flash);
