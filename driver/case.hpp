@@ -32,7 +32,7 @@ struct Case {
     Problem prb;
     std::string backend{kDefaultBackend};
     Mode mode = Mode::C;
-    std::string where;
+    std::string where;  ///< "FILE:LINE:COL" of the token that made it, "" from the command line
     /// Imported graph (--case=FILE.json, graph/json_import.hpp): the file as given
     /// (relative to the current directory), empty for descriptor cases. prb was derived from it.
     std::string graph_file;

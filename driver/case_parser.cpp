@@ -391,7 +391,10 @@ struct Loc {
     std::size_t line = 0, col = 0;
 
     bool command_line() const { return file.empty(); }
+    /// "FILE:LINE" (the id of a line that did not parse), or "command line".
     std::string where() const { return command_line() ? "command line" : fmt::format("{}:{}", file, line); }
+    /// "FILE:LINE:COL" of a case from a file (the prefix of its validation errors), "" on the command line.
+    std::string position() const { return command_line() ? std::string() : fmt::format("{}:{}:{}", file, line, col); }
 };
 
 /// Splits `line` at whitespace into (token, 1-based column) pairs.
@@ -495,6 +498,10 @@ public:
                 }
                 if (!ok) {
                     v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                    if (v.starts_with("window:") && comma != value.npos) {  // the whole window:L,R that was meant
+                        const std::size_t next = value.find(',', comma + 1);
+                        v = value.substr(pos, next == value.npos ? value.npos : next - pos);
+                    }
                     if (table[k].explain)
                         if (std::string why = table[k].explain(v); !why.empty()) return error(loc, why);
                     return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
@@ -547,6 +554,7 @@ public:
         std::string line;
         for (std::size_t n = 1; std::getline(in, line); ++n) {
             std::string_view text = line;
+            if (n == 1 && text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
             if (const auto hash = text.find('#'); hash != text.npos) text = text.substr(0, hash);
             for (const auto& [tok, col] : split_tokens(text)) {
                 const bool lone = tok == "\\";
@@ -718,7 +726,7 @@ private:
                 if (!imp.prb->dropout) c.graph_dropout.reset();
                 c.prb = std::move(*imp.prb);
                 c.graph_file = shown;
-                c.where = loc.where();
+                c.where = loc.position();
                 entries.push_back(CaseEntry{std::move(c), {}, false});
             } else {
                 CaseEntry e;
@@ -835,7 +843,7 @@ private:
                     continue;
                 }
                 canonicalize_layouts(p);
-                c.where = loc.where();
+                c.where = loc.position();
                 std::vector<std::size_t> idx(run_k.size(), 0);
                 while (true) {  // the run knobs' cross product
                     Case run = c;
@@ -885,7 +893,7 @@ private:
             if (c.prb.mask != Mask::bias) c.prb.bias_shape = Problem{}.bias_shape;
             if (c.prb.mask != Mask::bias) c.prb.mask_fill = Problem{}.mask_fill;
             canonicalize_layouts(c.prb);  // one spelling per geometry, so the repro parses back equal
-            c.where = loc.where();
+            c.where = loc.position();
             entries.push_back(CaseEntry{std::move(c), {}, false});
             std::size_t k = table.size();
             while (k > 0 && ++idx[k - 1] == st[k - 1].size()) idx[--k] = 0;

@@ -259,9 +259,9 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
 void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing,
         const RunLimits& limits) {
     const Problem& p = c.prb;
-    if (auto err = validate(p)) {
+    if (auto err = validate(p)) {  // named where the case came from, like the parser's errors
         r.status = Status::invalid_arguments;
-        r.reason = *err;
+        r.reason = c.where.empty() ? *err : fmt::format("{}: error: {}", c.where, *err);
         return;
     }
     r.flops = flops(p);

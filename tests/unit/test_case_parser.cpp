@@ -130,7 +130,7 @@ TEST(CaseParser, CrossProductCountAndOrder) {
         EXPECT_EQ(cs[i].prb.dir, dirs[i % 6]) << i;
         EXPECT_EQ(cs[i].prb.dt, dts[i % 6]) << i;
         EXPECT_EQ(cs[i].prb.dims.B, i < 6 ? 1 : 2) << i;
-        EXPECT_EQ(cs[i].where, "command line");
+        EXPECT_EQ(cs[i].where, "");  // no file position on the command line
     }
 }
 
@@ -300,13 +300,24 @@ TEST_F(TempDir, FileCommentsBlankLinesAndWhere) {
     ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
     const auto cs = cases_of(es);
     ASSERT_EQ(cs.size(), 3u);
-    EXPECT_EQ(cs[0].where, f + ":4");
+    EXPECT_EQ(cs[0].where, f + ":4:2");  // FILE:LINE:COL of the descriptor
     EXPECT_EQ(cs[1].prb.name, "two");
-    EXPECT_EQ(cs[1].where, f + ":4");
-    EXPECT_EQ(cs[2].where, f + ":6");
+    EXPECT_EQ(cs[1].where, f + ":4:13");
+    EXPECT_EQ(cs[2].where, f + ":6:11");
     EXPECT_EQ(cs[2].prb.dims.S_q, 16);
     EXPECT_EQ(cs[2].prb.dir, Dir::bwd);
     for (const Case& c : cs) EXPECT_EQ(c.prb.dt, DType::bf16);
+}
+
+TEST_F(TempDir, ByteOrderMarkIsIgnored) {
+    // Editors on Windows start UTF-8 files with EF BB BF: it must not become part of the first knob.
+    const std::string f = write("bom.cases", "\xEF\xBB\xBF--dir=bwd b1hq1sq4d8\n");
+    const auto es = parse_cases({"--batch=" + f});
+    ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
+    const auto cs = cases_of(es);
+    ASSERT_EQ(cs.size(), 1u);
+    EXPECT_EQ(cs[0].prb.dir, Dir::bwd);
+    EXPECT_EQ(cs[0].where, f + ":1:11");  // columns count from after the mark
 }
 
 TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
@@ -315,11 +326,11 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
     const auto es = parse_cases({"--batch=" + f});
     ASSERT_EQ(es.size(), 3u);
     ASSERT_TRUE(es[0].c && es[2].c);
-    EXPECT_EQ(es[0].c->where, f + ":1");
+    EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
     EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
-    EXPECT_EQ(es[2].c->where, f + ":3");
+    EXPECT_EQ(es[2].c->where, f + ":3:1");
 
     // Line 2 holds only a bad descriptor: 2 cases and 1 error, the error at its column.
     const std::string g = write("bad2.cases", "b1hq1sq4d8\n--dt=bf16 b1hq1d8\nb1hq1sq6d8\n");
@@ -353,13 +364,13 @@ TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
     ASSERT_EQ(cs.size(), 6u);
     EXPECT_EQ(cs[0].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
     EXPECT_EQ(cs[1].in_shapes, "0:4x16x128x64");
-    EXPECT_EQ(cs[0].where, f + ":5");
+    EXPECT_EQ(cs[0].where, f + ":5:1");
     EXPECT_EQ(cs[0].prb.dt, DType::f32);
     for (std::size_t i = 2; i < 6; ++i) {
         EXPECT_EQ(cs[i].prb.dt, DType::bf16);
         EXPECT_EQ(cs[i].prb.dims.S_q, 8);
         EXPECT_EQ(cs[i].prb.name, "joined");
-        EXPECT_EQ(cs[i].where, f + ":8");
+        EXPECT_EQ(cs[i].where, f + ":8:8");  // the first piece of the joined token
     }
     EXPECT_EQ(cs[2].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
     EXPECT_EQ(cs[3].in_shapes, "0:4x16x128x64");
@@ -381,7 +392,7 @@ TEST_F(TempDir, LineContinuationErrors) {
     const auto es = parse_cases({"--batch=" + f});
     ASSERT_EQ(es.size(), 3u);
     ASSERT_TRUE(es[0].c);
-    EXPECT_EQ(es[0].c->where, f + ":1");
+    EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
     EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
@@ -447,12 +458,12 @@ TEST_F(TempDir, BatchRelativePathsAndKnobScoping) {
     EXPECT_EQ(cs[0].prb.dt, DType::bf16);
     EXPECT_EQ(cs[0].prb.dir, Dir::bwd);
     EXPECT_EQ(cs[0].prb.mask, Mask::causal_tl);
-    EXPECT_EQ(cs[0].where, b + ":2");
+    EXPECT_EQ(cs[0].where, b + ":2:1");
     EXPECT_EQ(cs[1].prb.name, "c");      // --reset inside c.cases
     EXPECT_EQ(cs[1].prb.dt, DType::f32);
     EXPECT_EQ(cs[1].prb.mask, Mask::none);
     EXPECT_EQ(cs[1].prb.fill, Fill::normal);
-    EXPECT_EQ(cs[1].where, c + ":2");
+    EXPECT_EQ(cs[1].where, c + ":2:1");
     EXPECT_EQ(cs[2].prb.name, "after");  // b's --dir and c's --reset ended with their files
     EXPECT_EQ(cs[2].prb.dir, Dir::fwd_t);
     EXPECT_EQ(cs[2].prb.dt, DType::bf16);
@@ -473,7 +484,7 @@ TEST_F(TempDir, CommandLineBatchIsRelativeToTheCurrentDirectory) {
     ASSERT_EQ(es.size(), 1u);
     ASSERT_TRUE(es[0].c.has_value()) << es[0].error;
     EXPECT_EQ(es[0].c->prb.name, "z");
-    EXPECT_EQ(es[0].c->where, "x/z.cases:1");
+    EXPECT_EQ(es[0].c->where, "x/z.cases:1:1");
 }
 
 TEST_F(TempDir, MissingFile) {
