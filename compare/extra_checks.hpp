@@ -21,7 +21,7 @@ inline constexpr double kStatsSumUlps = 16.0;
 /// | ||X_bh|| - ||X_ref,bh|| | <= c * (u_eff * ||M_bh|| + tiny * sqrt(n)) (Frobenius norms over
 /// the n elements (i, d) of the head, in f64; `tiny` the absolute term of Tolerance).
 /// Equivalently ||X||/||X_ref|| in 1 +- c u_eff ||M|| / ||X_ref||: with no cancellation M = |X_ref|
-/// and that is 1 +- c u_eff (DESIGN.md's 1 +- 4u); with cancellation the magnitude widens it
+/// and that is 1 +- c u_eff (the first tolerance model's 1 +- 4u, compare/README.md); with cancellation the magnitude widens it
 /// exactly as it widens the per-element bound, but without the global floor max(M)/1024, so a head
 /// whose values are all tiny next to other heads (all-zero head, missing rescale) is still
 /// judged on its own scale. A head whose reference norm is 0 must then have

@@ -1,4 +1,4 @@
-// The tolerance model (DESIGN.md, first version): per-element bound
+// The tolerance model (compare/README.md): per-element bound
 //   |X - X_ref| <= c * u_X * (M_X + max(M_X) / 1024)
 // with the magnitudes M_X computed by the reference.
 #pragma once

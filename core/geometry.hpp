@@ -114,7 +114,7 @@ private:
     std::array<std::optional<TensorGeom>, kRoleCount> slots_;
 };
 
-/// The geometry of `p` (DESIGN.md shapes): Q [B,H_q,S_q,D_qk], K [B,H_kv,S_kv,D_qk],
+/// The geometry of `p`: Q [B,H_q,S_q,D_qk], K [B,H_kv,S_kv,D_qk],
 /// V [B,H_kv,S_kv,D_v] always (inputs); O [B,H_q,S_q,D_v] (output of fwd_i/fwd_t, input of bwd,
 /// both for fwd_bwd); stats [B,H_q,S_q,1] f32 (fwd_t output, bwd input, fwd_bwd both); dO like O,
 /// and dQ, dK, dV like Q, K, V (bwd, fwd_bwd); bias [1|B,1|H_q,1|S_q,S_kv] in the mask dtype

@@ -13,7 +13,7 @@
 
 namespace sdpa {
 
-/// Every tensor of an SDPA training graph that a vendor binds (DESIGN.md vocabulary), plus the
+/// Every tensor of an SDPA training graph that a vendor binds (the field's names), plus the
 /// score-shaped intermediates (S, P, dP, dS) that some vendors materialise.
 /// dMask is the gradient of the bias (Problem::dmask).
 enum class Role { Q, K, V, O, dO, stats, bias, dQ, dK, dV, seq_len_q, seq_len_kv, dropout_mask, scores, dMask };

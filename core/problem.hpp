@@ -71,7 +71,7 @@ inline std::string_view format_as(ScaleOp v) { return enum_name(kScaleOpNames, v
 inline std::string_view format_as(Fill v) { return enum_name(kFillNames, v); }
 inline std::string_view format_as(Layout v) { return enum_name(kLayoutNames, v); }
 
-/// Sizes of one SDPA problem (DESIGN.md vocabulary). All must be positive;
+/// Sizes of one SDPA problem, in the field's names. All must be positive;
 /// H_q must be a multiple of H_kv (GQA when 1 < H_kv < H_q, MQA when H_kv = 1).
 struct Dims {
     std::int64_t B = 1, H_q = 1, H_kv = 1, S_q = 1, S_kv = 1, D_qk = 1, D_v = 1;
@@ -187,7 +187,7 @@ bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j);
 
 /// Number of visible score elements summed over the batch, per head: sum over b and i of the
 /// visible keys (exact for both causal alignments, S_q != S_kv and padding). Used by the FLOP
-/// convention (N in DESIGN.md is this over B).
+/// convention (N in core/flops.hpp).
 std::int64_t visible_scores(const Problem& p);
 
 /// First broken rule as a sentence naming the rule and the values, or nullopt when valid.

@@ -1,4 +1,4 @@
-// Per-case statuses, benchdnn-compatible (DESIGN.md "Statuses and exit code").
+// Per-case statuses, benchdnn-compatible (README "Output, statuses, exit codes").
 #pragma once
 
 #include <array>

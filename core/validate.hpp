@@ -23,7 +23,7 @@ struct TensorDesc {
     std::string dt;
 };
 
-/// The tensors of one SDPA training graph (DESIGN.md vocabulary): Q [B,H_q,S_q,D_qk],
+/// The tensors of one SDPA training graph (the field's names, core/geometry.hpp): Q [B,H_q,S_q,D_qk],
 /// K [B,H_kv,S_kv,D_qk], V [B,H_v,S_kv,D_v], O and dO [B,H_q,S_q,D_v], stats [B,H_q,S_q,1],
 /// optional bias (rank <= 4, broadcast to [B,H_q,S_q,S_kv]), dropout mask (rank 4,
 /// broadcastable), padding lengths seq_len_q/seq_len_kv (s32 [B,1,1,1]); `scale_count`: how

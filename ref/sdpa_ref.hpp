@@ -51,7 +51,7 @@ struct RefForward {
 
 /// Backward result, all f32 and unrounded. dQ [B,H_q,S_q,D_qk], dK [B,H_kv,S_kv,D_qk],
 /// dV [B,H_kv,S_kv,D_v] (GQA: summed over the H_q/H_kv query heads of each group); and the
-/// magnitudes of the tolerance model (DESIGN.md): W = P o (|dP - D| + r_i) with
+/// magnitudes of the tolerance model (compare/README.md): W = P o (|dP - D| + r_i) with
 /// r_i = ||dO_i o O_i||_2, M_dQ = |scale|*W*|K|, M_dK = |scale|*W^T*|Q|, M_dV = P^T*|dO|.
 /// With p.dmask also dMask [1|B,1|H_q,1|S_q,S_kv] (the bias's dims) = dS = P o (dP - D) (the
 /// dropout form with dropout) summed over the bias's broadcast dims, and M_dMask = the same sums

@@ -2,7 +2,7 @@
 // next to oneDNN's f32 matmul primitive doing the same total FLOPs on the same machine.
 // Figures only; not a test. Run through scripts/bench_ref.sh (README, "Reference benchmark").
 //
-// FLOPs (cuDNN's convention, DESIGN.md): N = visible score elements summed over the batch
+// FLOPs (cuDNN's convention, core/flops.hpp): N = visible score elements summed over the batch
 // (core's visible_scores), fwd = 2 H_q N (D_qk + D_v), bwd = 2 H_q N (3 D_qk + 2 D_v).
 // The matmul baseline runs two attention-shaped f32 matmuls, [S_q x D] * [D x S_kv] ("qk")
 // and [S_q x S_kv] * [S_kv x D] ("pv"), repeated until they reach the SDPA FLOP count, and the
