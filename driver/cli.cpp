@@ -120,10 +120,12 @@ std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>&
 CliOutcome parse_command_line(int argc, char** argv) {
     CliOutcome out;
     CLI::App app{"sdpabench: correctness harness for scaled dot-product attention training kernels\n"
-                 "(oneDNN Graph API on the CPU) against an independent f32 reference.\n"
+                 "(oneDNN Graph API on the CPU, cuDNN on NVIDIA GPUs, PyTorch's fused SDPA variants through libtorch)\n"
+                 "against an independent f32 reference.\n"
                  "Examples:\n"
                  "  sdpabench --dir=bwd --dt=bf16 --mask=causal_br b2hq8hkv2sq128skv256d64\n"
-                 "  sdpabench --backend=onednn --batch=cases/ci/smoke.cases",
+                 "  sdpabench --backend=onednn --batch=cases/ci/smoke.cases\n"
+                 "  sdpabench --backend=torch:flash --dir=fwd_t,bwd --mask=causal_tl b1hq8hkv2sq256d64",
             "sdpabench"};
     app.allow_extras();
     app.footer(footer());
@@ -156,7 +158,8 @@ CliOutcome parse_command_line(int argc, char** argv) {
                     "SECONDS"));
     app.add_option("--expect", out.opts.expect_file,
             "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"backend\": GLOB "
-            "(optional), \"status\": \"FAILED\", \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": "
+            "(optional), \"status\": \"FAILED\", \"failure\": GLOB over its OUTPUT:CHECK failures (optional: XFAIL only "
+            "when every failure matches), \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": "
             "\"amx_bf16\", \"onednn\": \"3.13\"}, \"allow_xpass\": false}; the expected status is XFAIL (does not fail "
             "the run), a PASS (or MISTRUSTED where FAILED was expected) is XPASS (fails it unless allowed), a PASS "
             "where \"requires\" does not hold is NOT_APPLICABLE")

@@ -1,4 +1,5 @@
 #include "driver/expect.hpp"
+#include "driver/minimize.hpp"
 
 #include <fnmatch.h>
 
@@ -82,6 +83,7 @@ std::vector<Expectation> load_expectations(const std::string& path) {
         for (const auto& [key, v] : j.items()) {
             if (key == "match") x.match = text(key, v);
             else if (key == "backend") x.backend = text(key, v);
+            else if (key == "failure") x.failure = text(key, v);
             else if (key == "reason") x.reason = escape_for_message(text(key, v));
             else if (key == "allow_xpass") {
                 if (!v.is_boolean()) fail(fmt::format("\"allow_xpass\" must be true or false (got {})", v.dump()));
@@ -127,7 +129,7 @@ std::vector<Expectation> load_expectations(const std::string& path) {
                 }
             } else {
                 fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"backend\", \"status\", \"reason\", "
-                                 "\"requires\", \"allow_xpass\")", key));
+                                 "\"failure\", \"requires\", \"allow_xpass\")", key));
             }
         }
         if (x.match.empty()) fail("\"match\" (a case id or glob) is missing");
@@ -195,8 +197,15 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
             continue;
         }
         const std::string expected = fmt::format("expected {} ({}, {})", x.status, x.reason, x.where);
+        const std::vector<std::string> keys = failure_keys(r);
         if (r.timed_out || r.crashed)
             r.notes.push_back(fmt::format("{}; a {} is not that failure", expected, r.timed_out ? "timeout" : "crash"));
+        else if (r.status == x.status && !x.failure.empty() && r.status == Status::failed &&
+                 !std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+                     return ::fnmatch(x.failure.c_str(), k.c_str(), 0) == 0;
+                 }))  // another failure than the known one: it stays FAILED
+            r.notes.push_back(fmt::format("{}, as {}; this case also fails as {}", expected, x.failure,
+                    fmt::join(keys, ", ")));
         else if (r.status == x.status)
             r.expect = ExpectOutcome{Expected::xfail, expected, x.allow_xpass};
         else if (r.status == Status::passed)

@@ -37,18 +37,6 @@ std::string rule_of(std::string_view text) {
     return out;
 }
 
-/// Every failure key of a FAILED result, the primary (failure_signature) first.
-std::vector<std::string> failure_keys(const CaseResult& r) {
-    std::vector<std::string> keys;
-    if (r.status != Status::failed || r.timed_out || r.crashed) return keys;
-    for (const auto& c : r.checks)
-        if (!c.pass) keys.push_back(fmt::format("{}:{}", c.output, c.failure));
-    if (r.dropout)
-        for (const auto& f : r.dropout->failures) keys.push_back("dropout:" + rule_of(f));
-    if (keys.empty()) keys.push_back("case:" + rule_of(r.reason));
-    return keys;
-}
-
 /// Explicit strides of `l` (dims `from`) carried to dims `to`: the same order of dimensions
 /// (by stride, outermost first), each stride the extent of the dimension inside it plus the gap
 /// it had there; broadcast (0) strides stay 0.
@@ -261,6 +249,17 @@ private:
 };
 
 }  // namespace
+
+std::vector<std::string> failure_keys(const CaseResult& r) {
+    std::vector<std::string> keys;
+    if (r.status != Status::failed || r.timed_out || r.crashed) return keys;
+    for (const auto& c : r.checks)
+        if (!c.pass) keys.push_back(fmt::format("{}:{}", c.output, c.failure));
+    if (r.dropout)
+        for (const auto& f : r.dropout->failures) keys.push_back("dropout:" + rule_of(f));
+    if (keys.empty()) keys.push_back("case:" + rule_of(r.reason));
+    return keys;
+}
 
 std::optional<std::string> failure_signature(const CaseResult& r) {
     auto keys = failure_keys(r);

@@ -20,6 +20,10 @@ namespace sdpa {
 /// a crash (a hang or a crash is not shrunk: each try would cost the timeout).
 std::optional<std::string> failure_signature(const CaseResult& r);
 
+/// Every failure key of a FAILED result (the keys failure_signature() describes), the primary
+/// first; empty when failure_signature() is nullopt.
+std::vector<std::string> failure_keys(const CaseResult& r);
+
 /// True when `r` FAILED with `signature` among its failures (any of its failed checks or rules):
 /// the minimizer's "fails the same way".
 bool fails_like(const CaseResult& r, const std::string& signature);

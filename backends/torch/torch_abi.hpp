@@ -62,7 +62,9 @@ struct SdpaTorchResult {
     char message[2048] = {};
 };
 
-/// The plugin's entry points (dlsym names "sdpabench_torch_run", "sdpabench_torch_version").
+/// The plugin's entry points (dlsym names "sdpabench_torch_abi", "sdpabench_torch_run",
+/// "sdpabench_torch_version"). The ABI it speaks (kSdpaTorchAbi when it was built), checked on load.
+typedef std::int32_t (*SdpaTorchAbiFn)();
 typedef void (*SdpaTorchRunFn)(const SdpaTorchCall* call, SdpaTorchResult* result);
 /// libtorch's version, e.g. "2.15.0".
 typedef const char* (*SdpaTorchVersionFn)();

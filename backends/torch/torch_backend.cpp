@@ -28,7 +28,8 @@ const std::array<TorchVariantInfo, 4> kTorchVariants{{
         "autograd through the composite forward; dropout with the keep mask it is given (dropout_mask)"},
     {TorchVariant::flash, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)", true,
         "top-left on the CPU", "native: H_kv < H_q taken as is (query head h reads key head h / (H_q / H_kv))",
-        "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row", "the fused backward, fed O and the log-sum-exp"},
+        "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
+        "the fused backward, fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)"},
     {TorchVariant::efficient, "efficient", "at::_scaled_dot_product_efficient_attention (+ _backward)", false,
         "CUDA only: not in this build", "CUDA only", "CUDA only ([B,H_q,S_q] padded to a multiple of 32)",
         "CUDA only"},
@@ -55,9 +56,30 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     if (!vi.cpu)
         return Unsupported{Status::skipped, fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch "
                 "plugin links libtorch's CPU library only", vi.name, vi.op)};
-    if (p.dropout && v != TorchVariant::math)
+    if (p.dropout && p.dropout->p > 0.f && v != TorchVariant::math)
         return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, which sdpabench does "
                 "not replicate, and the operator takes no mask (torch:math takes one: --dropout runs there)", vi.name));
+    if (p.implicit_mask)
+        return unimplemented("--mask-form=implicit is the oneDNN graph's GenIndex/Select causal mask; PyTorch's "
+                "own form is is_causal, which --mask=causal_tl (and causal_br with S_q = S_kv) maps to");
+    if (p.dropout_device_scalars)
+        return unimplemented("--dropout-property=tensor is the oneDNN graph's device seed/offset/probability; "
+                "PyTorch's dropout_p is a host double");
+    const Geometry g = geometry(p);
+    if (v == TorchVariant::flash)  // PyTorch's dispatcher sends flash nothing else (see kTorchVariants)
+        for (const Role r : {Role::Q, Role::K, Role::V, Role::O, Role::dO}) {
+            const TensorGeom* t = g.find(r);
+            if (t && t->input && t->dims[3] > 1 && t->strides[3] != 1)
+                return unimplemented(fmt::format("torch:flash: {} has stride {} in its last dimension; PyTorch's "
+                        "dispatcher takes flash only for a last-dimension stride of 1 "
+                        "(check_last_dim_stride_equals_1_dense), and the operator misreads others", r, t->strides[3]));
+        }
+    if (v == TorchVariant::math && p.dir == Dir::bwd)  // it recomputes O and stats, the reference reads them
+        for (const Role r : {Role::O, Role::stats})
+            if (!non_overlapping(g.at(r)))
+                return unimplemented(fmt::format("torch:math recomputes O and stats from Q, K, V, so an aliased {} "
+                        "input (a 0 stride or overlapping rows), which the reference backward reads as given, "
+                        "has no counterpart there", r));
     const bool stats_out = p.dir == Dir::fwd_t || p.dir == Dir::fwd_bwd;
     if (v == TorchVariant::math && stats_out)
         return unimplemented("torch:math returns no log-sum-exp (its second output is the attention weights): "
@@ -73,8 +95,6 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         m.mask = TorchMapping::MaskArg::bias;
     else if (p.mask == Mask::causal_tl || p.mask == Mask::causal_br)
         m.is_causal = true;
-    if (p.dmask && m.mask != TorchMapping::MaskArg::bias)
-        return unimplemented("--dmask on torch needs the bias as the attn_mask itself (no padding)");
     m.mask_grad = p.dmask;
     if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
         m.scale = std::nullopt;  // the operator's default, 1/sqrt(D_qk): what sdpabench's default is
@@ -91,22 +111,27 @@ namespace {
 /// The plugin's entry points, loaded once per process on first use.
 struct TorchPlugin {
     SdpaTorchRunFn run = nullptr;
-    SdpaTorchVersionFn version = nullptr;
-    std::string path;   ///< where it was loaded from
-    std::string error;  ///< why it is not loaded (every place tried)
+    std::string version;  ///< libtorch's, as the plugin reports it
+    std::string path;     ///< where it was loaded from
+    std::string error;    ///< why it is not loaded (every place tried)
+    /// The plugin was named by SDPABENCH_TORCH_PLUGIN: failing to load it is the user's error
+    /// (INVALID_ARGUMENTS), not a platform that lacks libtorch (SKIPPED).
+    bool explicit_path = false;
 };
 
-/// Looks for libsdpabench_torch.so in $SDPABENCH_TORCH_PLUGIN, next to the executable, then in
-/// the folder above it (the test programs in build/PRESET/tests); dlopen with RTLD_LOCAL, so that
-/// libtorch's symbols stay out of the process's global namespace.
+/// Looks for libsdpabench_torch.so in $SDPABENCH_TORCH_PLUGIN, else next to the executable, then
+/// in the folder above it (the test programs in build/PRESET/tests); dlopen (an absolute path,
+/// RTLD_LOCAL: libtorch's symbols stay out of the process's global namespace), then checks that
+/// it speaks this build's kSdpaTorchAbi.
 const TorchPlugin& torch_plugin() {
     static const TorchPlugin plugin = [] {
         TorchPlugin pl;
         std::vector<std::filesystem::path> tried;
+        std::error_code ec;
         if (const char* env = std::getenv("SDPABENCH_TORCH_PLUGIN"); env && *env) {
-            tried.emplace_back(env);
+            pl.explicit_path = true;
+            tried.push_back(std::filesystem::absolute(env, ec));
         } else {
-            std::error_code ec;
             const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
             if (!ec) {
                 tried.push_back(exe.parent_path() / "libsdpabench_torch.so");
@@ -115,7 +140,7 @@ const TorchPlugin& torch_plugin() {
         }
         std::vector<std::string> why;
         for (const auto& path : tried) {
-            if (!std::filesystem::exists(path)) {
+            if (!std::filesystem::is_regular_file(path, ec)) {
                 why.push_back(fmt::format("{}: not found", path.string()));
                 continue;
             }
@@ -124,21 +149,36 @@ const TorchPlugin& torch_plugin() {
                 why.push_back(dlerror());
                 continue;
             }
-            pl.run = reinterpret_cast<SdpaTorchRunFn>(dlsym(h, "sdpabench_torch_run"));
-            pl.version = reinterpret_cast<SdpaTorchVersionFn>(dlsym(h, "sdpabench_torch_version"));
-            if (pl.run && pl.version) {
+            const auto abi = reinterpret_cast<SdpaTorchAbiFn>(dlsym(h, "sdpabench_torch_abi"));
+            const auto run = reinterpret_cast<SdpaTorchRunFn>(dlsym(h, "sdpabench_torch_run"));
+            const auto version = reinterpret_cast<SdpaTorchVersionFn>(dlsym(h, "sdpabench_torch_version"));
+            const char* v = version ? version() : nullptr;
+            if (!abi || !run || !v) {
+                why.push_back(fmt::format("{}: not an sdpabench PyTorch plugin (no sdpabench_torch_abi, _run or _version)",
+                        path.string()));
+            } else if (abi() != kSdpaTorchAbi) {
+                why.push_back(fmt::format("{}: speaks plugin ABI {}, this sdpabench {} (rebuild them together)",
+                        path.string(), abi(), kSdpaTorchAbi));
+            } else {
+                pl.run = run;
+                pl.version = v;
                 pl.path = path.string();
                 return pl;
             }
-            why.push_back(fmt::format("{}: no sdpabench_torch_run/sdpabench_torch_version", path.string()));
-            pl.run = nullptr;
-            pl.version = nullptr;
+            dlclose(h);
         }
-        pl.error = fmt::format("the PyTorch plugin libsdpabench_torch.so could not be loaded ({}); it is built when "
-                "scripts/setup.sh has installed libtorch", fmt::join(why, "; "));
+        pl.error = pl.explicit_path
+                ? fmt::format("SDPABENCH_TORCH_PLUGIN: the PyTorch plugin could not be loaded ({})", fmt::join(why, "; "))
+                : fmt::format("the PyTorch plugin libsdpabench_torch.so could not be loaded ({}); it is built with "
+                              "sdpabench when CMake finds libtorch (scripts/setup.sh installs it)", fmt::join(why, "; "));
         return pl;
     }();
     return plugin;
+}
+
+/// Why `pl` cannot run: INVALID_ARGUMENTS for a plugin the user named, SKIPPED otherwise.
+Unsupported plugin_missing(const TorchPlugin& pl) {
+    return Unsupported{pl.explicit_path ? Status::invalid_arguments : Status::skipped, pl.error};
 }
 
 SdpaTorchDtype torch_dtype(ElemType t) {
@@ -294,13 +334,13 @@ public:
         if (!vi.cpu) return fmt::format("{}: {}, not in this build (CUDA only; the plugin links libtorch_cpu)", name_, vi.op);
         const TorchPlugin& pl = torch_plugin();
         if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, vi.op, pl.error);
-        return fmt::format("{}: libtorch {} (built against {}), {}, CPU, plugin {}", name_, pl.version(),
+        return fmt::format("{}: libtorch {} (built against {}), {}, CPU, plugin {}", name_, pl.version,
                 SDPABENCH_TORCH_VERSION, vi.op, pl.path);
     }
 
     /// The libtorch the plugin was built against (known without loading it: the run context asks
     /// every backend, and loading libtorch costs a fifth of a second).
-    std::string library_version() const override { return SDPABENCH_TORCH_VERSION; }
+    std::string library_version() const override { return info(v_).cpu ? SDPABENCH_TORCH_VERSION : ""; }
 
     /// flash writes 0 as the log-sum-exp of a fully masked row (math has no log-sum-exp).
     Conventions conventions() const override { return Conventions{0.0f}; }
@@ -308,7 +348,8 @@ public:
     /// math applies the mask it is given (its dropout_mask argument, "for testing purposes" in
     /// PyTorch's words): sdpabench's own generator, as the ref and cuDNN backends use.
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override {
-        return v_ == TorchVariant::math && p.dropout ? ref_dropout_mask(p) : nullptr;
+        if (!p.dropout || (v_ != TorchVariant::math && p.dropout->p > 0.f)) return nullptr;
+        return ref_dropout_mask(p);  // flash: only p = 0 runs (dropout_p = 0, every element kept)
     }
 
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
@@ -332,7 +373,7 @@ public:
     std::optional<Unsupported> support(const Problem& p) const override {
         auto m = torch_mapping(p, v_);
         if (auto* u = std::get_if<Unsupported>(&m)) return *u;
-        if (!torch_plugin().run) return Unsupported{Status::skipped, torch_plugin().error};
+        if (!torch_plugin().run) return plugin_missing(torch_plugin());
         return std::nullopt;
     }
 
@@ -340,8 +381,8 @@ public:
         auto m = torch_mapping(p, v_);
         if (auto* u = std::get_if<Unsupported>(&m)) throw BackendError(u->status, u->reason);
         const TorchPlugin& pl = torch_plugin();
-        if (!pl.run) throw BackendError(Status::skipped, pl.error);
-        const std::shared_ptr<const DropoutMask> keep = dropout_mask(p);
+        if (!pl.run) throw BackendError(plugin_missing(pl).status, pl.error);
+        const std::shared_ptr<const DropoutMask> keep = v_ == TorchVariant::math ? dropout_mask(p) : nullptr;
         return std::make_unique<TorchPlan>(p, in, v_, std::get<TorchMapping>(m), pl.run, keep.get());
     }
 

@@ -128,5 +128,8 @@ extern "C" __attribute__((visibility("default"))) void sdpabench_torch_run(const
     }
 }
 
-/// libtorch's version string (torch/version.h).
+/// The ABI this plugin was built with (backends/torch/torch_abi.hpp).
+extern "C" __attribute__((visibility("default"))) std::int32_t sdpabench_torch_abi() { return kSdpaTorchAbi; }
+
+/// libtorch's version string (torch/headeronly/version.h).
 extern "C" __attribute__((visibility("default"))) const char* sdpabench_torch_version() { return TORCH_VERSION; }

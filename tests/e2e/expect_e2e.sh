@@ -114,4 +114,17 @@ run --backend=ref --dt bf16 b1hq2sq16d16
 [ "$rc" -eq 2 ] && grep -q "write --dt=bf16" "$tmp/out" || fail "'--dt bf16' on the command line"
 run --backend=faulty:bogus b1hq2sq16d16
 grep -q "faulty:causal_off_by_one" "$tmp/out" || fail "--backend=faulty:bogus must list the faulty kinds"
+# 7. "failure": an entry for one known failure does not hide another. The faulty kernel fails O
+#    and stats (O:bound, stats:bound), so an entry for stats failures leaves it FAILED (exit 1); one
+#    whose glob covers both (*:bound) makes it XFAIL.
+printf '{"match": "*", "status": "FAILED", "failure": "stats:*", "reason": "a stats bug"}\n' >"$tmp/stats.jsonl"
+run -v --backend=faulty:causal_off_by_one --expect="$tmp/stats.jsonl" --mask=causal_tl b1hq2sq64d32
+[ "$rc" -eq 1 ] && grep -q '^0:FAILED (O: ' "$tmp/out" || fail "a stats-only entry hid an O failure: exit $rc"
+grep -q 'as stats:\*; this case also fails as O:' "$tmp/out" || fail "the note must name the other failure"
+printf '{"match": "*", "status": "FAILED", "failure": "*:bound", "reason": "a bound bug"}\n' >"$tmp/o.jsonl"
+run --backend=faulty:causal_off_by_one --expect="$tmp/o.jsonl" --mask=causal_tl b1hq2sq64d32
+[ "$rc" -eq 0 ] && grep -q '^0:XFAIL ' "$tmp/out" || fail "a *:bound entry must make the failure XFAIL: exit $rc"
+printf '{"match": "*", "status": "FAILED", "failure": 3, "reason": "x"}\n' >"$tmp/bad.jsonl"
+run --backend=ref --expect="$tmp/bad.jsonl" b1hq2sq16d16
+[ "$rc" -eq 2 ] && grep -q 'bad.jsonl:1: error: "failure" must be a string' "$tmp/out" || fail "a non-string failure: exit $rc"
 echo "expect e2e: ok"

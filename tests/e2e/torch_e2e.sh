@@ -22,7 +22,7 @@ smoke_math|smoke_flash)
   [ "$rc" -eq 0 ] || fail "exit $rc, expected 0"
   [ "$(summary_field tests)" = 212 ] || fail "$(summary_field tests) cases, expected 212"
   [ "$(summary_field failed)" = 0 ] && [ "$(summary_field invalid_arguments)" = 0 ] || fail "FAILED or INVALID_ARGUMENTS"
-  if grep -E '^[0-9]+:UNIMPLEMENTED' "$tmp/out" | grep -vE "returns no log-sum-exp|should have the same head size|no attn_mask gradient|takes no mask"; then
+  if grep -E '^[0-9]+:UNIMPLEMENTED' "$tmp/out" | grep -vE "returns no log-sum-exp|should have the same head size|no attn_mask gradient|takes no mask|in its last dimension"; then
     fail "an UNIMPLEMENTED above without a documented reason"
   fi
   if [ "$v" = math ]; then
@@ -70,9 +70,23 @@ faults)
   "$exe" --version >"$tmp/out" 2>&1
   grep -qE '^torch:math: libtorch 2\.[0-9]+\.[0-9]+ ' "$tmp/out" || fail "--version must name libtorch's version"
   [ "$(grep -c '^torch:' "$tmp/out")" = 4 ] || fail "--version must list the four variants"
-  # A plugin that cannot be loaded: SKIPPED with every place tried, the batch goes on.
-  SDPABENCH_TORCH_PLUGIN=/nonexistent/libsdpabench_torch.so "$exe" --backend=torch:flash b1hq2sq16d16 >"$tmp/out" 2>&1
-  grep -qE '^0:SKIPPED \(the PyTorch plugin libsdpabench_torch.so could not be loaded \(/nonexistent/libsdpabench_torch.so: not found' "$tmp/out" || fail "a missing plugin must be SKIPPED with the path"
+  # A plugin named by SDPABENCH_TORCH_PLUGIN that cannot be loaded: INVALID_ARGUMENTS (exit 3) with
+  # the path and why; an unrelated library is not taken for one; the batch goes on.
+  SDPABENCH_TORCH_PLUGIN=/nonexistent/libsdpabench_torch.so "$exe" --backend=torch:flash b1hq2sq16d16 --backend=ref b1hq2sq8d8 >"$tmp/out" 2>&1
+  rc=$?
+  [ "$rc" -eq 3 ] || fail "a missing named plugin: exit $rc, expected 3"
+  grep -qE '^0:INVALID_ARGUMENTS \(SDPABENCH_TORCH_PLUGIN: the PyTorch plugin could not be loaded \(/nonexistent/libsdpabench_torch.so: not found' "$tmp/out" || fail "a missing plugin must name the path"
+  grep -q '^1:PASSED ' "$tmp/out" || fail "the batch must go on after the plugin error"
+  libm=$(ldconfig -p | grep -m1 -oE '/[^ ]*/libm\.so\.6$')
+  SDPABENCH_TORCH_PLUGIN=$libm "$exe" --backend=torch:flash b1hq2sq16d16 >"$tmp/out" 2>&1
+  grep -q 'not an sdpabench PyTorch plugin' "$tmp/out" || fail "an unrelated library must not load as the plugin"
+  # PyTorch's dispatcher rule for flash (last-dimension stride 1), and math's recomputed O/stats.
+  run --backend=torch:flash --dir=fwd_i --strides=Q:bhds b1hq1sq16d16
+  grep -q '^0:UNIMPLEMENTED (torch:flash: Q has stride 16 in its last dimension' "$tmp/out" || fail "flash Q:bhds must be UNIMPLEMENTED"
+  run --backend=torch:math --dir=bwd --strides=stats:64x16x0x1 b2hq2sq16skv13d8
+  grep -q '^0:UNIMPLEMENTED (torch:math recomputes O and stats' "$tmp/out" || fail "math with aliased stats must be UNIMPLEMENTED"
+  run --backend=torch:flash --mask=causal_tl --mask-form=implicit b1hq2sq16d16
+  grep -q '^0:UNIMPLEMENTED (--mask-form=implicit is the oneDNN graph' "$tmp/out" || fail "the implicit form must be UNIMPLEMENTED"
   # Output buffers are guarded: a case whose outputs are strided with gaps PASSES (gaps untouched).
   run --backend=torch:flash --dir=bwd --strides=dQ:4096x64x256x1+dK:4096x64x256x1 b1hq4sq16d32
   [ "$rc" -eq 0 ] || fail "strided outputs with gaps: exit $rc"
