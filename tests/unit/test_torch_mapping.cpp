@@ -114,6 +114,30 @@ TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
     EXPECT_EQ(make_torch_backend("torch:cudnn")->name(), "torch:cudnn");
 }
 
+TEST(TorchMapping, FlashTakesUnitLastStridesMathFreshOAndStats) {
+    Problem q = make("b1hq2sq16d16", Dir::fwd_t);
+    q.strides = *parse_role_layouts("Q:bhds");
+    const Unsupported flash_q = refused(q, TorchVariant::flash);  // the dispatcher's rule
+    EXPECT_EQ(flash_q.status, Status::unimplemented);
+    EXPECT_NE(flash_q.reason.find("Q has stride 16 in its last dimension"), std::string::npos);
+    q.dir = Dir::fwd_i;
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(q, TorchVariant::math)));  // math reads any strides
+    Problem d1 = make("b1hq2sq16d1", Dir::bwd);  // D = 1: the last stride is never stepped
+    d1.strides = *parse_role_layouts("O:bhds");
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(d1, TorchVariant::flash)));
+    Problem alias = make("b2hq2sq16skv13d8", Dir::bwd);
+    alias.strides = *parse_role_layouts("stats:64x16x0x1");
+    EXPECT_NE(refused(alias, TorchVariant::math).reason.find("aliased stats"), std::string::npos);
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(alias, TorchVariant::flash)));  // it reads them
+    Problem implicit = make("b1hq2sq8d8", Dir::bwd, Mask::causal_tl);
+    implicit.implicit_mask = true;
+    EXPECT_EQ(refused(implicit, TorchVariant::flash).status, Status::unimplemented);
+    Problem p0 = make("b1hq2sq8d8", Dir::bwd);
+    p0.dropout = Dropout{0.f, 1, 1};  // p = 0: dropout_p = 0, nothing to replicate
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(p0, TorchVariant::flash)));
+    EXPECT_NE(make_torch_backend("torch:flash")->dropout_mask(p0), nullptr);
+}
+
 TEST(MergedMask, BiasWhereVisibleMinusInfinityElsewhere) {
     Problem p = make("b2hq2sq3skv4d8", Dir::fwd_t, Mask::bias);
     p.bias_shape = BiasShape::b;
