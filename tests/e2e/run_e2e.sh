@@ -164,7 +164,7 @@ isolation)
   grep -qE '^1:PASSED' "$tmp/out" || fail "the small case after the skipped one must PASS"
   # Test-only backends are listed apart from the real ones in --help.
   run --help
-  grep -qE '^BACKENDS: onednn, cudnn, ref$' "$tmp/out" || fail "--help: real backends line"
+  grep -qE '^BACKENDS: onednn, (cudnn, )?(torch:math, torch:flash, torch:efficient, torch:cudnn, )?ref$' "$tmp/out" || fail "--help: real backends line"
   grep -q 'TEST-ONLY BACKENDS (for sdpabench.s own tests, use with --isolate): test:sleep, test:segv' "$tmp/out" || fail "--help: test-only heading"
   ;;
 *) fail "unknown scenario" ;;
