@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "core/geometry.hpp"
@@ -48,6 +49,43 @@ private:
     std::size_t payload_, elem_size_;
     std::vector<std::byte> bytes_;
     std::vector<bool> logical_;  ///< per payload element: a logical element's offset (empty when dense)
+};
+
+/// Puts `buf`'s decoded logical elements and what its guards saw into `out`, as the output of
+/// the buffer's geometry role (a backend's Plan::read_outputs, one call per output buffer).
+inline void store_output(SdpaOutputs& out, const GuardedBuffer& buf) {
+    const Output o = *output_of(buf.geometry().role);
+    out.of(o) = buf.read();
+    out.integrity_of(o) = buf.check();
+}
+
+/// One guarded buffer per output role of a geometry (a host-memory plan's outputs: the reference
+/// and PyTorch backends), with the Plan's poison and read steps over all of them.
+class GuardedOutputs {
+public:
+    explicit GuardedOutputs(const Geometry& g) {
+        for (const TensorGeom* t : g.outputs()) bufs_.emplace(t->role, GuardedBuffer(*t));
+    }
+    /// The buffer of output role `r`, nullptr when the geometry has no such output.
+    GuardedBuffer* find(Role r) {
+        const auto it = bufs_.find(r);
+        return it == bufs_.end() ? nullptr : &it->second;
+    }
+    auto begin() { return bufs_.begin(); }
+    auto end() { return bufs_.end(); }
+    /// Plan::poison_outputs: every buffer back to the NaN prefill.
+    void poison() {
+        for (auto& [role, buf] : bufs_) buf.poison();
+    }
+    /// Plan::read_outputs: every buffer decoded, with what its guards saw.
+    SdpaOutputs read() const {
+        SdpaOutputs out;
+        for (const auto& [role, buf] : bufs_) store_output(out, buf);
+        return out;
+    }
+
+private:
+    std::map<Role, GuardedBuffer> bufs_;
 };
 
 }  // namespace sdpa

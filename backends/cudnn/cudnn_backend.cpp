@@ -211,9 +211,7 @@ public:
         for (auto& [uid, o] : outputs_) {
             check_cuda(cudaMemcpy(o.host.raw().data(), o.dev.get(), o.host.raw().size(), cudaMemcpyDeviceToHost),
                     "cudaMemcpy output to host");
-            const Output which = *output_of(o.desc.geom.role);
-            out.of(which) = o.host.read();
-            out.integrity_of(which) = o.host.check();
+            store_output(out, o.host);
         }
         return out;
     }

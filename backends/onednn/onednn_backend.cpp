@@ -120,11 +120,7 @@ public:
 
     SdpaOutputs read_outputs() override {
         SdpaOutputs out;
-        for (const auto& [port, o] : outputs_) {
-            const Output which = *output_of(*port_role(p_, port));
-            out.of(which) = o.buffer.read();
-            out.integrity_of(which) = o.buffer.check();
-        }
+        for (const auto& [port, o] : outputs_) store_output(out, o.buffer);
         return out;
     }
 

@@ -22,10 +22,9 @@ Tensor rounded(Tensor t, DType dt) {
 /// Strided input buffers, guarded output buffers, and the kernel that runs between them.
 class RefPlan final : public Plan {
 public:
-    RefPlan(const Problem& p, const SdpaInputs& in, RefKernel k) : p_(p), geo_(geometry(p)), k_(std::move(k)) {
+    RefPlan(const Problem& p, const SdpaInputs& in, RefKernel k) : p_(p), geo_(geometry(p)), k_(std::move(k)), outputs_(geo_) {
         for (const TensorGeom* t : geo_.inputs())  // padding lengths have no host tensor: read from p
             if (const Tensor* x = in.of(t->role); x && !x->empty()) inputs_[t->role] = pack_input(*t, *x);
-        for (const TensorGeom* t : geo_.outputs()) outputs_.emplace(t->role, GuardedBuffer(*t));
     }
 
     void execute() override {
@@ -49,19 +48,8 @@ public:
         }
     }
 
-    void poison_outputs() override {
-        for (auto& [role, buf] : outputs_) buf.poison();
-    }
-
-    SdpaOutputs read_outputs() override {
-        SdpaOutputs out;
-        for (auto& [role, buf] : outputs_) {
-            const Output o = *output_of(role);
-            out.of(o) = buf.read();
-            out.integrity_of(o) = buf.check();
-        }
-        return out;
-    }
+    void poison_outputs() override { outputs_.poison(); }
+    SdpaOutputs read_outputs() override { return outputs_.read(); }
 
     std::vector<std::string> notes() const override { return k_.notes; }
 
@@ -70,7 +58,7 @@ private:
     Geometry geo_;
     RefKernel k_;
     std::map<Role, std::vector<std::byte>> inputs_;
-    std::map<Role, GuardedBuffer> outputs_;
+    GuardedOutputs outputs_;
 };
 
 }  // namespace

@@ -203,7 +203,7 @@ class TorchPlan final : public Plan {
 public:
     TorchPlan(const Problem& p, const SdpaInputs& in, TorchVariant v, const TorchMapping& m, SdpaTorchRunFn run,
             const DropoutMask* keep)
-        : p_(p), geo_(geometry(p)), v_(v), m_(m), run_(run) {
+        : p_(p), geo_(geometry(p)), v_(v), m_(m), run_(run), outputs_(geo_) {
         if (keep) {  // the keep flags math applies: dense bool [B,H_q,S_q,S_kv]
             const Dims& d = p.dims;
             keep_.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv));
@@ -215,7 +215,6 @@ public:
         }
         for (const TensorGeom* t : geo_.inputs())
             if (const Tensor* x = in.of(t->role); x && !x->empty()) inputs_[t->role] = pack_input(*t, *x);
-        for (const TensorGeom* t : geo_.outputs()) outputs_.emplace(t->role, GuardedBuffer(*t));
         if (m_.mask == TorchMapping::MaskArg::merged) {
             const std::vector<std::int64_t> md = merged_mask_dims(p);
             mask_geom_.role = Role::bias;
@@ -276,19 +275,8 @@ public:
         return kernel_ms_;
     }
 
-    void poison_outputs() override {
-        for (auto& [role, buf] : outputs_) buf.poison();
-    }
-
-    SdpaOutputs read_outputs() override {
-        SdpaOutputs out;
-        for (auto& [role, buf] : outputs_) {
-            const Output o = *output_of(role);
-            out.of(o) = buf.read();
-            out.integrity_of(o) = buf.check();
-        }
-        return out;
-    }
+    void poison_outputs() override { outputs_.poison(); }
+    SdpaOutputs read_outputs() override { return outputs_.read(); }
 
     std::vector<std::string> notes() const override {
         const char* mask = m_.mask == TorchMapping::MaskArg::bias     ? "the bias"
@@ -306,8 +294,8 @@ private:
         return it == inputs_.end() ? SdpaTorchView{} : view(it->second.data(), geo_.at(r), rank);
     }
     SdpaTorchView out_view(Role r, int rank = 4) {
-        const auto it = outputs_.find(r);
-        return it == outputs_.end() ? SdpaTorchView{} : view(it->second.data(), geo_.at(r), rank);
+        GuardedBuffer* b = outputs_.find(r);
+        return b ? view(b->data(), geo_.at(r), rank) : SdpaTorchView{};
     }
 
     Problem p_;
@@ -316,7 +304,7 @@ private:
     TorchMapping m_;
     SdpaTorchRunFn run_;
     std::map<Role, std::vector<std::byte>> inputs_;
-    std::map<Role, GuardedBuffer> outputs_;
+    GuardedOutputs outputs_;
     TensorGeom mask_geom_;
     std::vector<std::byte> merged_;
     std::vector<std::uint8_t> keep_;  ///< dropout keep flags (bool bytes), empty without dropout
