@@ -13,6 +13,7 @@ namespace sdpa {
 CacheFlusher::CacheFlusher(std::size_t bytes) : buf_((bytes + 63) / 64 * 64, 0) {}
 
 void CacheFlusher::flush() {
+    ++flushes_;
     ++pass_;
     const std::int64_t lines = static_cast<std::int64_t>(buf_.size() / 64);
     unsigned char* p = buf_.data();
@@ -76,7 +77,10 @@ std::vector<double> time_plan(Plan& plan, const TimingOptions& opt) {
     for (;;) {
         const int n = static_cast<int>(ms.size());
         if (opt.fix_times > 0 ? n >= opt.fix_times : n >= std::max(opt.min_runs, 1) && !budget_left()) break;
-        if (flusher) flusher->flush();
+        if (opt.cold_cache) {  // the host's caches, then the device's (a GPU backend's L2; no-op on the CPU)
+            if (flusher) flusher->flush();
+            plan.flush_caches();
+        }
         ms.push_back(plan.execute_timed_ms());
     }
     return ms;

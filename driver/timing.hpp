@@ -20,10 +20,13 @@ public:
     void flush();
     /// Size of the flush buffer in bytes.
     std::size_t bytes() const { return buf_.size(); }
+    /// flush() calls so far.
+    std::size_t flushes() const { return flushes_; }
 
 private:
     std::vector<unsigned char> buf_;
     unsigned char pass_ = 0;
+    std::size_t flushes_ = 0;
 };
 
 /// Size of the last-level CPU cache in bytes: the largest cache any level reports, from

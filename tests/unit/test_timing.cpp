@@ -15,9 +15,10 @@ public:
         ++timed;
         return ms_;
     }
+    void flush_caches() override { ++flushed; }
     void poison_outputs() override {}
     SdpaOutputs read_outputs() override { return {}; }
-    int untimed = 0, timed = 0;
+    int untimed = 0, timed = 0, flushed = 0;
 
 private:
     double ms_;
@@ -82,6 +83,13 @@ TEST(TimePlan, ColdCacheFlushesBetweenRuns) {
     o.cold_cache = true;
     o.flusher = &flusher;
     EXPECT_EQ(time_plan(plan, o).size(), 3u);
+    // Before every timed run: the host buffer and the plan's own (device) caches.
+    EXPECT_EQ(flusher.flushes(), 3u);
+    EXPECT_EQ(plan.flushed, 3);
+    o.cold_cache = false;  // warm: neither
+    EXPECT_EQ(time_plan(plan, o).size(), 3u);
+    EXPECT_EQ(flusher.flushes(), 3u);
+    EXPECT_EQ(plan.flushed, 3);
 }
 
 TEST(CacheSize, LastLevelCacheIsKnownHere) {
