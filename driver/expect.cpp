@@ -1,5 +1,4 @@
 #include "driver/expect.hpp"
-#include "driver/minimize.hpp"
 
 #include <fnmatch.h>
 
@@ -17,6 +16,7 @@
 
 #include "backends/backend.hpp"
 #include "driver/case_parser.hpp"
+#include "driver/minimize.hpp"
 
 namespace sdpa {
 
@@ -135,6 +135,8 @@ std::vector<Expectation> load_expectations(const std::string& path) {
         if (x.match.empty()) fail("\"match\" (a case id or glob) is missing");
         if (!j.contains("status")) fail("\"status\" (the expected status) is missing");
         if (x.reason.empty()) fail("\"reason\" (why it is expected: a vendor bug, ...) is missing");
+        if (!x.failure.empty() && x.status != Status::failed)
+            fail(fmt::format("\"failure\" names the failures of a FAILED case; \"status\" is {}", x.status));
         out.push_back(std::move(x));
     }
     return out;
@@ -200,7 +202,7 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
         const std::vector<std::string> keys = failure_keys(r);
         if (r.timed_out || r.crashed)
             r.notes.push_back(fmt::format("{}; a {} is not that failure", expected, r.timed_out ? "timeout" : "crash"));
-        else if (r.status == x.status && !x.failure.empty() && r.status == Status::failed &&
+        else if (r.status == Status::failed && x.status == Status::failed && !x.failure.empty() &&
                  !std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
                      return ::fnmatch(x.failure.c_str(), k.c_str(), 0) == 0;
                  }))  // another failure than the known one: it stays FAILED

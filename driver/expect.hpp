@@ -34,7 +34,8 @@ struct Expectation {
     std::string backend{};     ///< "backend": fnmatch(3) glob over the case's backend name ("" = any)
     /// "failure": fnmatch(3) glob over the failure keys "OUTPUT:CHECK" (driver/minimize.hpp
     /// failure_keys, e.g. "stats:bound"); a FAILED case is XFAIL only when every one of its failures
-    /// matches, so an entry for one known bug cannot hide another failure of the same case ("" = any).
+    /// matches, so an entry for one known bug cannot hide another failure of the same case ("" = any;
+    /// only with status FAILED, else load_expectations throws).
     std::string failure{};
 };
 

@@ -4,11 +4,8 @@
 # Usage: expect_e2e.sh SDPABENCH_EXE SOURCE_DIR
 set -uo pipefail
 exe=$1 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "E2E FAIL (expect): $*"; echo "--- output tail:"; tail -n 20 "$tmp/out" 2>/dev/null; exit 1; }
-run() { "$exe" "$@" >"$tmp/out" 2>&1; rc=$?; }
-summary_field() { grep -oE "(^| )$1:[0-9]+" "$tmp/out" | tail -n 1 | cut -d: -f2; }
+e2e_label=expect
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 cd "$src"
 
 # 1. --mode=P checks nothing: a wrong kernel is EXECUTED, never PASSED; --fail-on=executed fails it.
@@ -127,4 +124,8 @@ run --backend=faulty:causal_off_by_one --expect="$tmp/o.jsonl" --mask=causal_tl 
 printf '{"match": "*", "status": "FAILED", "failure": 3, "reason": "x"}\n' >"$tmp/bad.jsonl"
 run --backend=ref --expect="$tmp/bad.jsonl" b1hq2sq16d16
 [ "$rc" -eq 2 ] && grep -q 'bad.jsonl:1: error: "failure" must be a string' "$tmp/out" || fail "a non-string failure: exit $rc"
+printf '{"match": "*", "status": "SKIPPED", "failure": "O:*", "reason": "x"}\n' >"$tmp/bad2.jsonl"
+run --backend=ref --expect="$tmp/bad2.jsonl" b1hq2sq16d16
+[ "$rc" -eq 2 ] && grep -q 'bad2.jsonl:1: error: "failure" names the failures of a FAILED case; "status" is SKIPPED' "$tmp/out" \
+  || fail "failure with a status other than FAILED: exit $rc"
 echo "expect e2e: ok"

@@ -4,11 +4,8 @@
 # PyTorch plugin (scripts/setup.sh with SDPABENCH_NO_TORCH=1, or the asan preset).
 set -uo pipefail
 scenario=$1 exe=$2 src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "E2E FAIL (torch $scenario): $*"; echo "--- output tail:"; tail -n 20 "$tmp/out" 2>/dev/null; exit 1; }
-run() { "$exe" "$@" >"$tmp/out" 2>&1; rc=$?; }
-summary_field() { grep -oE "(^| )$1:[0-9]+" "$tmp/out" | tail -n 1 | cut -d: -f2; }
+e2e_label="torch $scenario"
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 cd "$src"
 "$exe" --version | grep -q '^torch:flash: libtorch ' || { echo "SKIP: no PyTorch plugin in this build"; exit 77; }
 strict=(--expect=cases/known/expected.jsonl --fail-on=failed,invalid_arguments,xpass)
