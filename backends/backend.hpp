@@ -41,9 +41,13 @@ public:
     /// Runs once and returns the elapsed time in milliseconds on the backend's own clock (host
     /// steady clock around execute() on the CPU; a GPU backend times with device events).
     virtual double execute_timed_ms();
-    /// Evicts the device's caches before a timed run (a GPU backend writes a buffer of at least
-    /// twice the L2 size); no-op by default (CPU backends). For the timing loop's optional flush.
+    /// Evicts the device's caches before a timed run (a GPU backend enqueues a write of at least
+    /// twice the L2 size, outside the timed span); no-op by default (CPU backends). The timing
+    /// loop calls it before every timed run with --cold-cache (driver/timing.hpp).
     virtual void flush_caches() {}
+    /// True when the kernels run on a device with its own memory: --cold-cache then flushes only
+    /// the device's caches (flush_caches), not the host's.
+    virtual bool runs_on_device() const { return false; }
     /// Refills every output buffer with the NaN prefill (so the next run's writes are checked).
     virtual void poison_outputs() = 0;
     /// The outputs of the last run decoded to floats, with what the guard bands saw.
@@ -60,6 +64,12 @@ struct Conventions {
     /// the reference write +inf (so exp(s - stats) = 0 in the backward); oneDNN's SoftMax
     /// with mode inf_as_zero writes 0 (its backward gets exp(-inf - 0) = 0 the same way).
     float masked_row_stats = INFINITY;
+    /// With padding, the O and stats rows past a batch's valid query length are left unspecified
+    /// (not written, or written with anything): cuDNN's padded mode (NVIDIA's own tests overwrite
+    /// those rows of the GPU output before comparing). The checks then skip them
+    /// (compare/compare.hpp unchecked), the guarded buffers do not count them as unwritten, and
+    /// fwd_bwd zeroes them before its backward.
+    bool padded_rows_unspecified = false;
 };
 
 /// A vendor adapter. Implementations translate vendor exceptions into BackendError at
@@ -75,9 +85,15 @@ public:
     /// that was loaded), "" for a backend without one or when it cannot be loaded. --expect
     /// entries' "requires" compare against it (driver/expect.hpp).
     virtual std::string library_version() const { return ""; }
-    /// The device this backend runs on when it is not the host CPU (a GPU's name), "" otherwise
-    /// or when there is none; for the reports' run context.
+    /// The device this backend runs on when it is not the host CPU (a GPU's name, SMs, clocks),
+    /// "" otherwise or when there is none; for the reports' run context.
     virtual std::string device_name() const { return ""; }
+    /// The device's peak dense rate for io type `dt` in TFLOP/s (backends/cuda/gpu_spec.hpp), 0
+    /// when unknown (every CPU backend); the reports' percent of peak.
+    virtual double peak_tflops(DType dt) const {
+        (void)dt;
+        return 0;
+    }
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
     /// Host bytes this backend allocates for `p` beyond the harness's own tensors (its copies of
@@ -105,11 +121,5 @@ public:
     /// Throws BackendError (UNIMPLEMENTED when the library rejects the case).
     virtual std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) = 0;
 };
-
-/// Names of the compiled-in backends, in --help order.
-std::vector<std::string> backend_names();
-/// A new backend for `name`, or nullptr when none has that name. Construction is cheap and
-/// never touches a device.
-std::unique_ptr<Backend> make_backend(std::string_view name);
 
 }  // namespace sdpa

@@ -35,6 +35,9 @@ public:
 
     /// Refills the payload, gaps included, with the NaN pattern (before a run whose writes are checked).
     void poison();
+    /// Rows c >= rows[a] (dimension 2) of batch a are left to the kernel (Conventions::
+    /// padded_rows_unspecified): check() does not count them as unwritten. rows has dims[0] entries.
+    void set_unspecified_rows(std::vector<std::int64_t> rows) { unspecified_rows_ = std::move(rows); }
     /// Guard bytes that changed, logical elements still all-0xFF, and gap elements that are not.
     OutputIntegrity check() const;
     /// The logical elements decoded into a dense host tensor of the geometry's dims.
@@ -49,6 +52,7 @@ private:
     std::size_t payload_, elem_size_;
     std::vector<std::byte> bytes_;
     std::vector<bool> logical_;  ///< per payload element: a logical element's offset (empty when dense)
+    std::vector<std::int64_t> unspecified_rows_;  ///< set_unspecified_rows (empty: every row checked)
 };
 
 /// Puts `buf`'s decoded logical elements and what its guards saw into `out`, as the output of

@@ -1,5 +1,5 @@
-// The only place that knows which backends are compiled in.
-#include "backends/backend.hpp"
+// The only place that knows which backends exist and which are compiled in (registry.hpp).
+#include "backends/registry.hpp"
 
 #include <fmt/format.h>
 
@@ -16,34 +16,119 @@
 
 namespace sdpa {
 
+namespace {
+
+/// A backend this build lacks: every case SKIPPED with the registry's reason.
+class MissingBackend final : public Backend {
+public:
+    MissingBackend(std::string name, std::string why) : name_(std::move(name)), why_(std::move(why)) {}
+    std::string_view name() const override { return name_; }
+    std::string version() const override { return fmt::format("{}: not in this build ({})", name_, why_); }
+    std::optional<Unsupported> support(const Problem&) const override {
+        return Unsupported{Status::skipped, fmt::format("backend {} is not compiled into this build: {}", name_, why_)};
+    }
+    std::unique_ptr<Plan> prepare(const Problem&, const SdpaInputs&) override {
+        throw BackendError(Status::skipped, fmt::format("backend {} is not compiled into this build", name_));
+    }
+
+private:
+    std::string name_, why_;
+};
+
+using Factory = std::unique_ptr<Backend> (*)(std::string_view);
+
+/// A row; `family` and `listed` as in BackendRow.
+BackendRow row(std::string name, Engine engine, Factory make, bool family = false, bool listed = true) {
+    BackendRow r;
+    r.name = std::move(name);
+    r.engine = engine;
+    r.make = make;
+    r.family = family;
+    r.listed = listed;
+    return r;
+}
+
+std::vector<BackendRow> make_table() {
+    std::vector<BackendRow> t;
+    {
+        BackendRow r = row("onednn", Engine::cpu, nullptr);
+#ifdef SDPABENCH_HAVE_ONEDNN
+        r.make = [](std::string_view) { return make_onednn_backend(); };
+#else
+        r.missing = "configured with -DSDPABENCH_ONEDNN=OFF or without oneDNN >= 3.9 (run scripts/setup.sh; "
+                    "cmake/onednn.cmake)";
+#endif
+        t.push_back(std::move(r));
+    }
+    {
+        BackendRow r = row("cudnn", Engine::gpu, nullptr);
+#ifdef SDPABENCH_HAVE_CUDNN
+        r.make = [](std::string_view) { return make_cudnn_backend(); };
+#else
+        r.missing = "configured without the CUDA Toolkit, cuDNN 9 and the cuDNN frontend, or with "
+                    "-DSDPABENCH_CUDNN=OFF (cmake/cudnn.cmake)";
+#endif
+        t.push_back(std::move(r));
+    }
+    for (const TorchVariantInfo& v : kTorchVariants) {
+        BackendRow r = row(fmt::format("torch:{}", v.name), v.cpu ? Engine::cpu : Engine::gpu, nullptr);
+#ifdef SDPABENCH_HAVE_TORCH
+        r.make = make_torch_backend;
+#else
+        r.missing = "configured without libtorch (scripts/setup.sh installs it unless SDPABENCH_NO_TORCH=1; "
+                    "cmake/torch.cmake)";
+#endif
+        t.push_back(std::move(r));
+    }
+    t.push_back(row("ref", Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
+        return std::make_unique<RefBackend>();
+    }));
+    t.push_back(row("faulty:", Engine::cpu, make_faulty_backend, true, false));
+    t.push_back(row("test:", Engine::cpu, make_test_backend, true, false));
+    return t;
+}
+
+}  // namespace
+
+const std::vector<BackendRow>& backend_table() {
+    static const std::vector<BackendRow> table = make_table();
+    return table;
+}
+
+const BackendRow* find_backend_row(std::string_view name) {
+    for (const BackendRow& r : backend_table())
+        if (r.family ? name.starts_with(r.name) : name == r.name) return &r;
+    return nullptr;
+}
+
 std::vector<std::string> backend_names() {
     std::vector<std::string> names;
-#ifdef SDPABENCH_HAVE_ONEDNN
-    names.push_back("onednn");
-#endif
-#ifdef SDPABENCH_HAVE_CUDNN
-    names.push_back("cudnn");
-#endif
-#ifdef SDPABENCH_HAVE_TORCH
-    for (const TorchVariantInfo& v : kTorchVariants) names.push_back(fmt::format("torch:{}", v.name));
-#endif
-    names.push_back("ref");
+    for (const BackendRow& r : backend_table())
+        if (r.listed && r.compiled_in()) names.push_back(r.name);
     return names;
 }
 
+std::vector<std::string> missing_backend_names() {
+    std::vector<std::string> names;
+    for (const BackendRow& r : backend_table())
+        if (r.listed && !r.compiled_in()) names.push_back(fmt::format("{} ({})", r.name, r.missing));
+    return names;
+}
+
+std::unique_ptr<Backend> make_missing_backend(std::string name, std::string why) {
+    return std::make_unique<MissingBackend>(std::move(name), std::move(why));
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view name) {
-#ifdef SDPABENCH_HAVE_ONEDNN
-    if (name == "onednn") return make_onednn_backend();
-#endif
-    if (name == "ref") return std::make_unique<RefBackend>();
-#ifdef SDPABENCH_HAVE_CUDNN
-    if (name == "cudnn") return make_cudnn_backend();
-#endif
-#ifdef SDPABENCH_HAVE_TORCH
-    if (auto torch = make_torch_backend(name)) return torch;  // "torch:VARIANT"
-#endif
-    if (auto faulty = make_faulty_backend(name)) return faulty;  // "faulty:KIND"
-    return make_test_backend(name);  // test-only kinds ("test:*"), not in backend_names(); else nullptr
+    const BackendRow* r = find_backend_row(name);
+    if (!r) return nullptr;
+    if (!r->compiled_in()) return make_missing_backend(std::string(name), r->missing);
+    return r->make(name);
+}
+
+Engine engine_of(std::string_view name) {
+    const BackendRow* r = find_backend_row(name);
+    return r ? r->engine : Engine::cpu;
 }
 
 }  // namespace sdpa

@@ -13,9 +13,17 @@ namespace {
 
 using i64 = std::int64_t;
 
-/// Encodes n floats of `src` as `t` at `dst` (s32: rounded to integers).
-void put(ElemType t, const float* src, std::byte* dst, std::size_t n) {
-    if (const auto dt = float_type(t)) return encode(*dt, src, dst, n);
+/// Encodes n floats of `src` as `t` at `dst` (s32: rounded to integers; fp8: the codes of the
+/// values divided by `descale`).
+void put(ElemType t, const float* src, std::byte* dst, std::size_t n, float descale = 1.f) {
+    if (const auto dt = float_type(t)) {
+        if (descale == 1.f) return encode(*dt, src, dst, n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto code = static_cast<float>(src[i] / static_cast<double>(descale));
+            encode(*dt, &code, dst + i * size_of(t), 1);
+        }
+        return;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         if (t == ElemType::s32) {
             const auto v = static_cast<std::int32_t>(src[i]);
@@ -26,9 +34,14 @@ void put(ElemType t, const float* src, std::byte* dst, std::size_t n) {
     }
 }
 
-/// Decodes n elements of type `t` at `src` into floats.
-void get(ElemType t, const std::byte* src, float* dst, std::size_t n) {
-    if (const auto dt = float_type(t)) return decode(*dt, src, dst, n);
+/// Decodes n elements of type `t` at `src` into floats (fp8: the codes times `descale`).
+void get(ElemType t, const std::byte* src, float* dst, std::size_t n, float descale = 1.f) {
+    if (const auto dt = float_type(t)) {
+        decode(*dt, src, dst, n);
+        if (descale != 1.f)
+            for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(dst[i] * static_cast<double>(descale));
+        return;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         if (t == ElemType::s32) {
             std::int32_t v = 0;
@@ -40,17 +53,21 @@ void get(ElemType t, const std::byte* src, float* dst, std::size_t n) {
     }
 }
 
-/// Calls row(a, b, c, host_index, offset_of_d0) for every (a, b, c) of t: the innermost dim d
-/// runs inside the callback.
-template <class F>
-void for_each_row(const TensorGeom& t, F&& row) {
+/// Calls row(host_index, offset_of_d0) for every stored row (a, b, c) of t (absent(host_index)
+/// for the rows a ragged tensor does not store): the innermost dim d runs inside the callbacks.
+template <class F, class G>
+void for_each_row(const TensorGeom& t, F&& row, G&& absent) {
     const auto& n = t.dims;
     // Parallel only where no two rows share memory (an aliased input is written serially).
     const bool parallel = t.elements() > (i64{1} << 16) && non_overlapping(t);
 #pragma omp parallel for collapse(3) schedule(static) if (parallel)
     for (i64 a = 0; a < n[0]; ++a)
         for (i64 b = 0; b < n[1]; ++b)
-            for (i64 c = 0; c < n[2]; ++c) row(((a * n[1] + b) * n[2] + c) * n[3], t.offset(a, b, c, 0));
+            for (i64 c = 0; c < n[2]; ++c) {
+                const i64 h = ((a * n[1] + b) * n[2] + c) * n[3];
+                if (t.present(a, c)) row(h, t.offset(a, b, c, 0));
+                else absent(h);
+            }
 }
 
 }  // namespace
@@ -58,30 +75,40 @@ void for_each_row(const TensorGeom& t, F&& row) {
 void scatter(const TensorGeom& t, const Tensor& host, std::byte* dst, std::int64_t avail) {
     const std::size_t es = size_of(t.type);
     const i64 D = t.dims[3], sd = t.strides[3];
-    for_each_row(t, [&](i64 h, i64 off) {
-        if (sd == 1 && off + D <= avail) return put(t.type, &host.data[static_cast<std::size_t>(h)],
-                dst + static_cast<std::size_t>(off) * es, static_cast<std::size_t>(D));
-        for (i64 d = 0; d < D; ++d) {
-            const i64 o = off + d * sd;
-            if (o < avail) put(t.type, &host.data[static_cast<std::size_t>(h + d)], dst + static_cast<std::size_t>(o) * es, 1);
-        }
-    });
+    for_each_row(
+            t,
+            [&](i64 h, i64 off) {
+                if (sd == 1 && off + D <= avail)
+                    return put(t.type, &host.data[static_cast<std::size_t>(h)], dst + static_cast<std::size_t>(off) * es,
+                            static_cast<std::size_t>(D), t.descale);
+                for (i64 d = 0; d < D; ++d) {
+                    const i64 o = off + d * sd;
+                    if (o < avail)
+                        put(t.type, &host.data[static_cast<std::size_t>(h + d)], dst + static_cast<std::size_t>(o) * es, 1,
+                                t.descale);
+                }
+            },
+            [](i64) {});
 }
 
 Tensor gather(const TensorGeom& t, const std::byte* src, std::int64_t avail) {
     Tensor out(t.dims, float_type(t.type).value_or(DType::f32));
     const std::size_t es = size_of(t.type);
     const i64 D = t.dims[3], sd = t.strides[3];
-    for_each_row(t, [&](i64 h, i64 off) {
-        float* row = &out.data[static_cast<std::size_t>(h)];
-        if (sd == 1 && off + D <= avail)
-            return get(t.type, src + static_cast<std::size_t>(off) * es, row, static_cast<std::size_t>(D));
-        for (i64 d = 0; d < D; ++d) {
-            const i64 o = off + d * sd;
-            if (o < avail) get(t.type, src + static_cast<std::size_t>(o) * es, &row[d], 1);
-            else row[d] = kInputGapCanary;
-        }
-    });
+    for_each_row(
+            t,
+            [&](i64 h, i64 off) {
+                float* row = &out.data[static_cast<std::size_t>(h)];
+                if (sd == 1 && off + D <= avail)
+                    return get(t.type, src + static_cast<std::size_t>(off) * es, row, static_cast<std::size_t>(D),
+                            t.descale);
+                for (i64 d = 0; d < D; ++d) {
+                    const i64 o = off + d * sd;
+                    if (o < avail) get(t.type, src + static_cast<std::size_t>(o) * es, &row[d], 1, t.descale);
+                    else row[d] = kInputGapCanary;
+                }
+            },
+            [&](i64 h) { std::fill_n(&out.data[static_cast<std::size_t>(h)], D, kAbsentRow); });
     return out;
 }
 

@@ -17,14 +17,20 @@ namespace sdpa {
 /// type, so a kernel that reads a gap into a result is far off.
 inline constexpr float kInputGapCanary = 8192.f;
 
+/// What gather() gives the rows a ragged tensor does not store (TensorGeom::present): 0, the value
+/// of a padded row of O and of the gradients; the checks skip those rows (compare/compare.hpp).
+inline constexpr float kAbsentRow = 0.f;
+
 /// Writes the dense host tensor `host` (dims t.dims) into `dst` (t.span() elements of t.type) at
-/// t's offsets, encoded to t.type (s32: the values as integers). Elements whose offset is not
-/// below `avail` are dropped (only a fault-injected write with foreign strides gets there).
-/// Aliased elements (stride 0) get the last value written; the fill makes them equal.
+/// t's offsets, encoded to t.type (s32: the values as integers; fp8: the codes of value /
+/// t.descale), skipping the rows a ragged t does not store. Elements whose offset is not below
+/// `avail` are dropped (only a fault-injected write with foreign strides gets there). Aliased
+/// elements (stride 0) get the last value written; the fill makes them equal.
 void scatter(const TensorGeom& t, const Tensor& host, std::byte* dst, std::int64_t avail);
 
 /// The logical elements of `t` read from `src` (`avail` elements of t.type) into a dense host
-/// tensor of dims t.dims; offsets at or past `avail` read kInputGapCanary.
+/// tensor of dims t.dims (fp8: code x t.descale); offsets at or past `avail` read kInputGapCanary,
+/// rows a ragged t does not store read kAbsentRow.
 Tensor gather(const TensorGeom& t, const std::byte* src, std::int64_t avail);
 
 /// One input buffer: t.span() elements of t.type (or `min_elements` when a library asks for a

@@ -11,6 +11,9 @@ endif()
 option(SDPABENCH_CUDNN "Build the cuDNN backend (needs the CUDA Toolkit, cuDNN 9 and the cuDNN frontend)" ${_cudnn_default})
 set(SDPABENCH_CUDNN_FRONTEND_ROOT "/opt/sdpabench-deps/cudnn-frontend-1.19.1" CACHE PATH
     "Prefix holding include/cudnn_frontend.h (scripts/setup.sh installs the pinned wheel here)")
+# A cuDNN outside the toolkit, e.g. the one PyTorch's pip wheels bring (site-packages/nvidia/cudnn,
+# with include/ and lib/libcudnn.so.9 but no unversioned libcudnn.so; scripts/device_check.sh finds it).
+set(SDPABENCH_CUDNN_ROOT "" CACHE PATH "Prefix holding include/cudnn_version.h and lib/libcudnn.so.9 (optional)")
 if(NOT SDPABENCH_CUDNN)
   if(CUDAToolkit_FOUND)
     message(STATUS "sdpabench: cuDNN backend off (SDPABENCH_CUDNN=OFF)")
@@ -24,9 +27,10 @@ if(NOT CUDAToolkit_FOUND)
 endif()
 
 find_path(SDPABENCH_CUDNN_INCLUDE cudnn_version.h
-  HINTS ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/include" /usr/local/include /usr/include)
-find_library(SDPABENCH_CUDNN_LIB NAMES cudnn
-  HINTS ${CUDAToolkit_LIBRARY_DIR} "${CUDAToolkit_LIBRARY_ROOT}/lib64" /usr/lib/x86_64-linux-gnu)
+  HINTS "${SDPABENCH_CUDNN_ROOT}/include" ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/include"
+        /usr/local/include /usr/include)
+find_library(SDPABENCH_CUDNN_LIB NAMES cudnn libcudnn.so.9
+  HINTS "${SDPABENCH_CUDNN_ROOT}/lib" ${CUDAToolkit_LIBRARY_DIR} "${CUDAToolkit_LIBRARY_ROOT}/lib64" /usr/lib/x86_64-linux-gnu)
 find_path(SDPABENCH_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h
   HINTS "${SDPABENCH_CUDNN_FRONTEND_ROOT}/include" NO_DEFAULT_PATH)
 if(NOT SDPABENCH_CUDNN_INCLUDE OR NOT SDPABENCH_CUDNN_LIB)

@@ -3,33 +3,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
 namespace sdpa {
 
-namespace {
-
-/// True when element `idx` of output `out` is zero by structure (masking), not by value.
-bool structural_zero(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
+bool structural(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
     switch (out) {
         case Output::O:
-        case Output::dQ: return row_fully_masked(p, idx[0], idx[2]);
+        case Output::dQ:
+        case Output::stats: return row_fully_masked(p, idx[0], idx[2]);
         case Output::dK:
         case Output::dV: return key_never_visible(p, idx[0], idx[2]);
-        case Output::stats:
-        case Output::dMask: return false;
+        case Output::dMask:
+        case Output::amax: return false;
     }
     return false;
 }
 
-/// Zeros of the reference outside the structural ones (stats: outside fully masked rows), as a
-/// fraction: what zero trust judges, known before any check of the output runs.
-double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref) {
+bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
+        const Conventions& conv) {
+    if (t && !t->present(idx[0], idx[2])) return true;
+    return conv.padded_rows_unspecified && (out == Output::O || out == Output::stats) && idx[2] >= valid_q(p, idx[0]);
+}
+
+namespace {
+
+/// Zeros of the reference outside the structural and unchecked elements, as a fraction: what zero
+/// trust judges, known before any check of the output runs.
+double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref, const TensorGeom* t,
+        const Conventions& conv) {
     std::int64_t zeros = 0, counted = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {
         const auto idx = ref.index(i);
-        if (out == Output::stats ? row_fully_masked(p, idx[0], idx[2]) : structural_zero(p, out, idx)) continue;
+        if (structural(p, out, idx) || unchecked(p, out, idx, t, conv)) continue;
         ++counted;
         zeros += ref.data[i] == 0.f;
     }
@@ -40,10 +48,10 @@ double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref) 
 
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
         const Tensor& mag, std::int64_t reduction_length, const Conventions& conv,
-        const OutputIntegrity& integrity) {
+        const OutputIntegrity& integrity, const TensorGeom* geom) {
     OutputCheck r;
     r.output = out;
-    r.zero_fraction = reference_zero_fraction(p, out, ref);  // set on every path, the early failures too
+    r.zero_fraction = reference_zero_fraction(p, out, ref, geom, conv);  // set on every path, the early failures too
     if (integrity.touched_before > 0 || integrity.touched_after > 0) {
         r.pass = false;
         r.failure = CheckFailure::guard;
@@ -68,8 +76,14 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.located = false;
         return r;
     }
-    const Tolerance tol = tolerance(p.dt, out);
+    Tolerance tol = tolerance(p.dt, out);
     const double u = effective_u(tol, reduction_length);
+    // fp8 outputs hold codes x descale: the absolute term in values, and the saturation (cuDNN's
+    // conversion is satfinite, core/dtype.hpp): a reference value past the largest code x descale
+    // is expected as that, and the check is then MISTRUSTED (the descale is too small to tell).
+    const float descale = geom ? geom->descale : 1.f;
+    tol.tiny *= descale;
+    const double saturate = geom && is_fp8(p.dt) && geom->type == elem_type(p.dt) ? max_finite(p.dt) * descale : INFINITY;
     double max_mag = 0;
     for (float m : mag.data)
         if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
@@ -80,10 +94,14 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     double worst = -1;
     std::size_t worst_i = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
-        const float g = got.data[i], e = ref.data[i];
+        const float g = got.data[i];
+        float e = ref.data[i];
         const auto idx = ref.index(i);
-        const bool masked_row = out == Output::stats ? row_fully_masked(p, idx[0], idx[2]) : structural_zero(p, out, idx);
-        if (masked_row) {
+        if (unchecked(p, out, idx, geom, conv)) {
+            ++r.unchecked;
+            continue;
+        }
+        if (structural(p, out, idx)) {
             // Hidden rows: exact zeros for O/dQ/dK/dV; the backend's convention for stats.
             const bool ok = out == Output::stats ? g == conv.masked_row_stats : g == 0.f;
             if (!ok && masked_nonzero++ == 0) first_bad_masked = i;
@@ -97,6 +115,10 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             if (r.nonfinite++ == 0) first_nonfinite = i;
             continue;
         }
+        if (std::fabs(e) > saturate) {
+            e = static_cast<float>(std::copysign(saturate, e));
+            ++r.saturated;
+        }
         const double err = std::fabs(static_cast<double>(g) - e);
         const double bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
         double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
@@ -109,7 +131,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     auto set_worst = [&](std::size_t i) {
         r.worst_index = ref.index(i);
         r.got = got.data[i];
-        r.expected = ref.data[i];
+        r.expected = std::fabs(ref.data[i]) > saturate ? static_cast<float>(std::copysign(saturate, ref.data[i])) : ref.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
         r.bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
     };
@@ -143,36 +165,78 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.pass = false;
         r.failure = CheckFailure::bound;
         r.reason = "error exceeds the bound";
-    } else if (r.zero_fraction > kZeroTrust) {
+    } else if (r.zero_fraction > kZeroTrust || r.saturated > 0) {
         r.mistrusted = true;
     }
     if (out == Output::stats) check_stats_sums(p, got, ref, mag, r);
-    else if (r.nonfinite == 0 && r.ref_nonfinite == 0) check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
+    else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0) {
+        if (r.unchecked == 0) {
+            check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
+        } else {  // the norms of the checked elements: the unchecked ones take the reference's value
+            Tensor g = got;
+            for (std::size_t i = 0; i < g.size(); ++i)
+                if (unchecked(p, out, g.index(i), geom, conv)) g.data[i] = ref.data[i];
+            check_head_norms(g, ref, mag, tol.c, u, tol.tiny, r);
+        }
+    }
     check_zero_counts(p, out, got, r);
     return r;
+}
+
+std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got) {
+    std::map<std::string, std::int64_t> stats;  // value spelling -> rows
+    std::int64_t rows = 0, o_nan = 0, o_zero = 0, o_other = 0;
+    const Dims& d = p.dims;
+    for (std::int64_t b = 0; b < d.B; ++b)
+        for (std::int64_t i = 0; i < d.S_q; ++i) {
+            if (!row_fully_masked(p, b, i)) continue;
+            for (std::int64_t h = 0; h < d.H_q; ++h) {
+                ++rows;
+                if (!got.stats.empty()) ++stats[fmt::format("{}", got.stats.at(b, h, i, 0))];
+                if (got.O.empty() || i < valid_q(p, b)) continue;
+                for (std::int64_t k = 0; k < d.D_v; ++k) {
+                    const float x = got.O.at(b, h, i, k);
+                    (std::isnan(x) ? o_nan : x == 0.f ? o_zero : o_other)++;
+                }
+            }
+        }
+    if (rows == 0) return std::nullopt;
+    std::string s = fmt::format("observed: {} fully masked (b,h,row)s", rows);
+    if (!stats.empty()) {
+        s += "; their stats:";
+        for (const auto& [v, n] : stats) s += fmt::format(" {} x{}", v, n);
+    }
+    if (o_nan + o_zero + o_other > 0)
+        s += fmt::format("; O past the valid query lengths: {} unwritten (NaN prefill), {} zero, {} other", o_nan, o_zero,
+                o_other);
+    return s;
 }
 
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
     const Dims& d = p.dims;
     const std::int64_t group = d.H_q / d.H_kv;
+    const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
+    auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
+        checks.push_back(check_output(p, o, got.of(o), ref, mag, reduction, conv, got.integrity_of(o), geo.find(role_of(o))));
+    };
     if (p.dir == Dir::bwd) {
-        checks.push_back(check_output(p, Output::dQ, got.dQ, bwd->dQ, bwd->M_dQ, d.S_kv, conv, got.integrity_of(Output::dQ)));
-        checks.push_back(check_output(p, Output::dK, got.dK, bwd->dK, bwd->M_dK, d.S_q * group, conv, got.integrity_of(Output::dK)));
-        checks.push_back(check_output(p, Output::dV, got.dV, bwd->dV, bwd->M_dV, d.S_q * group, conv, got.integrity_of(Output::dV)));
+        check(Output::dQ, bwd->dQ, bwd->M_dQ, d.S_kv);
+        check(Output::dK, bwd->dK, bwd->M_dK, d.S_q * group);
+        check(Output::dV, bwd->dV, bwd->M_dV, d.S_q * group);
         if (p.dmask) {
             // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
             // carries the dP = dO V^T dot product of length D_v.
             const auto& md = bwd->dMask.dims;
             const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
-            checks.push_back(check_output(p, Output::dMask, got.dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed, conv,
-                    got.integrity_of(Output::dMask)));
+            check(Output::dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed);
         }
+        if (is_fp8(p.dt)) check(Output::amax, bwd->amax, bwd->M_amax, 0);
     } else {
-        checks.push_back(check_output(p, Output::O, got.O, fwd->O, fwd->M_O, d.S_kv, conv, got.integrity_of(Output::O)));
-        if (p.dir == Dir::fwd_t)
-            checks.push_back(check_output(p, Output::stats, got.stats, fwd->stats, fwd->M_stats, 0, conv, got.integrity_of(Output::stats)));
+        check(Output::O, fwd->O, fwd->M_O, d.S_kv);
+        if (p.dir == Dir::fwd_t) check(Output::stats, fwd->stats, fwd->M_stats, 0);
+        if (is_fp8(p.dt)) check(Output::amax, fwd->amax, fwd->M_amax, 0);
     }
     return checks;
 }

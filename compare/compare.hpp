@@ -11,6 +11,7 @@
 #include "backends/backend.hpp"
 #include "compare/tolerance.hpp"
 #include "core/enum_table.hpp"
+#include "core/geometry.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 #include "ref/sdpa_ref.hpp"
@@ -59,7 +60,24 @@ struct OutputCheck {
     double stats_sum_worst = 0;  ///< stats: max |sum_j exp(s_ij - stats_i) - 1| / slack; < 1 passes
     double got_zero_fraction = 0;    ///< zeros in `got` outside the structural zeros
     std::int64_t structural_zeros = 0;  ///< elements the mask forces to 0
+    /// fp8 outputs: reference values past the largest code x descale (expected saturated; the
+    /// check is then MISTRUSTED: compare/README.md).
+    std::int64_t saturated = 0;
+    /// Elements not checked: rows a ragged output does not store, rows a backend leaves unspecified
+    /// (Conventions::padded_rows_unspecified).
+    std::int64_t unchecked = 0;
 };
+
+/// True when element `idx` of output `out` is 0 (stats: the backend's masked-row value) by the
+/// mask's structure, not by value: O, dQ and stats rows of fully masked queries, dK and dV rows
+/// of keys no query sees (core/problem.hpp row_fully_masked, key_never_visible).
+bool structural(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx);
+
+/// True when element `idx` of output `out` is not checked at all: its row is absent from a ragged
+/// output `t` (TensorGeom::present; t may be null), or it is an O or stats row past the batch's
+/// valid query length and the backend leaves those unspecified (Conventions).
+bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
+        const Conventions& conv);
 
 /// Compares `got` with `ref` element by element under tolerance(p.dt, out) and magnitude `mag`
 /// (same shape). Also: rows that the mask hides completely (O/dQ rows of fully masked queries,
@@ -68,13 +86,23 @@ struct OutputCheck {
 /// backend's documented value `conv.masked_row_stats` (ref: +inf, oneDNN: 0).
 /// `integrity` is what the guard bands saw: any touched guard byte fails ("wrote outside"), any
 /// changed element of a stride gap fails ("wrote into the stride gap of X at ..."), any element
-/// still holding the NaN prefill fails ("not written").
+/// still holding the NaN prefill fails ("not written"). `geom`, the output's geometry role (null:
+/// dense, not fp8): its unchecked rows are skipped (unchecked()); for fp8 the absolute term is in
+/// values (tiny x descale) and a reference value past max_finite x descale is expected saturated.
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
         const Tensor& mag, std::int64_t reduction_length, const Conventions& conv = {},
-        const OutputIntegrity& integrity = {});
+        const OutputIntegrity& integrity = {}, const TensorGeom* geom = nullptr);
+
+/// What a backend wrote where the math leaves the value open, as one -v line (nullopt when p has
+/// no fully masked query row): the distinct stats values of the fully masked rows with their
+/// counts (the Conventions::masked_row_stats a backend really uses), and for the O rows past the
+/// valid query lengths (padding) how many elements still hold the NaN prefill (unwritten), are 0,
+/// or hold anything else. For measuring a vendor's conventions (scripts/device_check.sh).
+std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got);
 
 /// All checks for the outputs of p.dir: O (and stats for fwd_t) against `fwd`, or dQ, dK, dV
-/// against `bwd`. Exactly one of fwd/bwd is used, by direction.
+/// (and dMask) against `bwd`; with fp8 io also the amax output. Exactly one of fwd/bwd is used,
+/// by direction. Each output is checked with its role of geometry(p).
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv = {});
 

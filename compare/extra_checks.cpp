@@ -72,21 +72,17 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, co
 }
 
 void check_zero_counts(const Problem& p, Output out, const Tensor& got, OutputCheck& r) {
-    std::int64_t structural = 0, zeros = 0, counted = 0;
+    std::int64_t n_structural = 0, zeros = 0, counted = 0;
     for (std::size_t k = 0; k < got.size(); ++k) {
         const auto idx = got.index(k);
-        const bool s = out == Output::dMask                    ? false
-                : out == Output::O || out == Output::dQ    ? row_fully_masked(p, idx[0], idx[2])
-                : out == Output::dK || out == Output::dV   ? key_never_visible(p, idx[0], idx[2])
-                                                           : row_fully_masked(p, idx[0], idx[2]);
-        if (s) {
-            ++structural;
+        if (structural(p, out, idx)) {
+            ++n_structural;
             continue;
         }
         ++counted;
         zeros += got.data[k] == 0.f;
     }
-    r.structural_zeros = structural;
+    r.structural_zeros = n_structural;
     r.got_zero_fraction = counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
     if (r.pass && r.got_zero_fraction > 0.5) r.mistrusted = true;
 }

@@ -16,15 +16,23 @@ namespace {
 /// and 1.33 over 2,000 cases of the script's own draw (seed 2026) and 5,000 of --random (seeds
 /// 2027, 2028: scales, strides, padding, dropout). f32 dQ and dK stay 72 and 56: their worst
 /// cases (26 for dQ: one valid key, where dP - D cancels, bounded by W's P r_i) are not score errors.
+/// e4m3 and e5m2 are NOT calibrated (no fp8 kernel has run yet: the cuDNN backend needs a GPU):
+/// c = 4 for every output, with the reference emulating the fp8 rounding of P and of the scaled dS
+/// (ref/sdpa_ref.hpp) and the outputs' saturation (compare/compare.cpp); scripts/calibrate.sh
+/// --backend=cudnn --dt=e4m3 sets them on a GPU. amax (fp8 only) is a c over the entries' own
+/// magnitudes (ref/sdpa_ref.hpp RefForward::M_amax), also uncalibrated.
 struct Row {
     DType dt;
-    double O, stats, dQ, dK, dV, dMask;
+    double O, stats, dQ, dK, dV, dMask, amax;
+    bool calibrated;
 };
 constexpr Row kTable[] = {
-    //            O      stats  dQ     dK     dV     dMask
-    {DType::f32, 4.0, 48.0, 72.0, 56.0, 8.0, 40.0},
-    {DType::bf16, 4.0, 48.0, 4.0, 4.0, 4.0, 16.0},
-    {DType::f16, 6.0, 48.0, 4.0, 4.0, 6.0, 40.0},
+    //            O      stats  dQ     dK     dV     dMask  amax
+    {DType::f32, 4.0, 48.0, 72.0, 56.0, 8.0, 40.0, 4.0, true},
+    {DType::bf16, 4.0, 48.0, 4.0, 4.0, 4.0, 16.0, 4.0, true},
+    {DType::f16, 6.0, 48.0, 4.0, 4.0, 6.0, 40.0, 4.0, true},
+    {DType::e4m3, 4.0, 48.0, 4.0, 4.0, 4.0, 40.0, 4.0, false},
+    {DType::e5m2, 4.0, 48.0, 4.0, 4.0, 4.0, 40.0, 4.0, false},
 };
 
 /// The smallest normal f32 (and bf16, which shares its exponent), 2^-126: a CPU kernel may flush
@@ -38,7 +46,9 @@ Tolerance tolerance(DType io, Output out) {
     const Row* row = &kTable[0];
     for (const Row& r : kTable)
         if (r.dt == io) row = &r;
-    const double tiny = io == DType::f16 ? 0x1p-24 : kFlushedToZero;
+    // Half the spacing near zero of f16 and fp8 (the fp8 one in codes: compare/compare.cpp scales
+    // it by the output's descale).
+    const double tiny = io == DType::f16 ? 0x1p-24 : is_fp8(io) ? smallest_subnormal(io) / 2 : kFlushedToZero;
     switch (out) {
         case Output::O: return {row->O, unit_roundoff(io), tiny};
         case Output::stats: return {row->stats, unit_roundoff(DType::f32), kFlushedToZero};
@@ -46,8 +56,15 @@ Tolerance tolerance(DType io, Output out) {
         case Output::dK: return {row->dK, unit_roundoff(io), tiny};
         case Output::dV: return {row->dV, unit_roundoff(io), tiny};
         case Output::dMask: return {row->dMask, unit_roundoff(DType::f32), kFlushedToZero};
+        case Output::amax: return {row->amax, unit_roundoff(io), 0};
     }
     return {4.0, unit_roundoff(io), tiny};
+}
+
+bool calibrated(DType io) {
+    for (const Row& r : kTable)
+        if (r.dt == io) return r.calibrated;
+    return false;
 }
 
 double effective_u(const Tolerance& t, std::int64_t reduction_length) {

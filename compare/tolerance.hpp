@@ -18,7 +18,8 @@ struct Tolerance {
     double u;  ///< unit roundoff of the output's storage type
     /// Absolute error no magnitude can rule out: f16's subnormal spacing 2^-24 (a stored value
     /// cannot be closer than half of it: f16 dV of tiny dO); for f32 and bf16 the smallest
-    /// normal 2^-126, as a CPU kernel may flush subnormals to zero (FTZ/DAZ). The bound is
+    /// normal 2^-126, as a CPU kernel may flush subnormals to zero (FTZ/DAZ); for fp8 half the
+    /// smallest subnormal in codes (the check multiplies it by the output's descale). The bound is
     /// c * (u_eff * (M + max(M)/1024) + tiny).
     double tiny = 0;
 };
@@ -30,5 +31,8 @@ Tolerance tolerance(DType io, Output out);
 /// Effective u_X: the storage roundoff plus an f32 accumulation term u_f32 * sqrt(K) for a
 /// reduction of length K (S_kv for O and dQ; S_q * H_q/H_kv for dK and dV), which matters for f32.
 double effective_u(const Tolerance& t, std::int64_t reduction_length);
+
+/// False for the io dtypes whose rows were not calibrated against a vendor (fp8: README "fp8").
+bool calibrated(DType io);
 
 }  // namespace sdpa

@@ -3,6 +3,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <algorithm>
 
 namespace sdpa {
 
@@ -50,11 +52,68 @@ float f16_bits_to_f32(std::uint16_t b) {
     return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
+namespace {
+
+/// The fields of an fp8 format: mantissa bits, exponent bias, and whether the top exponent holds
+/// normal values (e4m3: all but S.1111.111) or only infinities and NaNs (e5m2).
+struct Fp8Format {
+    int mantissa_bits, bias;
+    bool top_exponent_finite;
+};
+constexpr Fp8Format fp8_format(DType dt) { return dt == DType::e4m3 ? Fp8Format{3, 7, true} : Fp8Format{2, 15, false}; }
+
+}  // namespace
+
+std::uint8_t f32_to_fp8_bits(DType dt, float x) {
+    const Fp8Format f = fp8_format(dt);
+    const std::uint8_t sign = std::signbit(x) ? 0x80u : 0u;
+    if (std::isnan(x)) return static_cast<std::uint8_t>(sign | 0x7fu);
+    const double max = max_finite(dt), tiny = smallest_subnormal(dt);
+    const double a = std::fabs(static_cast<double>(x));
+    // The quantum (spacing) at a: that of a's binade for normals, the subnormal spacing below.
+    int e = 0;
+    std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    const double quantum = std::max(std::ldexp(1.0, e - 1 - f.mantissa_bits), tiny);
+    double r = std::nearbyint(a / quantum) * quantum;  // exact scaling; default mode: nearest even
+    if (r > max) r = max;  // satfinite (infinity included)
+    // Encode r (a multiple of tiny, at most max): exponent field and mantissa.
+    const auto units = static_cast<std::uint32_t>(r / tiny);  // r in subnormal units: < 2^(bias + m + 2)
+    const std::uint32_t normal_units = 1u << f.mantissa_bits;  // the smallest normal, in units
+    if (units < normal_units) return static_cast<std::uint8_t>(sign | units);
+    int exp_field = 1;
+    std::uint32_t u = units;
+    while (u >= 2 * normal_units) {
+        u >>= 1;
+        ++exp_field;
+    }
+    return static_cast<std::uint8_t>(sign | (exp_field << f.mantissa_bits) | (u - normal_units));
+}
+
+float fp8_bits_to_f32(DType dt, std::uint8_t b) {
+    const Fp8Format f = fp8_format(dt);
+    const bool neg = (b & 0x80u) != 0;
+    const int exp_field = (b & 0x7fu) >> f.mantissa_bits;
+    const int man = b & ((1 << f.mantissa_bits) - 1);
+    const int top = (1 << (7 - f.mantissa_bits)) - 1;
+    float v = 0.f;
+    if (exp_field == top && (!f.top_exponent_finite || man == (1 << f.mantissa_bits) - 1)) {
+        v = man == 0 && !f.top_exponent_finite ? std::numeric_limits<float>::infinity()
+                                               : std::numeric_limits<float>::quiet_NaN();
+    } else if (exp_field == 0) {
+        v = static_cast<float>(std::ldexp(static_cast<double>(man), 1 - f.bias - f.mantissa_bits));
+    } else {
+        v = static_cast<float>(std::ldexp(static_cast<double>(man + (1 << f.mantissa_bits)), exp_field - f.bias - f.mantissa_bits));
+    }
+    return neg ? -v : v;
+}
+
 float round_to(DType dt, float x) {
     switch (dt) {
         case DType::f32: return x;
         case DType::bf16: return bf16_bits_to_f32(f32_to_bf16_bits(x));
         case DType::f16: return f16_bits_to_f32(f32_to_f16_bits(x));
+        case DType::e4m3:
+        case DType::e5m2: return fp8_bits_to_f32(dt, f32_to_fp8_bits(dt, x));
     }
     return x;
 }
@@ -62,6 +121,11 @@ float round_to(DType dt, float x) {
 void encode(DType dt, const float* src, void* dst, std::size_t n) {
     if (dt == DType::f32) {
         std::memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    if (is_fp8(dt)) {
+        auto* out = static_cast<std::uint8_t*>(dst);
+        for (std::size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_bits(dt, src[i]);
         return;
     }
     auto* out = static_cast<std::uint16_t*>(dst);
@@ -74,6 +138,11 @@ void encode(DType dt, const float* src, void* dst, std::size_t n) {
 void decode(DType dt, const void* src, float* dst, std::size_t n) {
     if (dt == DType::f32) {
         std::memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    if (is_fp8(dt)) {
+        const auto* in = static_cast<const std::uint8_t*>(src);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = fp8_bits_to_f32(dt, in[i]);
         return;
     }
     const auto* in = static_cast<const std::uint16_t*>(src);

@@ -1,4 +1,5 @@
 #include "core/geometry.hpp"
+#include "core/sdpa_tensors.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -30,6 +31,7 @@ std::optional<i64> add(std::optional<i64> a, std::optional<i64> b) {
 
 /// Span of t with checked arithmetic (nullopt on overflow); strides must be non-negative.
 std::optional<i64> checked_span(const TensorGeom& t) {
+    if (!t.ragged_offsets.empty()) return t.ragged_offsets.back();
     std::optional<i64> last = 0;
     for (std::size_t k = 0; k < 4; ++k) {
         if (t.dims[k] == 0) return 0;
@@ -78,6 +80,17 @@ bool TensorGeom::dense() const {
 }
 
 std::array<std::int64_t, 4> TensorGeom::coords_of(std::int64_t off) const {
+    if (!ragged_offsets.empty()) {  // the batch whose block holds `off`, then its coordinates within it
+        const auto it = std::upper_bound(ragged_offsets.begin(), ragged_offsets.end() - 1, off);
+        const auto a = std::max<i64>(0, static_cast<i64>(it - ragged_offsets.begin()) - 1);
+        TensorGeom inner = *this;
+        inner.ragged_offsets.clear();
+        inner.ragged_rows.clear();
+        inner.dims[0] = 1;
+        A4 c = inner.coords_of(off - ragged_offsets[static_cast<std::size_t>(a)]);
+        c[0] = a;
+        return c;
+    }
     std::array<std::size_t, 4> idx{0, 1, 2, 3};
     std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return strides[a] > strides[b]; });
     A4 c{0, 0, 0, 0};
@@ -118,6 +131,20 @@ std::array<std::int64_t, 4> layout_strides(const std::array<std::int64_t, 4>& di
 }
 
 bool non_overlapping(const TensorGeom& t) {
+    if (!t.ragged_offsets.empty()) {  // each batch's stored rows non-overlapping, inside its own block
+        for (i64 a = 0; a < t.dims[0]; ++a) {
+            TensorGeom block = t;
+            block.ragged_offsets.clear();
+            block.ragged_rows.clear();
+            block.dims[0] = 1;
+            block.dims[2] = t.ragged_rows[static_cast<std::size_t>(a)];
+            const auto k = static_cast<std::size_t>(a);
+            if (t.ragged_offsets[k + 1] < t.ragged_offsets[k] || !non_overlapping(block) ||
+                    block.span() > t.ragged_offsets[k + 1] - t.ragged_offsets[k])
+                return false;
+        }
+        return true;
+    }
     // Sufficient condition (PyTorch's non-overlapping test): sorted by stride, every dim of size > 1
     // starts past the extent of the dims inside it.
     std::vector<std::pair<i64, i64>> sd;  // (stride, size) of dims with size > 1
@@ -134,7 +161,7 @@ bool non_overlapping(const TensorGeom& t) {
     if (sufficient) return true;
     // Interleaved strides: mark every offset (exact; bounded so a hostile case cannot take memory).
     const i64 span = t.span();
-    if (span <= 0 || span > (i64{1} << 28)) return false;
+    if (span <= 0 || span > (i64{1} << 28)) return span == 0;
     std::vector<bool> seen(static_cast<std::size_t>(span), false);
     for (i64 a = 0; a < t.dims[0]; ++a)
         for (i64 b = 0; b < t.dims[1]; ++b)
@@ -186,6 +213,7 @@ std::string_view role_shape_name(Role r) {
         case Role::stats: return "[B,H_q,S_q,1]";
         case Role::bias:
         case Role::dMask: return "[1|B,1|H_q,1|S_q,S_kv]";
+        case Role::amax: return "[1,1,1,2] (fwd) or [1,1,1,4] (bwd)";
         case Role::seq_len_q:
         case Role::seq_len_kv: return "[B,1,1,1]";
         case Role::dropout_mask:
@@ -232,7 +260,42 @@ Geometry geometry(const Problem& p) {
     auto add = [&](Role r, ElemType t, A4 dims, bool in, bool out) {
         const auto it = p.strides.find(r);
         const TensorLayout l = it != p.strides.end() ? it->second : default_layout(p, r);
-        g.set(TensorGeom{r, t, dims, layout_strides(dims, l, pitch), in, out});
+        TensorGeom tg;
+        tg.role = r;
+        tg.type = t;
+        tg.dims = dims;
+        tg.strides = layout_strides(dims, l, pitch);
+        tg.input = in;
+        tg.output = out;
+        g.set(std::move(tg));
+    };
+    // fp8 io: each io role's descale (core/fp8.hpp).
+    auto fp8_descale = [&](Role r) {
+        const auto t = enum_parse(kFp8TensorNames, fmt::format("{}", r));
+        return is_fp8(p.dt) && t ? p.fp8.of(*t) : 1.f;
+    };
+    // Ragged: the io roles packed token-major per batch (THD), rows by the padding lengths; only
+    // when the lengths are well formed, the layout bshd and the role not overridden by --strides
+    // (validate() rejects the rest, naming the rule, and the repro keeps what was asked).
+    const bool lens_ok = [&] {
+        for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv})
+            if (!lens->empty() && static_cast<i64>(lens->size()) != d.B) return false;
+        return true;
+    }();
+    auto pack = [&](Role r, bool q_rows) {
+        TensorGeom t = g.at(r);
+        t.descale = fp8_descale(r);
+        if (p.ragged && padded && lens_ok && p.layout == Layout::bshd && !p.strides.count(r)) {
+            t.strides = layout_strides(t.dims, *order_layout("bshd"), pitch);
+            t.ragged_offsets.push_back(0);
+            for (i64 b = 0; b < d.B; ++b) {
+                const i64 full = q_rows ? d.S_q : d.S_kv;
+                const i64 rows = std::clamp<i64>(q_rows ? valid_q(p, b) : valid_kv(p, b), 0, full);
+                t.ragged_rows.push_back(rows);
+                t.ragged_offsets.push_back(saturating_mul(rows, t.strides[2]) + t.ragged_offsets.back());
+            }
+        }
+        g.set(std::move(t));
     };
     const A4 q{d.B, d.H_q, d.S_q, d.D_qk}, k{d.B, d.H_kv, d.S_kv, d.D_qk}, v{d.B, d.H_kv, d.S_kv, d.D_v},
             o{d.B, d.H_q, d.S_q, d.D_v};
@@ -240,15 +303,27 @@ Geometry geometry(const Problem& p) {
     add(Role::K, io, k, true, false);
     add(Role::V, io, v, true, false);
     add(Role::O, io, o, bwd, fwd);
+    pack(Role::Q, true);
+    pack(Role::K, false);
+    pack(Role::V, false);
+    pack(Role::O, true);
     if (p.dir != Dir::fwd_i) add(Role::stats, ElemType::f32, {d.B, d.H_q, d.S_q, 1}, bwd, fwd);
     if (bwd) {
         add(Role::dO, io, o, true, false);
         add(Role::dQ, io, q, false, true);
         add(Role::dK, io, k, false, true);
         add(Role::dV, io, v, false, true);
+        pack(Role::dO, true);
+        pack(Role::dQ, true);
+        pack(Role::dK, false);
+        pack(Role::dV, false);
     }
     if (p.mask == Mask::bias) add(Role::bias, elem_type(mask_dtype(p)), bias_dims(p), true, false);
     if (bwd && p.dmask) add(Role::dMask, ElemType::f32, bias_dims(p), false, true);
+    if (is_fp8(p.dt)) {  // fwd: Amax_S, Amax_O; bwd: Amax_dQ, dK, dV, dP; fwd_bwd: both directions' six
+        const i64 n = (fwd ? static_cast<i64>(kAmaxFwd.size()) : 0) + (bwd ? static_cast<i64>(kAmaxBwd.size()) : 0);
+        add(Role::amax, ElemType::f32, {1, 1, 1, n}, false, true);
+    }
     if (padded) {
         add(Role::seq_len_q, ElemType::s32, {d.B, 1, 1, 1}, true, false);
         add(Role::seq_len_kv, ElemType::s32, {d.B, 1, 1, 1}, true, false);

@@ -16,24 +16,33 @@
 
 namespace sdpa {
 
-/// Element type of a role: the floating types of DType, s32 (padding lengths) or u8 (dropout
-/// mask); s64 for the dropout seed and offset scalars of a graph (graph/sdpa_graph.hpp).
-enum class ElemType { f32, bf16, f16, s32, u8, s64, boolean };
-inline constexpr std::array<EnumName<ElemType>, 7> kElemTypeNames{{{ElemType::f32, "f32"},
+/// Element type of a role: the floating types of DType, s32 (padding lengths, cuDNN's ragged
+/// offsets) or u8 (dropout mask); s64 for the dropout seed and offset scalars of a graph
+/// (graph/sdpa_graph.hpp) and ragged offsets past 2^31.
+enum class ElemType { f32, bf16, f16, s32, u8, s64, boolean, e4m3, e5m2 };
+inline constexpr std::array<EnumName<ElemType>, 9> kElemTypeNames{{{ElemType::f32, "f32"},
     {ElemType::bf16, "bf16"}, {ElemType::f16, "f16"}, {ElemType::s32, "s32"}, {ElemType::u8, "u8"},
-    {ElemType::s64, "s64"}, {ElemType::boolean, "boolean"}}};
+    {ElemType::s64, "s64"}, {ElemType::boolean, "boolean"}, {ElemType::e4m3, "e4m3"}, {ElemType::e5m2, "e5m2"}}};
 inline std::string_view format_as(ElemType v) { return enum_name(kElemTypeNames, v); }
 
 /// The ElemType of a floating DType.
 constexpr ElemType elem_type(DType dt) {
-    return dt == DType::bf16 ? ElemType::bf16 : dt == DType::f16 ? ElemType::f16 : ElemType::f32;
+    switch (dt) {
+        case DType::bf16: return ElemType::bf16;
+        case DType::f16: return ElemType::f16;
+        case DType::e4m3: return ElemType::e4m3;
+        case DType::e5m2: return ElemType::e5m2;
+        default: return ElemType::f32;
+    }
 }
-/// The DType of a floating ElemType; nullopt for s32 and u8.
+/// The DType of a floating ElemType; nullopt for the integer and boolean types.
 constexpr std::optional<DType> float_type(ElemType t) {
     switch (t) {
         case ElemType::f32: return DType::f32;
         case ElemType::bf16: return DType::bf16;
         case ElemType::f16: return DType::f16;
+        case ElemType::e4m3: return DType::e4m3;
+        case ElemType::e5m2: return DType::e5m2;
         default: return std::nullopt;
     }
 }
@@ -41,7 +50,7 @@ constexpr std::optional<DType> float_type(ElemType t) {
 constexpr std::size_t size_of(ElemType t) {
     return t == ElemType::s64                         ? 8
            : t == ElemType::f32 || t == ElemType::s32 ? 4
-           : t == ElemType::u8 || t == ElemType::boolean ? 1
+           : t == ElemType::u8 || t == ElemType::boolean || t == ElemType::e4m3 || t == ElemType::e5m2 ? 1
                                                          : 2;
 }
 
@@ -54,15 +63,26 @@ struct TensorGeom {
     std::array<std::int64_t, 4> dims{1, 1, 1, 1};
     std::array<std::int64_t, 4> strides{1, 1, 1, 1};
     bool input = false, output = false;
+    /// fp8 roles: the value of an element is its stored code times this (core/fp8.hpp); 1 otherwise.
+    float descale = 1.f;
+    /// Ragged (packed) storage (Problem::ragged): batch a's elements start at element
+    /// ragged_offsets[a] (B + 1 entries, the last one the span) instead of at a * strides[0], and
+    /// only its rows c < ragged_rows[a] of dimension 2 are stored (present()). Empty otherwise.
+    std::vector<std::int64_t> ragged_offsets, ragged_rows;
 
-    /// Number of logical elements (product of dims).
+    /// Number of logical elements (product of dims; absent ragged rows included).
     std::int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
     /// Elements a buffer for this tensor spans: 1 + the largest offset (0 without elements).
     /// Exact for validated geometries (non-negative strides, no overflow); INT64_MAX on overflow.
     std::int64_t span() const;
-    /// Element offset of logical element (a, b, c, d).
+    /// Element offset of logical element (a, b, c, d) (of a present one, for ragged storage).
     std::int64_t offset(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) const {
-        return a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3];
+        return (ragged_offsets.empty() ? a * strides[0] : ragged_offsets[static_cast<std::size_t>(a)]) +
+               b * strides[1] + c * strides[2] + d * strides[3];
+    }
+    /// True when row c of batch a is stored (always, but for the rows past a ragged batch's length).
+    bool present(std::int64_t a, std::int64_t c) const {
+        return ragged_rows.empty() || c < ragged_rows[static_cast<std::size_t>(a)];
     }
     /// True when the strides are dense row-major over dims (strides of size-1 dims ignored).
     bool dense() const;

@@ -15,14 +15,15 @@ namespace sdpa {
 
 /// Every tensor of an SDPA training graph that a vendor binds (the field's names), plus the
 /// score-shaped intermediates (S, P, dP, dS) that some vendors materialise.
-/// dMask is the gradient of the bias (Problem::dmask).
-enum class Role { Q, K, V, O, dO, stats, bias, dQ, dK, dV, seq_len_q, seq_len_kv, dropout_mask, scores, dMask };
-inline constexpr std::size_t kRoleCount = 15;
+/// dMask is the gradient of the bias (Problem::dmask); amax the absolute maxima an fp8 graph
+/// outputs (core/fp8.hpp).
+enum class Role { Q, K, V, O, dO, stats, bias, dQ, dK, dV, seq_len_q, seq_len_kv, dropout_mask, scores, dMask, amax };
+inline constexpr std::size_t kRoleCount = 16;
 inline constexpr std::array<EnumName<Role>, kRoleCount> kRoleNames{{{Role::Q, "Q"}, {Role::K, "K"},
     {Role::V, "V"}, {Role::O, "O"}, {Role::dO, "dO"}, {Role::stats, "stats"}, {Role::bias, "bias"},
     {Role::dQ, "dQ"}, {Role::dK, "dK"}, {Role::dV, "dV"}, {Role::seq_len_q, "seq_len_q"},
     {Role::seq_len_kv, "seq_len_kv"}, {Role::dropout_mask, "dropout_mask"}, {Role::scores, "scores"},
-    {Role::dMask, "dMask"}}};
+    {Role::dMask, "dMask"}, {Role::amax, "amax"}}};
 inline std::string_view format_as(Role v) { return enum_name(kRoleNames, v); }
 
 /// The roles --strides can set (the floating-point tensors a vendor reads or writes).

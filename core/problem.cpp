@@ -235,6 +235,21 @@ std::optional<std::string> validate(const Problem& p) {
         return "dropout rule: --dropout-property=tensor needs --dropout";
     if (p.dropout && !(p.dropout->p >= 0.f && p.dropout->p < 1.f))
         return fmt::format("dropout rule: the probability {} must be in [0, 1)", p.dropout->p);
+    if (p.fp8 != Fp8Descales{} && !is_fp8(p.dt))
+        return fmt::format("fp8 rule: --fp8-descale={} needs --dt=e4m3 or e5m2 (got --dt={})", fp8_descales_name(p.fp8),
+                p.dt);
+    if (p.ragged) {
+        if (p.seq_len_q.empty() && p.seq_len_kv.empty())
+            return "ragged rule: --ragged=true packs the valid rows of each batch: it needs padding lengths "
+                   "(--seq-len-q and/or --seq-len-kv)";
+        if (p.layout != Layout::bshd)
+            return fmt::format("ragged rule: --ragged=true packs Q, K, V, O, dO and the gradients token-major "
+                               "([T,H,D] per batch, THD): it needs --layout=bshd (got --layout={})", p.layout);
+        for (const Role r : kIoRoles)
+            if (p.strides.count(r))
+                return fmt::format("ragged rule: --ragged=true lays out {} itself (packed THD); drop --strides={}:{}", r,
+                        r, layout_name(p.strides.at(r)));
+    }
     if (p.scale) {
         if (!std::isfinite(*p.scale) || *p.scale == 0.f)
             return fmt::format("scale rule: --scale={} must be finite and non-zero", *p.scale);
@@ -271,6 +286,8 @@ std::string knobs(const Problem& p) {
     if (p.layout != def.layout) add(fmt::format("--layout={}", p.layout));
     if (!p.strides.empty()) add(fmt::format("--strides={}", role_layouts_name(p.strides)));
     if (p.deterministic) add("--deterministic=true");
+    if (p.ragged) add("--ragged=true");
+    if (const std::string f = fp8_descales_name(p.fp8); !f.empty()) add(fmt::format("--fp8-descale={}", f));
     if (p.dropout) add(fmt::format("--dropout={}", dropout_name(*p.dropout)));
     if (p.dropout_device_scalars) add("--dropout-property=tensor");
     return s;

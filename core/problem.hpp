@@ -12,6 +12,7 @@
 #include "core/dropout.hpp"
 #include "core/dtype.hpp"
 #include "core/enum_table.hpp"
+#include "core/fp8.hpp"
 #include "core/layout.hpp"
 
 namespace sdpa {
@@ -96,6 +97,8 @@ struct Problem {
     std::string name;                       ///< optional case name (n=...)
     Dir dir = Dir::fwd_t;
     DType dt = DType::f32;                  ///< io dtype of Q, K, V, O, dO, dQ, dK, dV
+    /// fp8 io (--dt=e4m3|e5m2): the per-tensor descales (core/fp8.hpp; --fp8-descale).
+    Fp8Descales fp8;
     Mask mask = Mask::none;
     BiasShape bias_shape = BiasShape::one;  ///< only with Mask::bias
     std::optional<DType> mask_dt;           ///< dtype of the additive mask; default: dt
@@ -129,6 +132,12 @@ struct Problem {
     /// (core/geometry.hpp canonicalize_layouts) in every Problem the parser or importer builds.
     RoleLayouts strides;
     bool deterministic = false;    ///< ask the vendor for a deterministic backward
+    /// Ragged (packed, "THD") io tensors (--ragged): Q, K, V, O, dO, dQ, dK, dV hold only the
+    /// valid rows of each batch (seq_len_q for Q, O, dO, dQ; seq_len_kv for K, V, dK, dV), packed
+    /// token-major one batch after another (core/geometry.hpp TensorGeom::ragged_offsets), as
+    /// cuDNN's ragged offsets and FlashAttention's varlen interface take them. Needs padding
+    /// lengths and --layout=bshd.
+    bool ragged = false;
     /// Dropout on P (--dropout; core/dropout.hpp has the semantics); none when empty. p = 0
     /// still puts the dropout op in the vendor's graph (and must change nothing).
     std::optional<Dropout> dropout;
@@ -136,11 +145,13 @@ struct Problem {
     friend bool operator==(const Problem&, const Problem&) = default;
 };
 
-/// Data type of the additive mask tensor (explicit bias and the causal masks given as tensors).
-inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(p.dt); }
+/// Data type of the additive mask tensor (explicit bias and the causal masks given as tensors):
+/// --mask-dt, else the io dtype (f32 for fp8 io: an fp8 graph takes no fp8 mask).
+inline DType mask_dtype(const Problem& p) { return p.mask_dt.value_or(is_fp8(p.dt) ? DType::f32 : p.dt); }
 
-/// Data type of the scale tensor ([1], one value).
-inline DType scale_dtype(const Problem& p) { return p.scale_dt.value_or(p.dt); }
+/// Data type of the scale tensor ([1], one value): --scale-dt, else the io dtype (f32 for fp8 io:
+/// cuDNN's fp8 graphs take attn_scale as an f32 value).
+inline DType scale_dtype(const Problem& p) { return p.scale_dt.value_or(is_fp8(p.dt) ? DType::f32 : p.dt); }
 
 /// Value stored in the scale tensor, rounded to the scale dtype (the vendor graph keeps the
 /// scale in the io dtype, as oneDNN's SDPA examples do; the reference uses the same value).

@@ -38,11 +38,19 @@ struct SdpaInputs {
 };
 
 /// The outputs of SDPA training, in report order.
-/// dMask: the gradient of the bias (Problem::dmask), f32 in the bias's shape.
-enum class Output { O, stats, dQ, dK, dV, dMask };
-inline constexpr std::size_t kOutputCount = 6;
+/// dMask: the gradient of the bias (Problem::dmask), f32 in the bias's shape. amax: fp8 only, the
+/// absolute maxima the graph outputs before the output scaling (core/fp8.hpp), f32 [1,1,1,k] in
+/// cuDNN's order (kAmaxFwd, kAmaxBwd).
+enum class Output { O, stats, dQ, dK, dV, dMask, amax };
+inline constexpr std::size_t kOutputCount = 7;
 inline constexpr std::array<EnumName<Output>, kOutputCount> kOutputNames{{{Output::O, "O"},
-    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}, {Output::dMask, "dMask"}}};
+    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}, {Output::dMask, "dMask"},
+    {Output::amax, "amax"}}};
+/// The entries of the amax output: forward Amax_S (of P, before scale_S) and Amax_O; backward
+/// Amax_dQ, Amax_dK, Amax_dV and Amax_dP (of the scaled dS, before scale_dP), as cuDNN's
+/// Graph::sdpa_fp8 and sdpa_fp8_backward return them.
+inline constexpr std::array<std::string_view, 2> kAmaxFwd{"S", "O"};
+inline constexpr std::array<std::string_view, 4> kAmaxBwd{"dQ", "dK", "dV", "dP"};
 inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
 /// The geometry role of an output.
 constexpr Role role_of(Output o) {
@@ -53,6 +61,7 @@ constexpr Role role_of(Output o) {
         case Output::dK: return Role::dK;
         case Output::dV: return Role::dV;
         case Output::dMask: return Role::dMask;
+        case Output::amax: return Role::amax;
     }
     return Role::O;
 }
@@ -82,7 +91,7 @@ struct OutputIntegrity {
 /// representable in the io dtype (stats f32). `integrity` is indexed by Output; backends
 /// without guard bands leave it clean.
 struct SdpaOutputs {
-    Tensor O, stats, dQ, dK, dV, dMask;
+    Tensor O, stats, dQ, dK, dV, dMask, amax;
     std::array<OutputIntegrity, kOutputCount> integrity{};
     Tensor& of(Output o) {
         switch (o) {
@@ -92,6 +101,7 @@ struct SdpaOutputs {
             case Output::dK: return dK;
             case Output::dV: return dV;
             case Output::dMask: return dMask;
+            case Output::amax: return amax;
         }
         return O;
     }

@@ -32,6 +32,9 @@ struct PerfResult {
     /// Every timed run's time in ms, in run order (for significance tests across runs:
     /// scripts/compare_runs.py).
     std::vector<double> samples_ms;
+    /// The device's peak dense rate for the case's io type, TFLOP/s (Backend::peak_tflops); 0 when
+    /// unknown (CPU backends), and then no percent of peak is reported.
+    double peak_tflops = 0;
 };
 
 /// Fills the rate fields of a PerfResult from its timing, the case's FLOPs and bytes.

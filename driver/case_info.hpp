@@ -1,21 +1,17 @@
 // The text description of a case that reports and perf templates print.
 #pragma once
 
+#include "backends/registry.hpp"
 #include "driver/case.hpp"
 #include "reports/case_result.hpp"
 
 namespace sdpa {
 
-/// Engine kind a backend runs on: "cpu" for every compiled-in backend (onednn, ref).
-inline std::string engine_of(std::string_view backend) {
-    return backend == "cudnn" ? "gpu" : "cpu";
-}
-
 /// Backend, engine, mode, dir, dt, mask, descriptor (without n=) and name of `c` as text.
 inline CaseInfo case_info(const Case& c) {
     CaseInfo i;
     i.backend = c.backend;
-    i.engine = engine_of(c.backend);
+    i.engine = fmt::format("{}", engine_of(c.backend));
     i.mode = fmt::format("{}", c.mode);
     i.dir = fmt::format("{}", c.prb.dir);
     i.dt = fmt::format("{}", c.prb.dt);

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/faulty/faulty_backend.hpp"
 #include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
@@ -182,7 +183,10 @@ bool set_backend(std::string_view v, Case& c) {
 
 /// Every form --backend accepts: the compiled-in vendors and the fault-injection kinds.
 std::string backend_choices() {
-    return fmt::format("{}|faulty:KIND|test:KIND", fmt::join(backend_names(), "|"));
+    std::vector<std::string> names;  // every vendor backend sdpabench has; one this build lacks runs SKIPPED
+    for (const BackendRow& r : backend_table())
+        if (r.listed) names.push_back(r.name);
+    return fmt::format("{}|faulty:KIND|test:KIND", fmt::join(names, "|"));
 }
 
 std::string explain_backend(std::string_view v) {
@@ -231,30 +235,46 @@ const std::vector<Knob>& knob_table() {
                     const auto why = check_id_rewrites(v);
                     return why ? fmt::format("--dt: {}", *why) : std::string();
                 }},
+            {"fp8-descale", "default|T:V[+T:V...]", "default",
+                "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, "
+                "dV, S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
+                "(README: fp8)",
+                [](std::string_view v, Case& c) {
+                    auto f = parse_fp8_descales(v);
+                    if (!f) return false;
+                    c.prb.fp8 = *f;
+                    return true;
+                },
+                false,
+                [](std::string_view v) {
+                    std::string why;
+                    parse_fp8_descales(v, &why);
+                    return why.empty() ? std::string() : fmt::format("--fp8-descale={}: {}", v, why);
+                }},
             {"mask", "none|causal_tl|causal_br|bias|window:L,R", fmt::format("{}", d.prb.mask),
                 "mask kind; window:L,R keeps keys i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
                 set_mask},
             {"mask-shape", enum_choices(kBiasShapeNames), fmt::format("{}", d.prb.bias_shape),
                 "broadcast shape of --mask=bias",
                 [](std::string_view v, Case& c) { return set_enum(kBiasShapeNames, v, c.prb.bias_shape); }},
-            {"mask-dt", enum_choices(kDTypeNames) + "|default", "default",
-                "data type of the bias ('default': the --dt type)",
+            {"mask-dt", enum_choices(kAuxDTypeNames) + "|default", "default",
+                "data type of the bias ('default': the --dt type; f32 for fp8 io)",
                 [](std::string_view v, Case& c) {
                     DType t{};
                     if (v == "default") c.prb.mask_dt.reset();
-                    else if (set_enum(kDTypeNames, v, t)) c.prb.mask_dt = t;
+                    else if (set_enum(kAuxDTypeNames, v, t)) c.prb.mask_dt = t;
                     else return false;
                     return true;
                 }},
             {"mask-fill", enum_choices(kMaskFillNames), fmt::format("{}", d.prb.mask_fill),
                 "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask)",
                 [](std::string_view v, Case& c) { return set_enum(kMaskFillNames, v, c.prb.mask_fill); }},
-            {"scale-dt", enum_choices(kDTypeNames) + "|default", "default",
-                "data type of the scale tensor ('default': the --dt type)",
+            {"scale-dt", enum_choices(kAuxDTypeNames) + "|default", "default",
+                "data type of the scale tensor ('default': the --dt type; f32 for fp8 io)",
                 [](std::string_view v, Case& c) {
                     DType t{};
                     if (v == "default") c.prb.scale_dt.reset();
-                    else if (set_enum(kDTypeNames, v, t)) c.prb.scale_dt = t;
+                    else if (set_enum(kAuxDTypeNames, v, t)) c.prb.scale_dt = t;
                     else return false;
                     return true;
                 }},
@@ -299,6 +319,10 @@ const std::vector<Knob>& knob_table() {
             {"seq-len-kv", "none|random|N0:N1:...", "none",
                 "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed)",
                 [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_kv, c.random_seq_len_kv); }},
+            {"ragged", "false|true", "false",
+                "pack Q, K, V, O, dO and the gradients per batch, valid rows only, token-major (THD; cuDNN's ragged "
+                "offsets); needs padding lengths and --layout=bshd",
+                set_flag<&Problem::ragged, kFalse, kTrue>},
             {"layout", enum_choices(kLayoutNames), fmt::format("{}", d.prb.layout),
                 "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd)",
                 [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); }},

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/faulty/faulty_backend.hpp"
 #include "backends/test/test_backends.hpp"
 #include "core/memory_estimate.hpp"
@@ -21,6 +22,7 @@ std::string footer() {
     return fmt::format(
             "\n{}\n"
             "BACKENDS: {}\n"
+            "NOT IN THIS BUILD (their cases are SKIPPED with the reason): {}\n"
             "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
             "TEST-ONLY BACKENDS (for sdpabench's own tests, use with --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
@@ -35,7 +37,9 @@ std::string footer() {
             "EXIT: 0 nothing in --fail-on happened; 1 a case FAILED (a kernel is wrong); 2 bad usage; 3 the run\n"
             "  could not test what was asked (INVALID_ARGUMENTS, UNIMPLEMENTED, a timeout, an unwritable file);\n"
             "  4 XPASS; 5 another status named by --fail-on. The lowest that applies wins.\n",
-            case_language_help(), fmt::join(backend_names(), ", "), faulty_backend_names(),
+            case_language_help(), fmt::join(backend_names(), ", "),
+            missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
+            faulty_backend_names(),
             fmt::join(test_backend_names(), ", "));
 }
 

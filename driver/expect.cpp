@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/minimize.hpp"
 

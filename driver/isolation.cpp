@@ -1,5 +1,7 @@
 #include "driver/isolation.hpp"
 
+#include "backends/registry.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -38,7 +40,7 @@ namespace sdpa {
 // --isolate (Isolation.IsolatedResultEqualsInProcessFieldByField compares the reports).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, failure, mistrusted, reason, located, worst_ratio, worst_index, got,
         expected, err, bound, nonfinite, ref_nonfinite, zero_fraction, norm_worst, norm_ratio, norm_head,
-        stats_sum_worst, got_zero_fraction, structural_zeros)
+        stats_sum_worst, got_zero_fraction, structural_zeros, saturated, unchecked)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WorstHead, p_value, rate, b, h)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaskStatistics, heads, keep, pairs, identical_heads, first_dup_b, first_dup_h,
         first_dup_of_b, first_dup_of_h, distinct_checked, threshold, failure)
@@ -46,7 +48,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutReport, mask, stats, failures)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
-        gflops_at_max, gbytes_per_s_at_median, samples_ms)
+        gflops_at_max, gbytes_per_s_at_median, samples_ms, peak_tflops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MinimizeReport, repro, signature, runs, steps, hit_limit)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
 
@@ -102,8 +104,8 @@ namespace {
         if (!backend) {
             r.index = index;
             r.repro = repro(c);
-            r.status = Status::failed;
-            r.reason = fmt::format("no backend '{}'", c.backend);
+            r.status = Status::invalid_arguments;
+            r.reason = fmt::format("unknown backend '{}'", c.backend);
         } else {
             r = run_case(c, *backend, index, timing, limits);
         }

@@ -193,6 +193,7 @@ public:
         });
         tryk([](Problem& p) { p.dropout_device_scalars = false; });
         tryk([](Problem& p) { p.dmask = false; });
+        tryk([](Problem& p) { p.ragged = false; });
         tryk([](Problem& p) { p.seq_len_q.clear(), p.seq_len_kv.clear(); });
         tryk([](Problem& p) { p.seq_len_q.clear(); });
         tryk([](Problem& p) { p.seq_len_kv.clear(); });
@@ -225,7 +226,11 @@ public:
         tryk([](Problem& p) { p.scale_dt.reset(); });
         tryk([](Problem& p) { p.scale_host_scalar = false; });
         tryk([](Problem& p) { p.deterministic = false; });
-        tryk([](Problem& p) { p.dt = DType::f32; });
+        tryk([](Problem& p) { p.fp8 = {}; });
+        tryk([](Problem& p) {
+            p.dt = DType::f32;
+            p.fp8 = {};
+        });
         tryk([](Problem& p) { p.fill = Fill::exact; });
         tryk([](Problem& p) { p.seed = Problem{}.seed; });
         return any;

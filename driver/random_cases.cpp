@@ -24,7 +24,7 @@ enum Dim : u64 {
     kWindowLValue, kWindowR, kWindowRValue, kBiasShape, kMaskDt, kMaskFill, kImplicit, kPadding, kPadValue, kScale,
     kScaleValue, kScaleOp, kScaleDt, kScaleProperty, kFill, kLayout, kStrides, kStrideRole, kStrideRole2,
     kStrideOrder, kStrideOrder2, kStrideGap, kDmask, kDeterministic, kDropout, kDropoutP, kDropoutOffset,
-    kDropoutOffsetValue, kDropoutSeed, kDropoutProperty, kFillSeed,
+    kDropoutOffsetValue, kDropoutSeed, kDropoutProperty, kFillSeed, kRagged,
 };
 
 /// Head sizes drawn for D_qk (and D_v): powers of two, multiples of 8 and tails (17, 72, 80).
@@ -194,6 +194,12 @@ Problem random_problem(u64 seed, u64 count, u64 i) {
     p.strides = parse_role_layouts(draw_strides(r, i, p)).value_or(RoleLayouts{});
     p.dmask = pick(kDmask, 2) == 1;
     p.deterministic = pick(kDeterministic, 2) == 1;
+    // Ragged where it can be (padding drawn, bshd, no io stride override); make_valid drops it otherwise.
+    p.ragged = pick(kRagged, 3) == 1 && (!p.seq_len_q.empty() || !p.seq_len_kv.empty());
+    if (p.ragged) {
+        p.layout = Layout::bshd;
+        for (const Role r : kIoRoles) p.strides.erase(r);
+    }
     if (const std::size_t dr = pick(kDropout, 4); dr >= 2) {
         Dropout dp;
         dp.p = dr == 2 ? 0.f : kDropoutPs[static_cast<std::size_t>(r.uniform(i, kDropoutP, 0, kDropoutPs.size() - 1))];
@@ -273,6 +279,16 @@ void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given,
                 if (!has(g, "seq-len-q")) q.seq_len_q.clear();
                 if (!has(g, "seq-len-kv")) q.seq_len_kv.clear();
             }},
+        {[](const Problem& q, const Given& g) {  // ragged: padding lengths, bshd, no io stride override
+             return q.ragged && has(g, "ragged");
+         },
+            [](Problem& q, const Given& g, const RandomDraws& r, u64 c) {
+                if (!has(g, "layout")) q.layout = Layout::bshd;
+                if (!has(g, "strides"))
+                    for (const Role role : kIoRoles) q.strides.erase(role);
+                if (q.seq_len_q.empty() && q.seq_len_kv.empty() && !has(g, "seq-len-q"))
+                    q.seq_len_q = draw_lengths(r, c, 0, q.dims.B, q.dims.S_q);
+            }},
         {[](const Problem& q, const Given& g) {  // device dropout scalars: a dropout
              return q.dropout_device_scalars && has(g, "dropout-property") && !q.dropout && !has(g, "dropout");
          },
@@ -294,6 +310,7 @@ std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_
         {"strides", [](Problem& q) { q.strides.clear(); }},
         {"dropout-property", [](Problem& q) { q.dropout_device_scalars = false; }},
         {"dmask", [](Problem& q) { q.dmask = false; }},
+        {"ragged", [](Problem& q) { q.ragged = false; }},
         {"mask-form", [](Problem& q) { q.implicit_mask = false; }},
         {"mask-fill", [](Problem& q) { q.mask_fill = MaskFill::random; }},
         {"mask-dt", [](Problem& q) { q.mask_dt.reset(); }},

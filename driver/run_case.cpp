@@ -73,6 +73,10 @@ void judge(CaseResult& r) {
     std::string failed, mistrusted;
     for (const auto& c : r.checks) {
         if (!c.pass) failed += (failed.empty() ? "" : "; ") + failure_reason(c);
+        else if (c.mistrusted && c.saturated > 0)  // fp8 (compare/compare.hpp): the range, not the zeros
+            mistrusted += fmt::format("{}{}: {} reference value(s) past the fp8 range at its descale, expected "
+                    "saturated (a larger --fp8-descale={}:... tells more)", mistrusted.empty() ? "" : "; ", c.output,
+                    c.saturated, c.output);
         else if (c.mistrusted)
             mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero",
                     mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction);
@@ -90,12 +94,14 @@ void judge(CaseResult& r) {
     }
 }
 
-/// P/CP: times the plan and stores the stats and rates in r.perf.
-void measure(Plan& plan, const TimingOptions& timing, CaseResult& r) {
+/// P/CP: times the plan and stores the stats and rates in r.perf, with the device's peak rate for
+/// the io type `dt` (0 unknown).
+void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseResult& r) {
     std::vector<double> samples = timed(r, Phase::vendor, [&] { return time_plan(plan, timing); });
     const TimingStats t = summarize(samples);
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
     r.perf->samples_ms = std::move(samples);
+    r.perf->peak_tflops = peak_tflops;
 }
 
 
@@ -226,6 +232,7 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
         for (auto& n : fwd->notes()) r.notes.push_back("fwd: " + n);
         timed(r, Phase::vendor, [&] { fwd->execute(); });
         fo = fwd->read_outputs();
+        if (auto seen = observed_masked_rows(pf, fo)) r.notes.push_back("fwd: " + *seen);
     }
     const RefForward rf = timed(r, Phase::reference, [&] { return ref_forward(pf, in, opt); });
     r.checks = timed(r, Phase::compare, [&] { return check_outputs(pf, fo, &rf, nullptr, backend.conventions()); });
@@ -243,6 +250,17 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     }
     in.O = std::move(fo.O);
     in.stats = std::move(fo.stats);
+    // Rows the forward leaves unspecified (Conventions: past the valid query length) hold whatever
+    // it left there, NaN included; the backward's inputs get the fully masked row's O = 0 and the
+    // backend's masked-row stats instead (the backward masks those rows either way).
+    const Conventions conv = backend.conventions();
+    if (conv.padded_rows_unspecified)
+        for (std::int64_t b = 0; b < p.dims.B; ++b)
+            for (std::int64_t h = 0; h < p.dims.H_q; ++h)
+                for (std::int64_t i = valid_q(p, b); i < p.dims.S_q; ++i) {
+                    std::fill_n(&in.O.at(b, h, i, 0), p.dims.D_v, 0.f);
+                    in.stats.at(b, h, i, 0) = conv.masked_row_stats;
+                }
     std::unique_ptr<Plan> bwd = timed(r, Phase::prepare, [&] { return backend.prepare(pb, in); });
     for (auto& n : bwd->notes()) r.notes.push_back("bwd: " + n);
     timed(r, Phase::vendor, [&] { bwd->execute(); });
@@ -291,12 +309,13 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
     for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
-        measure(*plan, timing, r);
+        measure(*plan, timing, backend.peak_tflops(p.dt), r);
         r.status = Status::executed;  // ran, nothing checked: never PASSED
         return;
     }
     timed(r, Phase::vendor, [&] { plan->execute(); });
     const SdpaOutputs out = plan->read_outputs();
+    if (auto seen = observed_masked_rows(p, out)) r.notes.push_back(std::move(*seen));
     const RefOptions opt = default_ref_options(p, mask.get());
     if (mask) {
         r.dropout = dropout_report(p, *mask);
@@ -312,7 +331,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     }
     r.checked = true;
     judge(r);
-    if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, r);
+    if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, backend.peak_tflops(p.dt), r);
     if (c.mode == Mode::B && r.status != Status::failed)
         if (auto diff = rerun_differs(*plan, out)) {
             r.status = Status::failed;

@@ -77,8 +77,8 @@ std::vector<double> time_plan(Plan& plan, const TimingOptions& opt) {
     for (;;) {
         const int n = static_cast<int>(ms.size());
         if (opt.fix_times > 0 ? n >= opt.fix_times : n >= std::max(opt.min_runs, 1) && !budget_left()) break;
-        if (opt.cold_cache) {  // the host's caches, then the device's (a GPU backend's L2; no-op on the CPU)
-            if (flusher) flusher->flush();
+        if (opt.cold_cache) {  // the host's caches (a host plan), then the plan's own (a GPU's L2; no-op on the CPU)
+            if (flusher && !plan.runs_on_device()) flusher->flush();
             plan.flush_caches();
         }
         ms.push_back(plan.execute_timed_ms());

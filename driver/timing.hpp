@@ -48,7 +48,8 @@ struct TimingOptions {
 };
 
 /// Times `plan`: warmup_runs untimed executions, then Plan::execute_timed_ms() repeatedly
-/// (flushing the caches before each run when cold_cache, outside the measured time) until
+/// (flushing the caches before each run when cold_cache, outside the measured time: the host's
+/// with `flusher` unless the plan runs on a device, then Plan::flush_caches()) until
 /// fix_times runs, or until the loop's wall time reaches max_ms_per_case and at least
 /// min_runs runs were made. Returns the per-run times (ms). Throws what Plan throws.
 std::vector<double> time_plan(Plan& plan, const TimingOptions& opt);

@@ -25,10 +25,14 @@ void plant_lse_underflow(const Problem& p, SdpaInputs& in) {
     const Dims& d = p.dims;
     for (float& x : in.K.data) x = std::fabs(x) == 1.f ? 2.f : 1.f;  // integers in [1, 2]
     const float v = scale_tensor_value(p);
-    const double eff = p.scale_op == ScaleOp::mul ? v : 1.0 / v;
+    // The scale of a score: the scale op's, times the codes' descales for fp8 (the plant writes codes).
+    const double descales = is_fp8(p.dt) ? static_cast<double>(p.fp8.of(Fp8Tensor::Q)) * p.fp8.of(Fp8Tensor::K) : 1.0;
+    const double eff = (p.scale_op == ScaleOp::mul ? v : 1.0 / v) * descales;
     const double need = 100.0 + std::log(static_cast<double>(d.S_kv));
-    const float a = static_cast<float>(std::ceil(need / (std::fabs(eff) * static_cast<double>(d.D_qk))));
-    const float q = round_to(p.dt, eff > 0 ? -a : a);
+    const double a = std::ceil(need / (std::fabs(eff) * static_cast<double>(d.D_qk)));
+    // Rounded up onto the io type's grid (a rounded down could miss the target; fp8 saturates at
+    // its largest finite value, which then may miss it: a weaker pattern, README "Fill families").
+    const float q = round_to(p.dt, static_cast<float>((eff > 0 ? -a : a) * (1 + 2 * unit_roundoff(p.dt))));
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h)
             for (i64 i = 1; i < d.S_q; i += 4)
@@ -42,7 +46,8 @@ void plant_spike_k(const Problem& p, SdpaInputs& in) {
         for (i64 h = 0; h < d.H_kv; ++h)
             for (i64 j = 0; j < d.S_kv; ++j) in.K.at(b, h, j, c) = 70.f;
     if (in.dO.empty()) return;
-    const double tiny = p.dt == DType::f16 ? 1e-4 : 1e-8;
+    // Tiny but representable: f16's normal range ends at 6e-5; an fp8 code 16 subnormal steps up.
+    const double tiny = p.dt == DType::f16 ? 1e-4 : is_fp8(p.dt) ? 16 * smallest_subnormal(p.dt) : 1e-8;
     // Reuse the exact integers as a deterministic pattern: (x + 0.5) * tiny, never zero.
     for (float& x : in.dO.data) x = round_to(p.dt, static_cast<float>((x + 0.5) * tiny));
 }

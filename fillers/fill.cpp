@@ -120,6 +120,12 @@ SdpaInputs fill_inputs(const Problem& p) {
         else if (p.mask_fill == MaskFill::causal_last_row) fill_causal_last_row(bias);
     }
     plant_adversarial(p, in);
+    // fp8: the numbers above are codes (exact in the io type for exact, normal, peaky and sparse;
+    // the adversarial patterns rounded onto it, saturating); a value is a code times its role's
+    // descale (core/fp8.hpp), exact in f32.
+    for (const Role r : {Role::Q, Role::K, Role::V, Role::dO})
+        if (const TensorGeom* t = g.find(r); t && is_fp8(p.dt))
+            for (float& x : in.of(r)->data) x = round_to(p.dt, x) * t->descale;
     for (const Role r : {Role::Q, Role::K, Role::V, Role::dO, Role::bias})
         if (const TensorGeom* t = g.find(r)) fold_aliases(*t, *in.of(r));
     return in;

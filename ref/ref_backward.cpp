@@ -162,6 +162,7 @@ struct BwdCtx {
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
     bool ds_dropped = false;            ///< fault: dS from the dropped P_d
+    float p_descale = 1.f, ds_descale = 1.f;  ///< fp8: descale_S and descale_dP (core/fp8.hpp)
     /// Per (b, query block, key block): 0 nothing visible, 1 some (block_any_visible over the
     /// padded block), 2 also every element of the block (block_all_visible); see tile_visibility.
     std::vector<std::uint8_t> vis{};
@@ -199,6 +200,7 @@ struct BwdCtx {
 struct BwdScratch {
     std::vector<float> s, p, pr, pm, mag, ds, dsu, wm;
     std::vector<double> s64, dp64, dkv, dq;
+    float ds_amax = 0.f, ds_wmax = 0.f;  ///< fp8: the largest |scaled dS| and |scale| W of this thread's tiles
     explicit BwdScratch(const BwdCtx& c) {
         const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
         for (auto* t : {&s, &p, &pr, &pm, &mag, &ds, &dsu, &wm}) t->resize(n(kB * kB));
@@ -249,12 +251,11 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         const auto at = static_cast<std::size_t>(ii * kB);
         float* prow = &w.p[at];
         const float* srow = &w.s[at];
-        if (ii < ni) {
-            // stats = +inf (fully masked row) gives s - stats = -inf, so P = 0 and dQ = 0.
-            const float st = c.in.stats.data[row0 + static_cast<std::size_t>(ii)];
+        const float st = ii < ni ? c.in.stats.data[row0 + static_cast<std::size_t>(ii)] : 0.f;
+        if (ii < ni && std::isfinite(st)) {
             const v16f sb = v16f{} + st;
             for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - sb));
-        } else {
+        } else {  // a fully masked row, whatever its stats convention (+inf, -inf, 0): P = 0, dQ = 0
             std::fill(prow, prow + kB, 0.f);
         }
         const double Di = ii < ni ? c.Dr[row0 + static_cast<std::size_t>(ii)] : 0.0;
@@ -305,8 +306,10 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         if (c.emul) {
             float* prr = &w.pr[at];
             for (i64 jj = 0; jj < kB; ++jj) {
-                dsr[jj] = round_to(c.p.dt, dsr[jj]);
-                prr[jj] = round_to(c.p.dt, prow[jj]);
+                w.ds_amax = std::max(w.ds_amax, std::fabs(dsr[jj]));
+                w.ds_wmax = std::max(w.ds_wmax, static_cast<float>(c.gabs * wr[jj]));
+                dsr[jj] = round_scaled(c.p.dt, dsr[jj], c.ds_descale);
+                prr[jj] = round_scaled(c.p.dt, prow[jj], c.p_descale);
             }
         }
     }
@@ -547,11 +550,16 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     const bool mul = p.scale_op == ScaleOp::mul;
     const float v = scale_tensor_value(p);
     const i64 nqb = (d.S_q + kB - 1) / kB, nkb = (d.S_kv + kB - 1) / kB, group = d.H_q / d.H_kv;
-    BwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32, mul,
+    BwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, (opt.emulate_rounding && p.dt != DType::f32) || is_fp8(p.dt), mul,
         v, std::fabs(mul ? static_cast<double>(v) : 1.0 / static_cast<double>(v)), group,
         round_up(d.D_qk, kNR), round_up(d.D_v, kNR), nqb, nkb, group * nqb};
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     c.ds_dropped = opt.dropout_ds_from_dropped_p;
+    if (is_fp8(p.dt)) {
+        c.p_descale = p.fp8.of(Fp8Tensor::S);
+        c.ds_descale = p.fp8.of(Fp8Tensor::dP);
+    }
+    float ds_amax = 0.f, ds_wmax = 0.f;
     const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
     c.kt.allocate(n(d.B * d.H_kv * nkb * d.D_qk * kB));
     c.vt.allocate(n(d.B * d.H_kv * nkb * d.D_v * kB));
@@ -646,6 +654,23 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
                     for (i64 qb = 0; qb < mqb; ++qb)
                         for (i64 kb = 0; kb < nkb; ++kb) dmask_block(c, w, bb, hb, qb * kB, kb * kB, opt.dmask_no_reduce);
         }
+#pragma omp critical
+        {
+            ds_amax = std::max(ds_amax, w.ds_amax);
+            ds_wmax = std::max(ds_wmax, w.ds_wmax);
+        }
+    }
+    if (is_fp8(p.dt)) {  // {Amax_dQ, Amax_dK, Amax_dV, Amax_dP} and their magnitudes (sdpa_ref.hpp)
+        auto amax = [](const Tensor& t) {
+            float m = 0.f;
+            for (const float x : t.data) m = std::max(m, std::fabs(x));
+            return m;
+        };
+        r.amax = Tensor({1, 1, 1, 4}, DType::f32);
+        r.M_amax = r.amax;
+        r.amax.data = {amax(r.dQ), amax(r.dK), amax(r.dV), ds_amax};
+        r.M_amax.data = {amax(r.M_dQ), amax(r.M_dK), amax(r.M_dV),
+            static_cast<float>(ds_wmax * kAmaxRelative / unit_roundoff(p.dt))};
     }
     return r;
 }

@@ -35,6 +35,8 @@ struct FwdCtx {
     double kappa = 1;       ///< u_f32 / u_dt: the score-error term of M_O in units of the io roundoff
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
+    float p_descale = 1.f;              ///< fp8: descale_S, the grid P is rounded onto (core/fp8.hpp)
+    float* row_pmax = nullptr;          ///< fp8: per (b, h, i), the largest emulated P before its rounding
 };
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
@@ -118,10 +120,16 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                     float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
                     const v16f mb = v16f{} + mf[ii];
                     for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
+                    float pmax = 0.f;
                     for (i64 jj = 0; jj < kB; ++jj) {
                         float pn = static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]);
                         if (c.drop) pn = w.keep[static_cast<std::size_t>(ii * kB + jj)] ? pn * c.inv_q : 0.f;
-                        qrow[jj] = round_to(c.p.dt, pn);
+                        pmax = std::max(pmax, pn);
+                        qrow[jj] = round_scaled(c.p.dt, pn, c.p_descale);
+                    }
+                    if (c.row_pmax && ii < ni) {
+                        float& m = c.row_pmax[c.r.stats.offset(b, h, i0 + ii, 0)];
+                        m = std::max(m, pmax);
                     }
                 }
                 const float bm = max_n(srow, kB);
@@ -222,7 +230,7 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     r.O = r.M_O = Tensor(g.at(Role::O).dims, DType::f32);
     r.stats = r.M_stats = Tensor(g.at(Role::stats).dims, DType::f32);
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
-    FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, opt.emulate_rounding && p.dt != DType::f32,
+    FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, (opt.emulate_rounding && p.dt != DType::f32) || is_fp8(p.dt),
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
         round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}, {}, 1.0};
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
@@ -230,6 +238,12 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
     c.kt_abs.resize(c.kt.size());
     c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
+    std::vector<float> row_pmax;
+    if (is_fp8(p.dt)) {
+        c.p_descale = p.fp8.of(Fp8Tensor::S);
+        row_pmax.assign(r.stats.size(), 0.f);
+        c.row_pmax = row_pmax.data();
+    }
 
 #pragma omp parallel if (work(d) >= kParallelWork)
     {
@@ -243,6 +257,21 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
         for (i64 b = 0; b < d.B; ++b)
             for (i64 h = 0; h < d.H_q; ++h)
                 for (i64 qb = 0; qb < nqb; ++qb) forward_rows(c, w, b, h, qb * kB);
+    }
+    if (is_fp8(p.dt)) {
+        // Amax_S: the largest P (after dropout, before scale_S), to the f32 softmax's accuracy
+        // (kAmaxRelative of itself); Amax_O: the largest |O| before scale_O, with O's magnitudes.
+        const float amax_s = *std::max_element(row_pmax.begin(), row_pmax.end());
+        float amax_o = 0.f, mag_o = 0.f;
+        for (std::size_t e = 0; e < r.O.size(); ++e) {
+            amax_o = std::max(amax_o, std::fabs(r.O.data[e]));
+            mag_o = std::max(mag_o, r.M_O.data[e]);
+        }
+        const double units = kAmaxRelative / unit_roundoff(p.dt);
+        r.amax = Tensor({1, 1, 1, 2}, DType::f32);
+        r.M_amax = r.amax;
+        r.amax.data = {amax_s, amax_o};
+        r.M_amax.data = {static_cast<float>(amax_s * units), mag_o};
     }
     return r;
 }

@@ -45,9 +45,18 @@ inline RefOptions default_ref_options(const Problem&, const DropoutMask* mask = 
 /// u_f32 / u_dt (the first-order effect of score errors on O: dO_i = sum_j P_ij ds_ij (V_j - O_i),
 /// with |O_i| <= (P|V|)_i);
 /// M_stats [B,H_q,S_q,1] = 1 + sqrt(S_kv) + sum_j P_ij mag_ij (1 + sqrt(S_kv) for a fully masked row).
+/// fp8 io (core/fp8.hpp): P is rounded onto the io type's grid scaled by descale_S before P V
+/// (round_scaled; the rounding emulation is always on for fp8), and amax [1,1,1,2] holds
+/// {Amax_S, Amax_O} (kAmaxFwd): the largest P after dropout and the largest |O|, both before
+/// their scaling; M_amax their magnitudes in units of the io type's roundoff: Amax_S's own value
+/// times kAmaxRelative / u_dt (an f32 softmax, exp approximations included, is that close), Amax_O's
+/// the largest M_O.
 struct RefForward {
-    Tensor O, stats, M_O, M_stats;
+    Tensor O, stats, M_O, M_stats, amax, M_amax;
 };
+
+/// The relative accuracy an amax of f32 softmax quantities (Amax_S, Amax_dP) is held to.
+inline constexpr double kAmaxRelative = 0x1p-10;
 
 /// Backward result, all f32 and unrounded. dQ [B,H_q,S_q,D_qk], dK [B,H_kv,S_kv,D_qk],
 /// dV [B,H_kv,S_kv,D_v] (GQA: summed over the H_q/H_kv query heads of each group); and the
@@ -56,8 +65,14 @@ struct RefForward {
 /// With p.dmask also dMask [1|B,1|H_q,1|S_q,S_kv] (the bias's dims) = dS = P o (dP - D) (the
 /// dropout form with dropout) summed over the bias's broadcast dims, and M_dMask = the same sums
 /// of W (above, without the scale).
+/// fp8 io: P is rounded onto the io grid scaled by descale_S before the dV matmul and the scaled
+/// dS onto the grid scaled by descale_dP before the dQ and dK matmuls (cuDNN's fp8 backward,
+/// core/fp8.hpp); amax [1,1,1,4] holds {Amax_dQ, Amax_dK, Amax_dV, Amax_dP} (kAmaxBwd): the
+/// largest |dQ|, |dK|, |dV| and |scaled dS| before their scaling; M_amax their magnitudes in io
+/// roundoff units: the largest M_dQ, M_dK, M_dV, and for dP the largest |scale| W times
+/// kAmaxRelative / u_dt.
 struct RefBackward {
-    Tensor dQ, dK, dV, M_dQ, M_dK, M_dV, dMask, M_dMask;
+    Tensor dQ, dK, dV, M_dQ, M_dK, M_dV, dMask, M_dMask, amax, M_amax;
 };
 
 /// With dropout (p > 0) O = P_d V with P_d = Z o P / (1 - p) (the quotient 1/(1-p) in f32 and

@@ -62,7 +62,16 @@ nlohmann::json json_record(const CaseResult& r) {
         put_number(o, "err", c.err);
         put_number(o, "bound", c.bound);
         o["nonfinite"] = c.nonfinite;
+        o["ref_nonfinite"] = c.ref_nonfinite;
         put_number(o, "zero_fraction", c.zero_fraction);
+        put_number(o, "got_zero_fraction", c.got_zero_fraction);
+        o["structural_zeros"] = c.structural_zeros;
+        put_number(o, "norm_worst", c.norm_worst);
+        put_number(o, "norm_ratio", c.norm_ratio);
+        o["norm_head"] = c.norm_head;
+        put_number(o, "stats_sum_worst", c.stats_sum_worst);
+        o["saturated"] = c.saturated;  // fp8: reference values past the output's range (compare/compare.hpp)
+        o["unchecked"] = c.unchecked;  // ragged absent rows, rows a backend leaves unspecified
         j["outputs"].push_back(std::move(o));
     }
     if (r.dropout) {

@@ -118,6 +118,13 @@ std::vector<ResultField> make_fields() {
             fmt::format("wall time of the {} phase, ms (0: not run)", ph.name),
             [k](const CaseResult& r) { return V{r.phases_ms[k]}; }});
     }
+    // Appended after the phases, so that every earlier column keeps its place.
+    t.push_back({"peak_tflops", G::perf, "peak_tflops", "the device's peak dense TFLOP/s for the io type (absent when unknown)",
+        [](const CaseResult& r) { return r.perf && r.perf->peak_tflops > 0 ? V{r.perf->peak_tflops} : V{}; }});
+    t.push_back({"pct_peak", G::perf, "pct_peak", "TFLOP/s at the median time as a percentage of peak_tflops",
+        [](const CaseResult& r) {
+            return r.perf && r.perf->peak_tflops > 0 ? V{100.0 * 1e-3 * r.perf->gflops_at_median / r.perf->peak_tflops} : V{};
+        }});
     return t;
 }
 

@@ -34,11 +34,15 @@ DMASK_SHAPES = ["1x1xSqxSkv", "Bx1xSqxSkv", "BxHqxSqxSkv", "1xHqxSqxSkv", "1x1x1
                 "BxHqx1xSkv"]
 
 
-def draw(rng, dmask=False):
+FP8 = ("e4m3", "e5m2")
+
+
+def draw(rng, dmask=False, dts=("f32", "bf16", "f16")):
     while True:
-        dt = rng.choice(["f32", "bf16", "f16"])
+        dt = rng.choice(dts)
         direction = rng.choice(["fwd_t", "bwd"])
-        mask = rng.choice(["none", "causal_tl", "causal_br", "bias"])
+        # fp8: the forms cuDNN takes on Hopper (no bias, top-left causal only, D a multiple of 16).
+        mask = rng.choice(["none", "causal_tl"] if dt in FP8 else ["none", "causal_tl", "causal_br", "bias"])
         shape = rng.choice(["1x1xSqxSkv", "Bx1xSqxSkv", "BxHqxSqxSkv"])
         if dmask:  # the bias gradient: bwd with a bias of every broadcast shape
             direction, mask, shape = "bwd", "bias", rng.choice(DMASK_SHAPES)
@@ -46,8 +50,9 @@ def draw(rng, dmask=False):
         hkv = rng.choice([1, 2])
         hq = hkv * rng.choice([1, 2, 4, 7])
         sq, skv = rng.choice(SEQ), rng.choice(SEQ)
-        dqk = rng.choice(HEAD)
-        dv = dqk if rng.random() < 0.7 else rng.choice(HEAD)
+        heads = [16, 32, 64, 128] if dt in FP8 else HEAD
+        dqk = rng.choice(heads)
+        dv = dqk if rng.random() < 0.7 else rng.choice(heads)
         if known_bug(dt, b, hq, hkv, mask, shape):
             continue
         knobs = [f"--dir={direction}", f"--dt={dt}", f"--mask={mask}", f"--fill={rng.choice(FILLS)}",
@@ -74,6 +79,8 @@ def main():
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--dmask", action="store_true", help="draw bwd cases with a bias of every shape and --dmask=true")
+    ap.add_argument("--dt", default="f32,bf16,f16",
+                    help="comma list of io types to draw (e4m3,e5m2 on --backend=cudnn: the fp8 rows)")
     ap.add_argument("--random", action="store_true",
                     help="draw the cases with sdpabench's own --random=N --seed=S (every knob: scales, strides, "
                          "padding, windows, dropout) instead of this script's draw; known vendor bugs are XFAIL "
@@ -84,7 +91,7 @@ def main():
     if args.random:
         lines = [f"--seed={args.seed} --random={args.cases}"]
     else:
-        lines = [draw(rng, args.dmask) for _ in range(args.cases)]
+        lines = [draw(rng, args.dmask, tuple(args.dt.split(","))) for _ in range(args.cases)]
     with tempfile.NamedTemporaryFile("w", suffix=".cases", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         batch = f.name
@@ -93,7 +100,7 @@ def main():
         cmd.insert(1, "--expect=cases/known/expected.jsonl")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     status_re = re.compile(r"^(\d+):([A-Z_]+)(.*)__REPRO: (.*)$")
-    margin_re = re.compile(r"^\s+(O|stats|dQ|dK|dV|dMask): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
+    margin_re = re.compile(r"^\s+(O|stats|dQ|dK|dV|dMask|amax): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
     per = collections.defaultdict(lambda: collections.defaultdict(list))
     statuses = collections.Counter()
     bad = []
@@ -122,7 +129,7 @@ def main():
     print(f"calibrate: {args.cases} cases, seed {args.seed}, backend {args.backend}, exit {proc.returncode}")
     print("statuses: " + " ".join(f"{k}:{v}" for k, v in sorted(statuses.items())))
     print(f"{'output':6} {'dt':5} {'check':5} {'n':>5} {'max':>9} {'p99.9':>9} {'p99':>9}")
-    for (out, dt) in sorted(per, key=lambda k: (["O", "stats", "dQ", "dK", "dV", "dMask"].index(k[0]), k[1])):
+    for (out, dt) in sorted(per, key=lambda k: (["O", "stats", "dQ", "dK", "dV", "dMask", "amax"].index(k[0]), k[1])):
         for check, vals in per[(out, dt)].items():
             print(f"{out:6} {dt:5} {check:5} {len(vals):5d} {max(vals):9.3g} {pct(vals, 0.999):9.3g} "
                   f"{pct(vals, 0.99):9.3g}")

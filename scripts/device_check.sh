@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# One short check of the cuDNN backend on a machine with an NVIDIA GPU (nvcc, cmake, python3 with
-# torch; no network). Under 8 minutes: builds sdpabench with the cuDNN backend only (oneDNN off),
-# runs cases/gpu/smoke.cases in C mode and cases/gpu/perf.cases in P mode, times PyTorch's
-# scaled_dot_product_attention with the cuDNN backend forced on the same shapes (fwd and fwd+bwd),
-# and prints sdpabench TFLOP/s vs PyTorch TFLOP/s and their ratio.
+# The GPU check of the cuDNN backend, as one script for a machine with an NVIDIA GPU, nvcc, CMake
+# and python3 with PyTorch (and its pip cuDNN), and no network. Under 8 minutes on an H200:
+#   1. builds sdpabench with the cuDNN backend only (tests, oneDNN and the PyTorch plugin off);
+#   2. runs cases/gpu/smoke.cases (fp8 and ragged included) in C mode: every status, the failures,
+#      and what cuDNN wrote in fully masked and padded rows (the "observed:" lines of -v);
+#   3. runs cases/gpu/perf.cases in P mode, warm and with --cold-cache;
+#   4. times PyTorch's scaled_dot_product_attention on the same shapes with the cuDNN backend and
+#      with the flash backend forced, fwd and bwd apart, warm and cold, and prints the table:
+#      TFLOP/s of each, the ratio to sdpabench, and the percentage of the device's bf16 dense peak.
+# Exit 0 only when the smoke run passed (no FAILED, UNIMPLEMENTED or SKIPPED case, something
+# PASSED) and the perf runs timed every case.
 #
-#   scripts/device_check.sh               run the check (reports under $OUT, else build/device-check)
-#   scripts/device_check.sh --pack DIR    on a build machine: copy what the build needs and the GPU
-#                                         machine may lack (fmt, CLI11, nlohmann-json, the cuDNN
-#                                         frontend headers) into DIR, to carry along (a few MB)
-# Environment: OUT (report folder), SDPABENCH_DEVICE_DEPS (a --pack folder; default
-# build/device-deps), SDPABENCH_CUDNN_FRONTEND_ROOT (frontend prefix; default: the pack's, else
-# /opt/sdpabench-deps/cudnn-frontend-1.19.1), CUDAToolkit_ROOT (default: CMake's search).
-#
-# Timings come from P mode's JSON Lines report (--mode=P --report=jsonl:PATH: "perf"."min_ms").
-set -euo pipefail
+#   scripts/device_check.sh               run it (reports under $OUT, else build/device-check)
+#   scripts/device_check.sh --pack DIR    on the build machine: copy what the GPU machine lacks
+#                                         (fmt, CLI11 and nlohmann-json headers with their CMake
+#                                         files, the Boost.Math headers core/dropout.cpp includes,
+#                                         the cuDNN frontend headers) into DIR (default
+#                                         build/device-deps, about 10 MB), to carry along
+# Through the device tool: run(command="bash scripts/device_check.sh", carry=["build/device-deps"],
+# timeout_s=540), after `scripts/device_check.sh --pack build/device-deps` here.
+# Environment: OUT (report folder), SDPABENCH_DEVICE_DEPS (a --pack folder), CUDAToolkit_ROOT,
+# SDPABENCH_CUDNN_ROOT (a cuDNN prefix; default: PyTorch's pip cuDNN, else the toolkit's).
+set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps=${SDPABENCH_DEVICE_DEPS:-$root/build/device-deps}
 frontend_pin=1.19.1
 
 if [ "${1:-}" = "--pack" ]; then
-  dest=${2:?usage: device_check.sh --pack DIR}
+  dest=${2:-$root/build/device-deps}
+  set -e
+  rm -rf "$dest"
   # The same prefix-relative tree as Debian's, so the packages' CMake files find their files.
   mkdir -p "$dest/include" "$dest/lib/x86_64-linux-gnu/cmake" "$dest/share/cmake"
   cp -r /usr/include/fmt /usr/include/CLI /usr/include/nlohmann "$dest/include/"
+  # fmt's CMake targets check that libfmt exists; the build links fmt header-only all the same.
   cp -P /usr/lib/x86_64-linux-gnu/libfmt.so* "$dest/lib/x86_64-linux-gnu/"
   cp -r /usr/lib/x86_64-linux-gnu/cmake/fmt "$dest/lib/x86_64-linux-gnu/cmake/"
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$dest/share/cmake/"
+  # Boost.Math: exactly the headers the binomial distribution pulls in (about 4 MB of Boost's 160).
+  echo '#include <boost/math/distributions/binomial.hpp>' | g++ -std=c++20 -x c++ -M - |
+    tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+    while read -r h; do mkdir -p "$dest/include/$(dirname "${h#/usr/include/}")"; cp "$h" "$dest/include/${h#/usr/include/}"; done
   fe=${SDPABENCH_CUDNN_FRONTEND_ROOT:-/opt/sdpabench-deps/cudnn-frontend-$frontend_pin}
   mkdir -p "$dest/cudnn-frontend"
   cp -r "$fe/include" "$dest/cudnn-frontend/"
@@ -37,19 +51,36 @@ fi
 
 out=${OUT:-$root/build/device-check}
 mkdir -p "$out"
-log() { echo "[device_check $(date +%H:%M:%S)] $*" | tee -a "$out/device_check.log"; }
 t0=$(date +%s)
+log() { echo "[device_check +$(( $(date +%s) - t0 ))s] $*" | tee -a "$out/device_check.log"; }
+verdict=0
 
-log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
+log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 1)"
+log "python: $(python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
 
-# --- Build (cuDNN backend only; tests off: GoogleTest and oneDNN are not needed here).
+# --- cuDNN: PyTorch's pip cuDNN unless one is named (review: the toolkit may have none).
+cudnn_root=${SDPABENCH_CUDNN_ROOT:-$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)}
+if [ -n "$cudnn_root" ] && [ -f "$cudnn_root/include/cudnn_version.h" ]; then
+  log "cuDNN: $cudnn_root ($(grep -E 'define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' "$cudnn_root/include/cudnn_version.h" | awk '{printf "%s.", $3}' | sed 's/\.$//'))"
+  export LD_LIBRARY_PATH="$cudnn_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  cudnn_root=""
+  log "cuDNN: no pip cuDNN with headers; using the toolkit's (cmake/cudnn.cmake)"
+fi
+# The frontend dlopens one libcudart (12 or 13), and cuDNN's engines dlopen libnvrtc: both from
+# the toolkit's library folder.
+for d in "${CUDAToolkit_ROOT:-/usr/local/cuda}/lib64" "${CUDAToolkit_ROOT:-/usr/local/cuda}/lib"; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+
+# --- 1. Build (the sdpabench target only).
 cmake_args=(-S "$root" -B "$root/build/device" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF
-  -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_CUDNN=ON)
-if command -v ninja >/dev/null; then cmake_args+=(-G Ninja); fi
-if [ -d "$deps/share/cmake" ]; then
-  # A carried pack (--pack): its headers and libfmt through the packages' own CMake files.
-  cmake_args+=(-Dfmt_DIR="$deps/lib/x86_64-linux-gnu/cmake/fmt" -DCLI11_DIR="$deps/share/cmake/CLI11"
-    -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json")
+  -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_TORCH=OFF -DSDPABENCH_CUDNN=ON -DSDPABENCH_FMT_HEADER_ONLY=ON)
+command -v ninja >/dev/null && cmake_args+=(-G Ninja)
+[ -n "$cudnn_root" ] && cmake_args+=(-DSDPABENCH_CUDNN_ROOT="$cudnn_root")
+if [ -d "$deps/share/cmake" ]; then  # a carried --pack folder
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$deps" -Dfmt_DIR="$deps/lib/x86_64-linux-gnu/cmake/fmt"
+    -DCLI11_DIR="$deps/share/cmake/CLI11" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json")
 fi
 if [ -n "${SDPABENCH_CUDNN_FRONTEND_ROOT:-}" ]; then
   cmake_args+=(-DSDPABENCH_CUDNN_FRONTEND_ROOT="$SDPABENCH_CUDNN_FRONTEND_ROOT")
@@ -57,126 +88,134 @@ elif [ -f "$deps/cudnn-frontend/include/cudnn_frontend.h" ]; then
   cmake_args+=(-DSDPABENCH_CUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
 fi
 log "configure: cmake ${cmake_args[*]}"
-timeout 30 cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1 || { log "configure failed"; tail -n 30 "$out/configure.log"; exit 1; }
-timeout 200 cmake --build "$root/build/device" -j "$(nproc)" >"$out/build.log" 2>&1 || { log "build failed"; tail -n 30 "$out/build.log"; exit 1; }
+if ! timeout 60 cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1; then
+  log "configure failed"; tail -n 30 "$out/configure.log"; exit 1
+fi
+if ! timeout 300 cmake --build "$root/build/device" --target sdpabench -j "$(nproc)" >"$out/build.log" 2>&1; then
+  log "build failed"; tail -n 30 "$out/build.log"; exit 1
+fi
 exe=$root/build/device/sdpabench
 "$exe" --version | tee "$out/version.txt"
-log "built in $(( $(date +%s) - t0 )) s"
+log "built"
 
-# --- Correctness: the GPU smoke set in C mode (exit 0 expected: everything PASSED).
-set +e
-timeout 90 "$exe" -v --backend=cudnn --mode=C --batch="$root/cases/gpu/smoke.cases" >"$out/smoke.txt" 2>&1
+# summary FILE FIELD: the count after FIELD: in FILE's summary line.
+summary() { grep -E '^tests:' "$1" | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut -d: -f2; }
+
+# --- 2. Correctness: the GPU smoke set (a FAILED case is rerun alone in a fresh process by the
+# driver itself, so a device fault left by an earlier case shows as such).
+timeout 330 "$exe" -v --backend=cudnn --report=jsonl:"$out/smoke.jsonl" --batch="$root/cases/gpu/smoke.cases" \
+  >"$out/smoke.txt" 2>&1
 smoke_rc=$?
-timeout 60 "$exe" -v --backend=cudnn --mode=C --dir=fwd_t,bwd,fwd_bwd --dt=bf16 --mask=none,causal_tl --dropout=0:1:1,0.1:7:3 b2hq4hkv2sq128skv96d64n=dropout_mask_mode >>"$out/smoke.txt" 2>&1 || smoke_rc=1  # dropout (cuDNN caller-supplied mask): its summary line joins the smoke lines below
-set -e
-grep -E '^(tests:|[0-9]+:(FAILED|UNIMPLEMENTED|SKIPPED|INVALID))' "$out/smoke.txt" | tail -n 25
-log "smoke exit code $smoke_rc"
+tests=$(summary "$out/smoke.txt" tests); passed=$(summary "$out/smoke.txt" passed)
+skipped=$(summary "$out/smoke.txt" skipped)
+log "smoke: exit $smoke_rc; $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
+echo "--- smoke: every case that did not PASS"
+grep -E '^[0-9]+:(FAILED|UNIMPLEMENTED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$out/smoke.txt" | cut -c1-400
+echo "--- smoke: what cuDNN wrote in fully masked and padded rows (compare/compare.hpp observed_masked_rows)"
+grep -E '^ +(fwd: )?observed:' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 12
+echo "--- smoke: cuDNN plans used"
+grep -oE 'cuDNN plan: [^ ]+' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 8
+if [ "$smoke_rc" -ne 0 ] || [ -z "$tests" ] || [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ]; then
+  log "smoke: NOT clean (exit $smoke_rc, passed ${passed:-?} of ${tests:-?}, skipped ${skipped:-?})"
+  verdict=1
+fi
 
-# --- Performance: P mode with a JSON Lines report.
-set +e
-timeout 60 "$exe" --backend=cudnn --mode=P --report=jsonl:"$out/perf.jsonl" --batch="$root/cases/gpu/perf.cases" >"$out/perf.txt" 2>&1
-perf_rc=$?
-set -e
-tail -n 12 "$out/perf.txt"
-log "perf exit code $perf_rc"
+# --- 3. Performance: P mode, warm and cold (L2 flushed before every timed run).
+for mode in warm cold; do
+  extra=()
+  [ "$mode" = cold ] && extra=(--cold-cache)
+  timeout 150 "$exe" --backend=cudnn --mode=P --max-ms-per-case=800 --min-runs=10 "${extra[@]}" \
+    --report=jsonl:"$out/perf-$mode.jsonl" --batch="$root/cases/gpu/perf.cases" >"$out/perf-$mode.txt" 2>&1
+  rc=$?
+  log "perf ($mode): exit $rc; $(grep -E '^tests:' "$out/perf-$mode.txt" | tail -n 1)"
+  [ "$rc" -eq 0 ] && [ "$(summary "$out/perf-$mode.txt" executed)" = "$(summary "$out/perf-$mode.txt" tests)" ] || verdict=1
+done
 
-# --- PyTorch's cuDNN attention on the same shapes, then the comparison table.
-timeout 90 python3 - "$root/cases/gpu/perf.cases" "$out/perf.jsonl" "$out" <<'PY' 2>&1 | tee "$out/table.txt"
-import json, re, sys, statistics
-cases_file, jsonl, out = sys.argv[1], sys.argv[2], sys.argv[3]
+# --- 4. PyTorch on the same shapes (its cuDNN and flash backends), and the table.
+timeout 200 python3 - "$out" <<'PY' 2>&1 | tee "$out/table.txt"
+import json, statistics, sys
+out = sys.argv[1]
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 
-def shapes():
-    """(name, B, Hq, Hkv, S, D) from the descriptors of the perf case file."""
-    for line in open(cases_file):
-        line = line.split('#')[0]
-        for tok in line.split():
-            m = re.fullmatch(r'b(\d+)hq(\d+)hkv(\d+)sq(\d+)d(\d+)n=(\S+)', tok)
-            if m:
-                b, hq, hkv, s, d = map(int, m.groups()[:5])
-                yield m.group(6), b, hq, hkv, s, d
+def records(path):
+    try:
+        return [json.loads(l) for l in open(path) if l.strip()]
+    except FileNotFoundError:
+        return []
 
-def causal_flops(b, hq, s, d):
-    n = b * hq * s * (s + 1) // 2  # visible scores of a causal square (cuDNN's convention)
-    return 4 * n * d, 10 * n * d    # fwd 2*N*(Dqk+Dv), bwd 2*N*(3*Dqk+2*Dv)
+# sdpabench's P-mode results: one record per case, after the run-context record.
+ours = {}
+for mode in ("warm", "cold"):
+    for r in records(f"{out}/perf-{mode}.jsonl"):
+        if r.get("status") != "EXECUTED":
+            continue
+        perf = r.get("perf") or {}
+        ours[(r["name"], r["dir"], mode)] = dict(ms=perf.get("median_ms"), flops=r.get("flops"),
+                                                 peak=perf.get("peak_tflops"), prb=r.get("prb"))
 
-def time_ms(fn, warm=3, reps=10):
-    for _ in range(warm): fn()
-    torch.cuda.synchronize()
+flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # > 2x the H200's 60 MB L2
+
+def time_ms(fn, cold, reps=15):
+    fn(); fn(); torch.cuda.synchronize()
     ts = []
     for _ in range(reps):
+        if cold:
+            flush.zero_()
+        # The GPU waits ~1 ms while Python enqueues fn: the events time the kernels, not the
+        # launch overhead (the same gate sdpabench's EventTimer uses, backends/cuda/cuda_runtime.hpp).
+        torch.cuda._sleep(2_000_000)
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record(); fn(); b.record(); b.synchronize()
         ts.append(a.elapsed_time(b))
     return statistics.median(ts)
 
-torch_res = {}
-for name, b, hq, hkv, s, d in shapes():
-    dev, dt = 'cuda', torch.bfloat16
-    q = torch.randn(b, hq, s, d, device=dev, dtype=dt, requires_grad=True)
-    k = torch.randn(b, hkv, s, d, device=dev, dtype=dt, requires_grad=True)
-    v = torch.randn(b, hkv, s, d, device=dev, dtype=dt, requires_grad=True)
-    do = torch.randn(b, hq, s, d, device=dev, dtype=dt)
-    gqa = 'enable_gqa'
-    def attn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    try:
-        attn()
-    except Exception as e:  # cuDNN path without GQA support: expand K/V (same FLOPs)
-        gqa = 'expanded K/V'
-        k = k.detach().repeat_interleave(hq // hkv, dim=1).requires_grad_()
-        v = v.detach().repeat_interleave(hq // hkv, dim=1).requires_grad_()
-        def attn():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    fwd_ms = time_ms(lambda: attn())
-    def fb():
-        q.grad = k.grad = v.grad = None
-        attn().backward(do)
-    fb_ms = time_ms(fb)
-    torch_res[name] = (fwd_ms, fb_ms, gqa, (b, hq, s, d))
+def shape(prb):  # "b2hq32hkv8sq2048d128"
+    import re
+    m = re.fullmatch(r"b(\d+)hq(\d+)hkv(\d+)sq(\d+)d(\d+)", prb)
+    return tuple(map(int, m.groups()))
+
+rows = []
+names = sorted({(n, v["prb"]) for (n, d, m), v in ours.items()})
+for name, prb in names:
+    B, Hq, Hkv, S, D = shape(prb)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    mk = lambda h: torch.randn(B, h, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    q, k, v, do = mk(Hq).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hq)
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        note = "enable_gqa"
+        def fwd():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        try:
+            o = fwd()
+        except Exception as e:
+            print(f"{name}: torch {label}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            continue
+        for mode in ("warm", "cold"):
+            cold = mode == "cold"
+            t_f = time_ms(lambda: fwd(), cold)
+            o = fwd()
+            t_b = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), cold)
+            for d, t in (("fwd_t", t_f), ("bwd", t_b)):
+                us = ours.get((name, d, mode))
+                if not us or not us["ms"]:
+                    continue
+                tf = lambda ms: us["flops"] / (ms * 1e-3) / 1e12
+                rows.append(dict(case=name, dir=d, cache=mode, torch_backend=label, torch_ms=t, sdpabench_ms=us["ms"],
+                                 torch_tflops=tf(t), sdpabench_tflops=tf(us["ms"]), ratio=t / us["ms"],
+                                 pct_peak=100 * tf(us["ms"]) / us["peak"] if us["peak"] else None, torch_note=note))
     del q, k, v, do
     torch.cuda.empty_cache()
 
-# sdpabench P-mode records: one JSON object per line. Field names are read defensively: the
-# case name from "name" or the n= of "repro"/"problem", the direction from "dir" or --dir=, the
-# median time ("perf"."median_ms"), compared with PyTorch's median.
-def field(rec, keys):
-    for k in keys:
-        if k in rec and rec[k] is not None: return rec[k]
-        for sub in ('perf', 'timing', 'time'):
-            if isinstance(rec.get(sub), dict) and rec[sub].get(k) is not None: return rec[sub][k]
-    return None
-sdpa = {}
-try:
-    for line in open(jsonl):
-        rec = json.loads(line)
-        text = ' '.join(str(rec.get(k, '')) for k in ('repro', 'problem', 'case'))
-        name = rec.get('name') or (re.search(r'n=(\S+)', text) or [None, None])[1]
-        d = rec.get('dir') or (re.search(r'--dir=(\w+)', text) or [None, 'fwd_t'])[1]
-        ms = field(rec, ('median_ms',))  # the median, like the PyTorch timing above
-        if name and ms: sdpa[(name, d)] = float(ms)
-except FileNotFoundError:
-    print(f'no {jsonl}: P mode did not write a report')
-
-rows = []
-print(f"{'case':<18} {'pass':<8} {'sdpabench TFLOP/s':>18} {'PyTorch TFLOP/s':>16} {'ratio':>7}  note")
-for name, (fwd_ms, fb_ms, gqa, (b, hq, s, d)) in torch_res.items():
-    ff, fbw = causal_flops(b, hq, s, d)
-    ours_f = sdpa.get((name, 'fwd_t'))
-    ours_b = sdpa.get((name, 'bwd'))
-    for label, fl, t_ms, o_ms in (('fwd', ff, fwd_ms, ours_f), ('fwd+bwd', ff + fbw, fb_ms, (ours_f + ours_b) if ours_f and ours_b else None)):
-        pt = fl / (t_ms * 1e-3) / 1e12
-        us = fl / (o_ms * 1e-3) / 1e12 if o_ms else float('nan')
-        ratio = us / pt if o_ms else float('nan')
-        rows.append(dict(case=name, pass_=label, sdpabench_tflops=us if o_ms else None, torch_tflops=pt,
-                         ratio=ratio if o_ms else None, torch_ms=t_ms, sdpabench_ms=o_ms, torch_gqa=gqa))
-        print(f"{name:<18} {label:<8} {us:>18.1f} {pt:>16.1f} {ratio:>7.3f}  torch {gqa}")
-with open(f'{out}/comparison.json', 'w') as f:
-    json.dump(rows, f, indent=1)
+print("| case | dir | L2 | sdpabench TFLOP/s | % of bf16 peak | torch backend | torch TFLOP/s | torch ms / sdpabench ms |")
+print("|---|---|---|---|---|---|---|---|")
+for r in rows:
+    pct = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "?"
+    print(f"| {r['case']} | {r['dir']} | {r['cache']} | {r['sdpabench_tflops']:.1f} | {pct} | {r['torch_backend']} | "
+          f"{r['torch_tflops']:.1f} | {r['ratio']:.3f} |")
+json.dump(rows, open(f"{out}/comparison.json", "w"), indent=1)
 PY
-log "done in $(( $(date +%s) - t0 )) s (smoke exit $smoke_rc, perf exit $perf_rc); reports in $out"
-[ "$smoke_rc" -eq 0 ]
+log "done (smoke exit $smoke_rc; verdict $verdict); reports in $out"
+exit "$verdict"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fault-injection self-test: every cases/selftest/KIND.cases must be FAILED (all its cases, exit 1)
-# with --backend=faulty:KIND and PASSED (all its cases, exit 0) with --backend=ref.
+# with --backend=faulty:KIND and PASSED (all its cases, exit 0) with --backend=ref, or with the
+# backend a "# clean-backend: NAME" line of the file names (test:fp8 for the fp8 faults: the
+# reference backend runs no fp8).
 # Prints one line per kind and "caught: N/M"; exits 0 only when every fault is caught and every
 # clean run passes. Usage: scripts/selftest.sh [path/to/sdpabench] (default build/release/sdpabench).
 set -uo pipefail
@@ -12,7 +14,8 @@ for f in "$root"/cases/selftest/*.cases; do
     kind="$(basename "$f" .cases)"
     total=$((total + 1))
     faulty_out="$("$exe" --backend="faulty:$kind" --batch="$f" 2>&1)"; faulty_rc=$?
-    ref_out="$("$exe" --backend=ref --batch="$f" 2>&1)"; ref_rc=$?
+    clean="$(sed -nE 's/^# clean-backend: *([^ ]+).*/\1/p' "$f" | head -n 1)"
+    ref_out="$("$exe" --backend="${clean:-ref}" --batch="$f" 2>&1)"; ref_rc=$?
     n="$(grep -c ':FAILED' <<<"$faulty_out")"
     cases="$(grep -oE '^tests:[0-9]+' <<<"$faulty_out" | cut -d: -f2)"
     ref_cases="$(grep -oE '^tests:[0-9]+' <<<"$ref_out" | cut -d: -f2)"

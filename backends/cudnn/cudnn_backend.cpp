@@ -1,6 +1,7 @@
 // The cuDNN adapter: turns cudnn::GraphDesc (cudnn_mapping.hpp) into a cuDNN frontend graph,
 // builds a plan (heuristics A, then FALLBACK), binds guarded device buffers and runs it. The only
-// file that includes the cuDNN frontend headers (they are heavy).
+// file that includes the cuDNN frontend headers (they are heavy); device memory, the stream,
+// event timing and the L2 flush come from the shared GPU layer (backends/cuda/cuda_runtime.hpp).
 #include "backends/cudnn/cudnn_backend.hpp"
 
 #include <dlfcn.h>
@@ -8,16 +9,14 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 
-#include <cuda_runtime.h>
 #include <cudnn_frontend.h>
 #include <fmt/format.h>
 
+#include "backends/cuda/cuda_runtime.hpp"
 #include "backends/cudnn/cudnn_mapping.hpp"
 #include "backends/guarded_buffer.hpp"
-#include "backends/strided_buffer.hpp"
 #include "core/memory_estimate.hpp"
 
 // The frontend's dynamic loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves every cuDNN
@@ -34,42 +33,6 @@ namespace fe = cudnn_frontend;
 using cudnn::GraphDesc;
 using cudnn::TensorDesc;
 using cudnn::Uid;
-
-/// What the CUDA runtime says about device 0, probed once per process.
-struct DeviceInfo {
-    bool ok = false;
-    std::string reason;  ///< why not, when !ok
-    std::string name;
-    int l2_bytes = 0;
-};
-
-/// Device 0 as the (static) CUDA runtime sees it; never throws (no driver: !ok with the reason).
-const DeviceInfo& device_info() {
-    static const DeviceInfo info = [] {
-        DeviceInfo d;
-        int n = 0;
-        const cudaError_t e = cudaGetDeviceCount(&n);
-        if (e != cudaSuccess) {
-            d.reason = fmt::format("no usable NVIDIA driver or GPU: cudaGetDeviceCount: {} ({})", cudaGetErrorName(e),
-                    cudaGetErrorString(e));
-            return d;
-        }
-        if (n == 0) {
-            d.reason = "no NVIDIA GPU: the CUDA runtime sees 0 devices";
-            return d;
-        }
-        cudaDeviceProp prop{};
-        if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-            d.reason = "cudaGetDeviceProperties failed on device 0";
-            return d;
-        }
-        d.ok = true;
-        d.name = fmt::format("{} (sm_{}{})", prop.name, prop.major, prop.minor);
-        d.l2_bytes = prop.l2CacheSize;
-        return d;
-    }();
-    return info;
-}
 
 /// Loads libcudnn.so.9 once (the loader's search path, then the build's cuDNN directory);
 /// returns "" on success, else the loader's message.
@@ -89,15 +52,17 @@ const std::string& load_cudnn() {
     return error;
 }
 
-/// Throws BackendError(FAILED) naming `what` and the CUDA error when `e` is not cudaSuccess.
-void check_cuda(cudaError_t e, const char* what) {
-    if (e != cudaSuccess)
-        throw BackendError(Status::failed, fmt::format("CUDA {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
-}
-
-/// A cudnn frontend status: UNIMPLEMENTED with cuDNN's message when bad (graph rejected).
+/// A frontend status as a BackendError: UNIMPLEMENTED when cuDNN has no kernel for the graph
+/// (GRAPH_NOT_SUPPORTED, HEURISTIC_QUERY_FAILED, GRAPH_EXECUTION_PLAN_CREATION_FAILED), FAILED
+/// for everything else (an adapter bug, a broken install: CUDNN_BACKEND_API_FAILED, INVALID_VALUE,
+/// ATTRIBUTE_NOT_SET, NVRTC_COMPILATION_FAILED, ...), with the code's name and cuDNN's message.
 void check_fe(fe::error_t e, const char* step) {
-    if (e.is_bad()) throw BackendError(Status::unimplemented, fmt::format("cuDNN {}: {}", step, e.get_message()));
+    if (e.is_good()) return;
+    const fe::error_code_t code = e.get_code();
+    const bool no_kernel = code == fe::error_code_t::GRAPH_NOT_SUPPORTED || code == fe::error_code_t::HEURISTIC_QUERY_FAILED ||
+                           code == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
+    throw BackendError(no_kernel ? Status::unimplemented : Status::failed,
+            fmt::format("cuDNN {}: {} (error code {})", step, e.get_message(), static_cast<int>(code)));
 }
 
 /// cuDNN frontend data type of a tensor's element type.
@@ -105,7 +70,10 @@ fe::DataType_t fe_type(ElemType t) {
     switch (t) {
         case ElemType::bf16: return fe::DataType_t::BFLOAT16;
         case ElemType::f16: return fe::DataType_t::HALF;
+        case ElemType::e4m3: return fe::DataType_t::FP8_E4M3;
+        case ElemType::e5m2: return fe::DataType_t::FP8_E5M2;
         case ElemType::s32: return fe::DataType_t::INT32;
+        case ElemType::s64: return fe::DataType_t::INT64;
         case ElemType::u8: return fe::DataType_t::UINT8;
         default: return fe::DataType_t::FLOAT;
     }
@@ -114,51 +82,27 @@ fe::DataType_t fe_type(ElemType t) {
 /// The frontend takes dims and strides as vectors.
 std::vector<std::int64_t> vec(const std::array<std::int64_t, 4>& a) { return {a.begin(), a.end()}; }
 
-/// Owned device allocation.
-class DeviceMem {
-public:
-    DeviceMem() = default;
-    explicit DeviceMem(std::size_t bytes) : bytes_(bytes) {
-        if (bytes > 0) check_cuda(cudaMalloc(&ptr_, bytes), fmt::format("cudaMalloc({} bytes)", bytes).c_str());
-    }
-    DeviceMem(DeviceMem&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-    DeviceMem& operator=(DeviceMem&& o) noexcept {
-        std::swap(ptr_, o.ptr_);
-        std::swap(bytes_, o.bytes_);
-        return *this;
-    }
-    ~DeviceMem() {
-        if (ptr_) cudaFree(ptr_);
-    }
-    void* get() const { return ptr_; }
-    std::size_t bytes() const { return bytes_; }
-
-private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-};
-
-/// cuDNN handle, stream, timing events and the L2 flush buffer, created on first prepare().
+/// The cuDNN handle on the shared GPU layer's stream, the event timer and the L2 flusher, created
+/// on the first prepare() and shared by the backend's plans. Members are RAII, so a constructor
+/// that throws releases what it made.
 struct Runtime {
-    cudnnHandle_t handle = nullptr;
-    cudaStream_t stream = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    DeviceMem flush;
+    struct Handle {
+        cudnnHandle_t h = nullptr;
+        Handle() {
+            if (fe::detail::create_handle(&h) != CUDNN_STATUS_SUCCESS) throw BackendError(Status::failed, "cudnnCreate failed");
+        }
+        ~Handle() {
+            if (h) fe::detail::destroy_handle(h);
+        }
+    };
+    cuda::Stream stream;
+    Handle handle;
+    cuda::EventTimer timer;
+    cuda::L2Flusher l2;
 
     Runtime() {
-        check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
-        check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-        check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-        if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS)
-            throw BackendError(Status::failed, "cudnnCreate failed");
-        if (fe::detail::set_stream(handle, stream) != CUDNN_STATUS_SUCCESS)
+        if (fe::detail::set_stream(handle.h, stream.get()) != CUDNN_STATUS_SUCCESS)
             throw BackendError(Status::failed, "cudnnSetStream failed");
-    }
-    ~Runtime() {
-        if (handle) fe::detail::destroy_handle(handle);
-        if (start) cudaEventDestroy(start);
-        if (stop) cudaEventDestroy(stop);
-        if (stream) cudaStreamDestroy(stream);
     }
 };
 
@@ -167,74 +111,50 @@ struct Runtime {
 /// graph's dropout mask tensor.
 class CudnnPlan final : public Plan {
 public:
-    CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt, std::shared_ptr<const DropoutMask> mask)
+    CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt, std::shared_ptr<const DropoutMask> mask,
+            const Conventions& conv)
         : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
         if (desc_.dropout && !mask_) throw BackendError(Status::failed, "cuDNN: a dropout graph without a mask");
         const auto t0 = std::chrono::steady_clock::now();
         build_graph();
-        bind(in);
         compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        bind(in, conv);
     }
 
     void execute() override {
         run();
-        check_cuda(cudaStreamSynchronize(rt_.stream), "cudaStreamSynchronize after execute");
+        rt_.stream.sync("execute");
     }
 
-    double execute_timed_ms() override {
-        check_cuda(cudaEventRecord(rt_.start, rt_.stream), "cudaEventRecord");
-        run();
-        check_cuda(cudaEventRecord(rt_.stop, rt_.stream), "cudaEventRecord");
-        check_cuda(cudaEventSynchronize(rt_.stop), "cudaEventSynchronize");
-        float ms = 0.f;
-        check_cuda(cudaEventElapsedTime(&ms, rt_.start, rt_.stop), "cudaEventElapsedTime");
-        return ms;
-    }
+    /// Device time of one run: events around the launch, the host's launch work hidden behind the
+    /// timer's gate (backends/cuda/cuda_runtime.hpp EventTimer).
+    double execute_timed_ms() override { return rt_.timer.time_ms(rt_.stream.get(), [&] { run(); }); }
 
-    void flush_caches() override {
-        if (!rt_.flush.get()) {
-            const int l2 = device_info().l2_bytes;
-            rt_.flush = DeviceMem(static_cast<std::size_t>(std::max(l2, 1 << 20)) * 2);
-        }
-        check_cuda(cudaMemsetAsync(rt_.flush.get(), ++flush_byte_, rt_.flush.bytes(), rt_.stream), "L2 flush");
-    }
+    /// The L2 flush: enqueued on the plan's stream before the timed run's events.
+    void flush_caches() override { rt_.l2.flush(rt_.stream.get()); }
+    bool runs_on_device() const override { return true; }
 
     void poison_outputs() override {
-        for (auto& [uid, o] : outputs_) {
-            o.host.poison();
-            upload(o);
-        }
+        for (auto& [uid, o] : outputs_) o.poison();
     }
 
     SdpaOutputs read_outputs() override {
         SdpaOutputs out;
-        for (auto& [uid, o] : outputs_) {
-            check_cuda(cudaMemcpy(o.host.raw().data(), o.dev.get(), o.host.raw().size(), cudaMemcpyDeviceToHost),
-                    "cudaMemcpy output to host");
-            store_output(out, o.host);
-        }
+        for (auto& [uid, o] : outputs_) store_output(out, o.download());
         return out;
     }
 
-    std::vector<std::string> notes() const override { return notes_; }
+    std::vector<std::string> notes() const override {
+        std::vector<std::string> n = notes_;
+        if (!rt_.timer.gated()) n.push_back("timing: the launch gate timed out, so times include host launch overhead");
+        return n;
+    }
     double compile_ms() const override { return compile_ms_; }
 
 private:
-    /// A device output: [guard | payload | guard] mirrored by a host GuardedBuffer.
-    struct GuardedOut {
-        TensorDesc desc;
-        GuardedBuffer host;
-        DeviceMem dev;
-    };
-
     void run() {
-        auto status = graph_->execute(rt_.handle, pack_, workspace_.get());
+        auto status = graph_->execute(rt_.handle.h, pack_, workspace_.get());
         if (status.is_bad()) throw BackendError(Status::failed, fmt::format("cuDNN execute: {}", status.get_message()));
-    }
-
-    void upload(GuardedOut& o) {
-        check_cuda(cudaMemcpy(o.dev.get(), o.host.raw().data(), o.host.raw().size(), cudaMemcpyHostToDevice),
-                "cudaMemcpy guarded output to device");
     }
 
     void build_graph() {
@@ -245,32 +165,41 @@ private:
                 .set_intermediate_data_type(fe::DataType_t::FLOAT)
                 .set_compute_data_type(fe::DataType_t::FLOAT);
         std::map<Uid, std::shared_ptr<Tensor_attributes>> t;
-        for (const TensorDesc& d : desc_.inputs)
-            t[d.uid] = graph_->tensor(Tensor_attributes()
-                                              .set_name(d.name)
-                                              .set_uid(static_cast<std::int64_t>(d.uid))
-                                              .set_dim(vec(d.geom.dims))
-                                              .set_stride(vec(d.geom.strides))
-                                              .set_data_type(fe_type(d.geom.type)));
-        // By-value scalars (the dropout scales): a host pointer in the variant pack at execute(),
-        // Tensor_attributes::set_is_pass_by_value(true) (graph_properties.h).
+        auto attrs = [](Uid uid, const std::string& name, const std::array<std::int64_t, 4>& dims,
+                             const std::array<std::int64_t, 4>& strides, ElemType type) {
+            return Tensor_attributes()
+                    .set_name(name)
+                    .set_uid(static_cast<std::int64_t>(uid))
+                    .set_dim(vec(dims))
+                    .set_stride(vec(strides))
+                    .set_data_type(fe_type(type));
+        };
+        for (const cudnn::RaggedDesc& r : desc_.ragged)
+            t[r.uid] = graph_->tensor(attrs(r.uid, r.name, {static_cast<std::int64_t>(r.offsets.size()), 1, 1, 1},
+                    {1, 1, 1, 1}, r.type));
+        for (const TensorDesc& d : desc_.inputs) {
+            t[d.uid] = graph_->tensor(attrs(d.uid, d.name, d.geom.dims, d.geom.strides, d.geom.type));
+            if (d.ragged) t[d.uid]->set_ragged_offset(t[*d.ragged]);
+        }
+        // By-value scalars (the dropout scales) are a host pointer in the variant pack at execute()
+        // (Tensor_attributes::set_is_pass_by_value, graph_properties.h); the fp8 scalars are
+        // [1,1,1,1] device tensors.
         for (const cudnn::ScalarDesc& d : desc_.scalars)
-            t[d.uid] = graph_->tensor(Tensor_attributes()
-                                              .set_name(d.name)
-                                              .set_uid(static_cast<std::int64_t>(d.uid))
-                                              .set_dim(vec(d.dims))
-                                              .set_stride(vec(d.strides))
-                                              .set_is_pass_by_value(true)
-                                              .set_data_type(fe_type(d.type)));
-        auto mark_output = [&](std::shared_ptr<Tensor_attributes>& x, Uid uid) {
+            t[d.uid] = graph_->tensor(attrs(d.uid, d.name, d.dims, d.strides, d.type).set_is_pass_by_value(d.by_value));
+        auto mark_output = [&](const std::shared_ptr<Tensor_attributes>& x, Uid uid) {
             const TensorDesc* d = desc_.find(uid);
             x->set_output(true)
                     .set_uid(static_cast<std::int64_t>(uid))
                     .set_dim(vec(d->geom.dims))
                     .set_stride(vec(d->geom.strides))
                     .set_data_type(fe_type(d->geom.type));
+            if (d->ragged) x->set_ragged_offset(t[*d->ragged]);
         };
-        // Attributes shared by SDPA_attributes and SDPA_backward_attributes.
+        auto mark_amax = [&](const std::shared_ptr<Tensor_attributes>& x, Uid uid) {
+            x->set_output(true).set_uid(static_cast<std::int64_t>(uid)).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+                    .set_data_type(fe::DataType_t::FLOAT);
+        };
+        // Attributes shared by the forward and backward attributes (fp8 or not).
         auto common = [&](auto& a) {
             a.set_attn_scale(desc_.attn_scale);
             if (t.count(Uid::bias)) a.set_bias(t[Uid::bias]);
@@ -282,13 +211,42 @@ private:
             if (desc_.right_bound) a.set_diagonal_band_right_bound(static_cast<int>(*desc_.right_bound));
         };
         if (!desc_.backward) {
-            auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats);
+            // COMPOSITE pinned: AUTO would pick the UNIFIED node for some plain forwards, whose
+            // conventions differ from the backward's composite node (graph_interface.h Graph::sdpa).
+            auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats)
+                    .set_implementation(fe::AttentionImplementation_t::COMPOSITE);
             common(a);
             // graph_properties.h SDPA_attributes::set_dropout(mask, scale): caller-supplied mask mode.
             if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale]);
-            auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
-            mark_output(O, Uid::O);
-            if (desc_.generate_stats) mark_output(stats, Uid::stats);
+            if (desc_.fp8) {
+                auto [O, stats, amax_s, amax_o] = graph_->sdpa_fp8(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::descale_q],
+                        t[Uid::descale_k], t[Uid::descale_v], t[Uid::descale_s], t[Uid::scale_s], t[Uid::scale_o], a);
+                mark_output(O, Uid::O);
+                if (desc_.generate_stats) mark_output(stats, Uid::stats);
+                mark_amax(amax_s, Uid::amax_s);
+                mark_amax(amax_o, Uid::amax_o);
+            } else {
+                auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
+                mark_output(O, Uid::O);
+                if (desc_.generate_stats) mark_output(stats, Uid::stats);
+            }
+            notes_.push_back("cuDNN sdpa: COMPOSITE implementation (pinned)");
+        } else if (desc_.fp8) {
+            auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward");
+            common(a);
+            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
+            if (desc_.deterministic) a.set_deterministic_algorithm(true);
+            auto [dQ, dK, dV, amax_dq, amax_dk, amax_dv, amax_dp] = graph_->sdpa_fp8_backward(t[Uid::Q], t[Uid::K],
+                    t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], t[Uid::descale_q], t[Uid::descale_k],
+                    t[Uid::descale_v], t[Uid::descale_o], t[Uid::descale_dO], t[Uid::descale_s], t[Uid::descale_dP],
+                    t[Uid::scale_s], t[Uid::scale_dQ], t[Uid::scale_dK], t[Uid::scale_dV], t[Uid::scale_dP], a);
+            mark_output(dQ, Uid::dQ);
+            mark_output(dK, Uid::dK);
+            mark_output(dV, Uid::dV);
+            mark_amax(amax_dq, Uid::amax_dQ);
+            mark_amax(amax_dk, Uid::amax_dK);
+            mark_amax(amax_dv, Uid::amax_dV);
+            mark_amax(amax_dp, Uid::amax_dP);
         } else {
             auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
             common(a);
@@ -301,17 +259,18 @@ private:
             mark_output(dV, Uid::dV);
         }
         check_fe(graph_->validate(), "validate");
-        check_fe(graph_->build_operation_graph(rt_.handle), "build_operation_graph");
+        check_fe(graph_->build_operation_graph(rt_.handle.h), "build_operation_graph");
         check_fe(graph_->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
-        check_fe(graph_->check_support(rt_.handle), "check_support");
-        check_fe(graph_->build_plans(rt_.handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+        check_fe(graph_->check_support(rt_.handle.h), "check_support");
+        check_fe(graph_->build_plans(rt_.handle.h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
         std::int64_t ws = 0;
         check_fe(graph_->get_workspace_size(ws), "get_workspace_size");
-        workspace_ = DeviceMem(static_cast<std::size_t>(ws));
+        workspace_ = cuda::DeviceMem(static_cast<std::size_t>(ws));
         std::string plan;
         if (graph_->get_plan_name(plan).is_good()) notes_.push_back(fmt::format("cuDNN plan: {}", plan));
-        notes_.push_back(fmt::format("cuDNN {}: workspace {} bytes{}", desc_.backward ? "sdpa_backward" : "sdpa", ws,
-                desc_.deterministic ? ", deterministic" : ""));
+        notes_.push_back(fmt::format("cuDNN {}{}: workspace {} bytes{}", desc_.backward ? "sdpa_backward" : "sdpa",
+                desc_.fp8 ? " (fp8)" : "", ws, desc_.deterministic ? ", deterministic" : ""));
+        if (!desc_.ragged.empty()) notes_.push_back(fmt::format("cuDNN ragged offsets on {} tensors", desc_.ragged.size()));
         if (desc_.dropout) {
             const TensorGeom& m = desc_.find(Uid::dropout_mask)->geom;
             notes_.push_back(fmt::format("cuDNN dropout: caller-supplied mask {} [{},{},{},{}] ({} bytes on the device, "
@@ -323,35 +282,60 @@ private:
         }
     }
 
-    void bind(const SdpaInputs& in) {
-        // Inputs: the host tensor packed at the role's strides (gaps hold the canary); the padding
-        // lengths from the mapping.
-        auto upload_input = [&](Uid uid, const std::vector<std::byte>& bytes) {
-            DeviceMem m(bytes.size());
-            check_cuda(cudaMemcpy(m.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy input");
+    void bind(const SdpaInputs& in, const Conventions& conv) {
+        auto keep = [&](Uid uid, cuda::DeviceMem m) {
             pack_[static_cast<std::int64_t>(uid)] = m.get();
             inputs_.push_back(std::move(m));
         };
+        auto bytes_of = [](const void* data, std::size_t n) {
+            std::vector<std::byte> b(n);
+            std::memcpy(b.data(), data, n);
+            return b;
+        };
+        // Inputs: the host tensor packed at the role's strides (gaps hold the canary; fp8: codes),
+        // the padding lengths from the mapping, the ragged offsets, the dropout mask.
         for (const TensorDesc& d : desc_.inputs) {
             if (d.uid == Uid::seq_len_q || d.uid == Uid::seq_len_kv) {
                 const auto& lens = d.uid == Uid::seq_len_q ? desc_.seq_len_q : desc_.seq_len_kv;
-                std::vector<std::byte> bytes(lens.size() * sizeof(std::int32_t));
-                std::memcpy(bytes.data(), lens.data(), bytes.size());
-                upload_input(d.uid, bytes);
+                keep(d.uid, cuda::upload(bytes_of(lens.data(), lens.size() * sizeof(std::int32_t))));
             } else if (d.uid == Uid::dropout_mask) {
-                upload_input(d.uid, cudnn::dropout_mask_bytes(d.geom, *mask_));  // Z of the declared mask
+                keep(d.uid, cuda::upload(cudnn::dropout_mask_bytes(d.geom, *mask_)));  // Z of the declared mask
             } else {
-                upload_input(d.uid, pack_input(d.geom, *in.of(d.geom.role)));
+                keep(d.uid, cuda::upload_input(d.geom, *in.of(d.geom.role)));
             }
         }
-        // By-value scalars: pointers to the host floats in desc_, which lives (unchanged) as long as the plan.
-        for (cudnn::ScalarDesc& s : desc_.scalars) pack_[static_cast<std::int64_t>(s.uid)] = &s.value;
+        for (const cudnn::RaggedDesc& r : desc_.ragged) {
+            if (r.type == ElemType::s64) {
+                keep(r.uid, cuda::upload(bytes_of(r.offsets.data(), r.offsets.size() * sizeof(std::int64_t))));
+            } else {
+                const std::vector<std::int32_t> o(r.offsets.begin(), r.offsets.end());
+                keep(r.uid, cuda::upload(bytes_of(o.data(), o.size() * sizeof(std::int32_t))));
+            }
+        }
+        // Scalars: by value, a pointer to the host float in desc_ (which lives, unchanged, as long as
+        // the plan); else a device copy of it.
+        for (cudnn::ScalarDesc& s : desc_.scalars) {
+            if (s.by_value) pack_[static_cast<std::int64_t>(s.uid)] = &s.value;
+            else keep(s.uid, cuda::upload(bytes_of(&s.value, sizeof(float))));
+        }
+        // Outputs: guarded device buffers; with padding and the padded-rows convention, the O and
+        // stats rows past the valid lengths are the kernel's to leave (Conventions).
+        const bool unspecified = desc_.padding && conv.padded_rows_unspecified;
         for (const TensorDesc& d : desc_.outputs) {
-            GuardedOut o{d, GuardedBuffer(d.geom), DeviceMem()};
-            o.dev = DeviceMem(o.host.raw().size());
-            upload(o);
-            pack_[static_cast<std::int64_t>(d.uid)] = static_cast<std::byte*>(o.dev.get()) + GuardedBuffer::kGuardBytes;
+            cuda::DeviceOutput o(d.geom);
+            if (unspecified && (d.uid == Uid::O || d.uid == Uid::stats)) {
+                o.set_unspecified_rows({desc_.seq_len_q.begin(), desc_.seq_len_q.end()});
+                o.poison();
+            }
+            pack_[static_cast<std::int64_t>(d.uid)] = o.payload();
             outputs_.emplace(d.uid, std::move(o));
+        }
+        if (!desc_.amax.empty()) {  // one guarded [1,1,1,k] buffer, entry k bound to cuDNN's amax tensor k
+            const Geometry geo = geometry(p_);
+            cuda::DeviceOutput o(geo.at(Role::amax));
+            for (const cudnn::AmaxDesc& a : desc_.amax)
+                pack_[static_cast<std::int64_t>(a.uid)] = static_cast<std::byte*>(o.payload()) + a.index * sizeof(float);
+            outputs_.emplace(Uid::amax_s, std::move(o));
         }
     }
 
@@ -360,13 +344,12 @@ private:
     GraphDesc desc_;
     std::shared_ptr<const DropoutMask> mask_;
     std::shared_ptr<fe::graph::Graph> graph_;
-    std::vector<DeviceMem> inputs_;
-    std::map<Uid, GuardedOut> outputs_;
-    DeviceMem workspace_;
+    std::vector<cuda::DeviceMem> inputs_;
+    std::map<Uid, cuda::DeviceOutput> outputs_;
+    cuda::DeviceMem workspace_;
     std::unordered_map<std::int64_t, void*> pack_;
     std::vector<std::string> notes_;
     double compile_ms_ = 0;
-    unsigned char flush_byte_ = 0;
 };
 
 /// The cuDNN backend: SKIPPED without a device or libcudnn, UNIMPLEMENTED for f32 io and for
@@ -376,8 +359,24 @@ public:
     std::string_view name() const override { return "cudnn"; }
 
     std::string device_name() const override {
-        const DeviceInfo& d = device_info();
-        return d.ok ? d.name : "";
+        const cuda::Device& d = cuda::device();
+        return d.ok ? cuda::describe(d.spec) : "";
+    }
+
+    double peak_tflops(DType dt) const override {
+        const cuda::Device& d = cuda::device();
+        return d.ok ? cuda::peak_dense_tflops(d.spec, dt) : 0;
+    }
+
+    /// cuDNN's conventions, from NVIDIA's own tests of the frontend (test/python/sdpa/fp16.py of
+    /// cudnn-frontend 1.19.1; unverified here until a GPU run, README "cuDNN backend"): a fully
+    /// masked or padded row's stats are -inf (the log of an empty sum), and in padded mode the O
+    /// and stats rows past seq_len_q are unspecified (the test overwrites both sides there).
+    Conventions conventions() const override {
+        Conventions c;
+        c.masked_row_stats = -INFINITY;
+        c.padded_rows_unspecified = true;
+        return c;
     }
 
     std::string library_version() const override {
@@ -399,10 +398,10 @@ public:
                 loaded = e.what();
             }
         }
-        const DeviceInfo& d = device_info();
+        const cuda::Device& d = cuda::device();
         return fmt::format("cudnn: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}",
                 CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION, CUDNN_MAJOR,
-                CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? d.name : d.reason);
+                CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? cuda::describe(d.spec) : d.reason);
     }
 
     /// The mask the plan feeds cuDNN (caller-supplied-mask mode, cudnn_mapping.cpp): sdpabench's own
@@ -423,7 +422,7 @@ public:
     }
 
     std::optional<Unsupported> support(const Problem& p) const override {
-        if (const DeviceInfo& d = device_info(); !d.ok) return Unsupported{Status::skipped, d.reason};
+        if (const cuda::Device& d = cuda::device(); !d.ok) return Unsupported{Status::skipped, d.reason};
         if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
         // Dropout (any p in [0, 1); p = 0 keeps the mask, all ones but for 32-bit draws of exactly 0
         // (core/dropout.hpp philox_keeps), with scale 1) is accepted here;
@@ -435,7 +434,7 @@ public:
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
         try {
             if (!rt_) rt_ = std::make_unique<Runtime>();
-            return std::make_unique<CudnnPlan>(p, in, *rt_, p.dropout ? dropout_mask(p) : nullptr);
+            return std::make_unique<CudnnPlan>(p, in, *rt_, p.dropout ? dropout_mask(p) : nullptr, conventions());
         } catch (const BackendError&) {
             throw;
         } catch (const std::exception& e) {

@@ -1,6 +1,8 @@
 #include "backends/cudnn/cudnn_mapping.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -103,6 +105,24 @@ std::vector<std::byte> dropout_mask_bytes(const TensorGeom& t, const DropoutMask
     return bytes;
 }
 
+namespace {
+
+/// The uid of the ragged offsets of io role `r`.
+Uid ragged_uid(Role r) {
+    switch (r) {
+        case Role::K: return Uid::ragged_K;
+        case Role::V: return Uid::ragged_V;
+        case Role::O: return Uid::ragged_O;
+        case Role::dO: return Uid::ragged_dO;
+        case Role::dQ: return Uid::ragged_dQ;
+        case Role::dK: return Uid::ragged_dK;
+        case Role::dV: return Uid::ragged_dV;
+        default: return Uid::ragged_Q;
+    }
+}
+
+}  // namespace
+
 GraphDesc describe_graph(const Problem& p) {
     if (p.dir == Dir::fwd_bwd) throw std::invalid_argument("describe_graph: fwd_bwd is chained by the driver");
     const Dims& d = p.dims;
@@ -112,25 +132,45 @@ GraphDesc describe_graph(const Problem& p) {
     g.generate_stats = p.dir == Dir::fwd_t;
     const float v = scale_tensor_value(p);
     g.attn_scale = p.scale_op == ScaleOp::mul ? v : 1.f / v;
-    auto tensor = [&](Uid uid, Role r) { return TensorDesc{uid, fmt::format("{}", r), geo.at(r)}; };
+    auto tensor = [&](Uid uid, Role r) {
+        TensorDesc t{uid, fmt::format("{}", r), geo.at(r), std::nullopt};
+        if (!t.geom.ragged_offsets.empty()) {  // its offsets: an s32 tensor unless one passes 2^31 - 1
+            RaggedDesc rd{ragged_uid(r), fmt::format("ragged_offset_{}", r), ElemType::s32, t.geom.ragged_offsets};
+            if (rd.offsets.back() > std::numeric_limits<std::int32_t>::max()) rd.type = ElemType::s64;
+            t.ragged = rd.uid;
+            g.ragged.push_back(std::move(rd));
+        }
+        return t;
+    };
     g.inputs.push_back(tensor(Uid::Q, Role::Q));
     g.inputs.push_back(tensor(Uid::K, Role::K));
     g.inputs.push_back(tensor(Uid::V, Role::V));
     if (geo.has(Role::bias)) g.inputs.push_back(tensor(Uid::bias, Role::bias));
-    g.padding = geo.has(Role::seq_len_q);
+    // Padding: the problem's lengths; or full lengths for a bottom-right band with S_q > S_kv,
+    // which cuDNN accepts only with a padding mask (see the header).
+    const bool bottom_right = p.mask == Mask::causal_br || p.mask == Mask::window;
+    g.padding = geo.has(Role::seq_len_q) || (bottom_right && d.S_q > d.S_kv);
     if (g.padding) {
         for (std::int64_t b = 0; b < d.B; ++b) {
             g.seq_len_q.push_back(static_cast<std::int32_t>(valid_q(p, b)));
             g.seq_len_kv.push_back(static_cast<std::int32_t>(valid_kv(p, b)));
         }
-        g.inputs.push_back(tensor(Uid::seq_len_q, Role::seq_len_q));
-        g.inputs.push_back(tensor(Uid::seq_len_kv, Role::seq_len_kv));
+        TensorGeom lens = geo.has(Role::seq_len_q) ? geo.at(Role::seq_len_q) : TensorGeom{};
+        if (!geo.has(Role::seq_len_q)) {  // the geometry's padding-length role, as if padding were given
+            lens.type = ElemType::s32;
+            lens.dims = {d.B, 1, 1, 1};
+            lens.input = true;
+        }
+        lens.role = Role::seq_len_q;
+        g.inputs.push_back(TensorDesc{Uid::seq_len_q, "seq_len_q", lens, std::nullopt});
+        lens.role = Role::seq_len_kv;
+        g.inputs.push_back(TensorDesc{Uid::seq_len_kv, "seq_len_kv", lens, std::nullopt});
     }
     if (const auto mask = dropout_mask_geom(p)) {
         // Scale and scale_inv are computed in float, as the frontend's own probability mode does.
         const float keep = 1.0f - p.dropout->p;
         g.dropout = true;
-        g.inputs.push_back(TensorDesc{Uid::dropout_mask, "dropout_mask", *mask});
+        g.inputs.push_back(TensorDesc{Uid::dropout_mask, "dropout_mask", *mask, std::nullopt});
         g.scalars.push_back(ScalarDesc{Uid::dropout_scale, "dropout_scale", ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1},
                 1.0f / keep});
         if (g.backward)
@@ -149,6 +189,35 @@ GraphDesc describe_graph(const Problem& p) {
         g.outputs.push_back(tensor(Uid::O, Role::O));
         if (g.generate_stats) g.outputs.push_back(tensor(Uid::stats, Role::stats));
     }
+    if (is_fp8(p.dt)) {
+        // The graphs' scalars as [1,1,1,1] f32 device tensors: each input's descale, and for each
+        // quantised result the scale 1/descale (core/fp8.hpp).
+        g.fp8 = true;
+        auto scalar = [&](Uid uid, std::string name, Fp8Tensor t, bool scale) {
+            const float dv = p.fp8.of(t);
+            ScalarDesc s{uid, std::move(name), ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1}, scale ? 1.f / dv : dv, false};
+            g.scalars.push_back(std::move(s));
+        };
+        scalar(Uid::descale_q, "descale_q", Fp8Tensor::Q, false);
+        scalar(Uid::descale_k, "descale_k", Fp8Tensor::K, false);
+        scalar(Uid::descale_v, "descale_v", Fp8Tensor::V, false);
+        scalar(Uid::descale_s, "descale_s", Fp8Tensor::S, false);
+        scalar(Uid::scale_s, "scale_s", Fp8Tensor::S, true);
+        if (!g.backward) {
+            scalar(Uid::scale_o, "scale_o", Fp8Tensor::O, true);
+            g.amax = {{Uid::amax_s, "amax_s", 0}, {Uid::amax_o, "amax_o", 1}};  // kAmaxFwd
+        } else {
+            scalar(Uid::descale_o, "descale_o", Fp8Tensor::O, false);
+            scalar(Uid::descale_dO, "descale_dO", Fp8Tensor::dO, false);
+            scalar(Uid::descale_dP, "descale_dP", Fp8Tensor::dP, false);
+            scalar(Uid::scale_dQ, "scale_dQ", Fp8Tensor::dQ, true);
+            scalar(Uid::scale_dK, "scale_dK", Fp8Tensor::dK, true);
+            scalar(Uid::scale_dV, "scale_dV", Fp8Tensor::dV, true);
+            scalar(Uid::scale_dP, "scale_dP", Fp8Tensor::dP, true);
+            g.amax = {{Uid::amax_dQ, "amax_dQ", 0}, {Uid::amax_dK, "amax_dK", 1}, {Uid::amax_dV, "amax_dV", 2},
+                {Uid::amax_dP, "amax_dP", 3}};  // kAmaxBwd
+        }
+    }
     switch (p.mask) {
         case Mask::causal_tl:
             g.alignment = Alignment::top_left;
@@ -158,10 +227,10 @@ GraphDesc describe_graph(const Problem& p) {
             g.alignment = Alignment::bottom_right;
             g.right_bound = 0;
             break;
-        case Mask::window:
+        case Mask::window:  // clamped: a bound past the sequence shows no more keys (see the header)
             g.alignment = Alignment::bottom_right;
-            g.left_bound = p.window_left + 1;
-            g.right_bound = p.window_right;
+            g.left_bound = std::min(p.window_left, d.S_kv) + 1;
+            g.right_bound = std::min(p.window_right, d.S_q);
             break;
         default: break;
     }
@@ -169,7 +238,7 @@ GraphDesc describe_graph(const Problem& p) {
 }
 
 std::optional<std::string> cudnn_precheck(const Problem& p) {
-    if (p.dt == DType::f32) return "cuDNN SDPA takes f16/bf16 io only (got --dt=f32)";
+    if (p.dt == DType::f32) return "cuDNN SDPA takes f16, bf16 or fp8 io only (got --dt=f32)";
     // cuDNN's dBias output (sdpa_backward's set_dbias) is not wired in this adapter yet.
     if (p.dmask) return "the cuDNN adapter does not output dMask (--dmask=true): cuDNN's dBias is not wired";
     return std::nullopt;

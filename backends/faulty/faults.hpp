@@ -28,9 +28,11 @@ enum class FaultKind {
     dropout_ds_dropped_p,       ///< dropout: dS = P_d o (Z o dP/(1-p) - D), the dropped P instead of P
     dropout_no_rescale,         ///< dropout: P_d = Z o P, the 1/(1-p) rescale missing
     dmask_no_reduce,            ///< dMask: the first (b, h, row) of each broadcast group, not their sum
+    fp8_scale_o_dropped,        ///< fp8: O stored without scale_O (codes = O, not O / descale_O)
+    fp8_qk_descales_dropped,    ///< fp8: the scores miss descale_Q x descale_K (S = scale Q_code K_code^T)
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 18> kFaultNames{{
+inline constexpr std::array<EnumName<FaultKind>, 20> kFaultNames{{
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -49,6 +51,8 @@ inline constexpr std::array<EnumName<FaultKind>, 18> kFaultNames{{
     {FaultKind::dropout_ds_dropped_p, "dropout_ds_dropped_p"},
     {FaultKind::dropout_no_rescale, "dropout_no_rescale"},
     {FaultKind::dmask_no_reduce, "dmask_no_reduce"},
+    {FaultKind::fp8_scale_o_dropped, "fp8_scale_o_dropped"},
+    {FaultKind::fp8_qk_descales_dropped, "fp8_qk_descales_dropped"},
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 

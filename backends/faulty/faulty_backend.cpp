@@ -111,6 +111,17 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
             opt.dropout_no_rescale = kind == FaultKind::dropout_no_rescale;
             return reference_as_vendor(p, in, opt);
         }
+        case FaultKind::fp8_qk_descales_dropped: {
+            // The kernel forms S = op(Q_code K_code^T, scale): on values, the scale divided by
+            // descale_Q x descale_K (1 for a non-fp8 problem: then it is the reference).
+            if (!is_fp8(p.dt)) return reference_as_vendor(p, in);
+            Problem q = p;
+            const double dqk = static_cast<double>(p.fp8.of(Fp8Tensor::Q)) * p.fp8.of(Fp8Tensor::K);
+            const double v = scale_tensor_value(p);
+            q.scale = static_cast<float>(p.scale_op == ScaleOp::mul ? v / dqk : v * dqk);
+            q.scale_dt = DType::f32;
+            return reference_as_vendor(q, in);
+        }
         case FaultKind::dmask_no_reduce: {
             RefOptions opt;
             opt.dmask_no_reduce = true;
@@ -199,6 +210,13 @@ RefKernel faulty_kernel(FaultKind kind) {
             break;
         case FaultKind::stride_gap_write:
             k.after_write = [](Role, GuardedBuffer& buf) { write_past_rows(buf); };
+            break;
+        case FaultKind::fp8_scale_o_dropped:
+            k.write_as = [](const Geometry& g, Role r) {
+                TensorGeom t = g.at(r);
+                if (r == Role::O) t.descale = 1.f;  // codes = O itself; read back as O x descale_O
+                return t;
+            };
             break;
         default:
             k.compute = [kind](const Problem& p, const SdpaInputs& in) { return run_fault(kind, p, in); };

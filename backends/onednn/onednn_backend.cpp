@@ -320,6 +320,12 @@ public:
     }
 
     std::optional<Unsupported> support(const Problem& p) const override {
+        if (is_fp8(p.dt))
+            return Unsupported{Status::unimplemented, fmt::format("the oneDNN adapter builds no fp8 SDPA graph (--dt={}: "
+                    "oneDNN's Graph API has no fp8 SDPA training pattern with per-tensor scales and amax outputs)", p.dt)};
+        if (p.ragged)
+            return Unsupported{Status::unimplemented, "the oneDNN Graph API takes no ragged (packed, THD) tensors "
+                    "(--ragged=true): its logical tensors have one stride per dimension"};
         // The adapter merges padding into one dense explicit mask, which cannot keep a bias's own strides.
         if (p.mask == Mask::bias && !graph_mask_is_bias(p) && !geometry(p).at(Role::bias).dense())
             return Unsupported{Status::unimplemented, "the oneDNN adapter merges padding (--seq-len-q/kv) and the bias "

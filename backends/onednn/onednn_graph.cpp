@@ -22,6 +22,8 @@ ldt to_ldt(ElemType dt) {
         case ElemType::u8: return ldt::u8;
         case ElemType::s64: return ldt::s64;
         case ElemType::boolean: return ldt::boolean;
+        case ElemType::e4m3: return ldt::f8_e4m3;  // never an SDPA io type here: the backend refuses fp8
+        case ElemType::e5m2: return ldt::f8_e5m2;
     }
     return ldt::f32;
 }

@@ -13,9 +13,12 @@ namespace sdpa {
 
 namespace {
 
-Tensor rounded(Tensor t, DType dt) {
-    for (float& x : t.data) x = round_to(dt, x);
-    t.dt = dt;
+/// t rounded as the vendor stores output role `r` of p: onto the io type (fp8: its grid scaled by
+/// the role's descale, saturating; core/fp8.hpp).
+Tensor rounded(Tensor t, const Problem& p, Role r) {
+    const float descale = geometry(p).at(r).descale;
+    for (float& x : t.data) x = round_scaled(p.dt, x, descale);
+    t.dt = p.dt;
     return t;
 }
 
@@ -73,14 +76,16 @@ SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptio
     }
     if (p.dir == Dir::bwd) {
         RefBackward b = ref_backward(p, in, opt);
-        out.dQ = rounded(std::move(b.dQ), p.dt);
-        out.dK = rounded(std::move(b.dK), p.dt);
-        out.dV = rounded(std::move(b.dV), p.dt);
+        out.dQ = rounded(std::move(b.dQ), p, Role::dQ);
+        out.dK = rounded(std::move(b.dK), p, Role::dK);
+        out.dV = rounded(std::move(b.dV), p, Role::dV);
         if (p.dmask) out.dMask = std::move(b.dMask);  // f32, as the vendor graph's dS
+        out.amax = std::move(b.amax);                  // fp8: f32, empty otherwise
     } else {
         RefForward f = ref_forward(p, in, opt);
-        out.O = rounded(std::move(f.O), p.dt);
+        out.O = rounded(std::move(f.O), p, Role::O);
         if (p.dir == Dir::fwd_t) out.stats = std::move(f.stats);
+        out.amax = std::move(f.amax);
     }
     return out;
 }
@@ -101,6 +106,13 @@ std::unique_ptr<Plan> make_reference_plan(const Problem& p, const SdpaInputs& in
 
 std::string RefBackend::version() const {
     return fmt::format("ref: sdpabench f32 reference, OpenMP {} threads", omp_get_max_threads());
+}
+
+std::optional<Unsupported> RefBackend::support(const Problem& p) const {
+    if (is_fp8(p.dt))
+        return Unsupported{Status::unimplemented, fmt::format("the reference backend runs no fp8 kernel (--dt={}): fp8 "
+                "is checked on --backend=cudnn, against the reference's fp8 emulation (README \"fp8\")", p.dt)};
+    return std::nullopt;
 }
 
 std::unique_ptr<Plan> RefBackend::prepare(const Problem& p, const SdpaInputs& in) {

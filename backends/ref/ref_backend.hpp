@@ -12,7 +12,8 @@
 namespace sdpa {
 
 /// The outputs of p.dir as a vendor kernel would store them: ref_forward/ref_backward with
-/// rounding emulation, O/dQ/dK/dV rounded to the io dtype, stats f32. Shapes as SdpaOutputs.
+/// rounding emulation, O/dQ/dK/dV rounded to the io dtype (fp8: onto its grid scaled by the
+/// role's descale), stats and the fp8 amax f32. Shapes as SdpaOutputs.
 /// Shared by RefBackend and the fault-injecting backend. `opt` (rounding emulation forced on):
 /// with dropout and no opt.dropout, the mask is sdpabench's own generator (ref_dropout_mask).
 SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt = {});
@@ -46,12 +47,13 @@ std::unique_ptr<Plan> make_reference_plan(const Problem& p, const SdpaInputs& in
 
 /// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
 /// dtype, as a vendor kernel would store them (stats stay f32), on strided buffers
-/// (make_reference_plan).
+/// (make_reference_plan). fp8 is UNIMPLEMENTED: the reference backend stands for no fp8 kernel
+/// (the test-only backend test:fp8 runs the same plan on fp8 buffers for sdpabench's own tests).
 class RefBackend final : public Backend {
 public:
     std::string_view name() const override { return "ref"; }
     std::string version() const override;
-    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::optional<Unsupported> support(const Problem& p) const override;
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
         return reference_backend_host_items(p, threads);
     }

@@ -1,5 +1,7 @@
 #include "backends/test/test_backends.hpp"
 
+#include "backends/ref/ref_backend.hpp"
+
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -50,7 +52,7 @@ private:
 /// state from earlier cases breaks later ones (what the fresh-process rerun of a FAILED case finds).
 class StatefulBackend final : public Backend {
 public:
-    StatefulBackend() : ref_(make_backend("ref")) {}
+    StatefulBackend() : ref_(std::make_unique<RefBackend>()) {}
     std::string_view name() const override { return "test:stateful"; }
     std::string version() const override { return "test:stateful: test-only backend"; }
     std::optional<Unsupported> support(const Problem& p) const override { return ref_->support(p); }
@@ -65,14 +67,30 @@ private:
     std::unique_ptr<Backend> ref_;
 };
 
+/// The reference backend's plan on fp8 buffers too: the pipeline's fp8 path (fills, codes and
+/// descales in the buffers, the reference's emulation, saturation, amax) end to end on the CPU.
+/// A stand-in for an fp8 kernel in sdpabench's own tests, never a vendor (RefBackend refuses fp8).
+class Fp8RefBackend final : public Backend {
+public:
+    std::string_view name() const override { return "test:fp8"; }
+    std::string version() const override { return "test:fp8: test-only backend (the reference on fp8 buffers)"; }
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
+        return reference_backend_host_items(p, threads);
+    }
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override { return make_reference_plan(p, in); }
+};
+
 }  // namespace
 
-std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv", "test:stateful"}; }
+std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv", "test:stateful", "test:fp8"}; }
 
 std::unique_ptr<Backend> make_test_backend(std::string_view name) {
     if (name == "test:sleep") return std::make_unique<MisbehavingBackend>("test:sleep", Misbehaviour::sleep);
     if (name == "test:segv") return std::make_unique<MisbehavingBackend>("test:segv", Misbehaviour::segv);
     if (name == "test:stateful") return std::make_unique<StatefulBackend>();
+    if (name == "test:fp8") return std::make_unique<Fp8RefBackend>();
     return nullptr;
 }
 

@@ -56,6 +56,12 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     if (!vi.cpu)
         return Unsupported{Status::skipped, fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch "
                 "plugin links libtorch's CPU library only", vi.name, vi.op)};
+    if (is_fp8(p.dt))
+        return unimplemented(fmt::format("torch:{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
+                "descales (--dt={})", vi.name, p.dt));
+    if (p.ragged)
+        return unimplemented(fmt::format("torch:{}: the dense SDPA operators take no ragged (packed) tensors "
+                "(--ragged=true; PyTorch's varlen path is its nested tensors)", vi.name));
     if (p.dropout && p.dropout->p > 0.f && v != TorchVariant::math)
         return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, which sdpabench does "
                 "not replicate, and the operator takes no mask (torch:math takes one: --dropout runs there)", vi.name));

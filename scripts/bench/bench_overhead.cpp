@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "core/timing_stats.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/timing.hpp"

@@ -142,6 +142,51 @@ cudnn_no_gpu)
   fi
   grep -qE "__REPRO: --backend=cudnn --dir=fwd_bwd" "$tmp/out" || fail "fwd_bwd repro missing"
   ;;
+fp8)
+  # The fp8 path end to end on the CPU: cases/gpu/fp8.cases and ragged.cases on test:fp8 (the
+  # reference on fp8 buffers: codes and descales, P and dS rounded, amax) all PASS; the vendors
+  # without fp8 kernels say so (UNIMPLEMENTED, exit 3); the fp8 faults are caught (scripts/selftest.sh).
+  run --backend=test:fp8 --batch=cases/gpu/fp8.cases --batch=cases/gpu/ragged.cases
+  [ "$rc" -eq 0 ] || fail "test:fp8: exit code $rc, expected 0"
+  tests=$(summary_field tests); passed=$(summary_field passed)
+  [ "$tests" -gt 30 ] && [ "$passed" = "$tests" ] || fail "test:fp8 must PASS every case: $passed/$tests"
+  grep -qE "^[0-9]+:PASSED .*--dir=bwd --dt=e5m2" "$tmp/out" || fail "no e5m2 backward case"
+  for be in ref onednn torch:flash; do
+    run --backend=$be --dt=e4m3 --dir=fwd_t b1hq2sq32d16
+    grep -qE "^0:SKIPPED \(backend $be is not compiled into this build" "$tmp/out" && continue  # e.g. the asan build
+    [ "$rc" -eq 3 ] || fail "$be: exit code $rc, expected 3"
+    grep -qE "^0:UNIMPLEMENTED \(.*(fp8|e4m3).*\)" "$tmp/out" || fail "$be: fp8 must be UNIMPLEMENTED with its reason"
+  done
+  run -v --backend=test:fp8 --dt=e4m3 --dir=bwd b1hq2sq32d16
+  grep -qE "^ +amax: worst" "$tmp/out" || fail "-v must show the amax check"
+  ;;
+ragged)
+  # Ragged (THD) buffers on the reference backend: every non-fp8 case of cases/gpu/ragged.cases
+  # PASSES; its fp8 ones are UNIMPLEMENTED there (exit 3).
+  run --backend=ref --batch=cases/gpu/ragged.cases
+  [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3 (the fp8 cases)"
+  tests=$(summary_field tests); passed=$(summary_field passed); unimpl=$(summary_field unimplemented)
+  [ $((passed + unimpl)) -eq "$tests" ] && [ "$passed" -gt 8 ] || fail "passed $passed unimplemented $unimpl of $tests"
+  if grep -E "^[0-9]+:UNIMPLEMENTED" "$tmp/out" | grep -vq -- "--dt=e4m3"; then fail "a non-fp8 case UNIMPLEMENTED"; fi
+  # A wrong kernel on ragged buffers is caught like on dense ones (a key of each batch ignored).
+  run --backend=faulty:drop_last_key --dir=fwd_t --layout=bshd --ragged=true --seq-len-q=0:1:37 --seq-len-kv=5:64:2 b3hq2sq64d32
+  [ "$rc" -eq 1 ] || fail "faulty:drop_last_key on ragged buffers: exit code $rc, expected 1"
+  ;;
+backend_status)
+  # One status for a backend, in-process and isolated: every listed backend, compiled into this
+  # build or not (--version's "not in this build" lines: SKIPPED with the reason).
+  run --version
+  mapfile -t missing < <(grep -oE '^[a-z:0-9]+ \(.*\): not in this build$' "$tmp/out" | cut -d' ' -f1)
+  for be in ref "${missing[@]}"; do
+    run --backend="$be" --dir=fwd_t b1hq2sq32d16
+    line=$(grep -E '^0:' "$tmp/out" | sed -E 's/ \([0-9.]+ ms\)//')
+    run --isolate --backend="$be" --dir=fwd_t b1hq2sq32d16
+    iline=$(grep -E '^0:' "$tmp/out" | sed -E 's/ \([0-9.]+ ms\)//')
+    [ -n "$line" ] && [ "$line" = "$iline" ] || fail "$be: in-process '$line' but isolated '$iline'"
+    case $be in ref) ;; *) [[ "$line" == "0:SKIPPED (backend $be is not compiled into this build: "* ]] || fail "$be: $line" ;; esac
+  done
+  echo "checked: ref ${missing[*]}"
+  ;;
 isolation)
   # A hang (past --timeout-per-case) and a crash (test-only backends) each cost one FAILED case;
   # the cases after them still PASS. Exit 1 for the FAILED ones.

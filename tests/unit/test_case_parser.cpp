@@ -234,7 +234,7 @@ TEST(CaseParser, CommandLineErrors) {
     ASSERT_EQ(es.size(), 1u);
     EXPECT_FALSE(es[0].c.has_value());
     EXPECT_TRUE(es[0].usage);
-    EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
+    EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
 
     es = parse("--mask=causal --dir=fwd_t,back");
     ASSERT_EQ(es.size(), 2u);
@@ -246,13 +246,13 @@ TEST(CaseParser, CommandLineErrors) {
     ASSERT_EQ(es.size(), 1u);
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error,
-        "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --mask, --mask-shape, "
+        "command line: error: unknown knob '--frobnicate' (accepted: --dir, --dt, --fp8-descale, --mask, --mask-shape, "
         "--mask-dt, --mask-fill, --scale-dt, --scale, --scale-op, --scale-property, --mask-form, --fill, --seed, --mb, "
-        "--in-shapes, --op-kind, --op-attrs, --tensor-property, --seq-len-q, --seq-len-kv, --layout, --strides, --dmask, "
+        "--in-shapes, --op-kind, --op-attrs, --tensor-property, --seq-len-q, --seq-len-kv, --ragged, --layout, --strides, --dmask, "
         "--deterministic, --dropout, --dropout-property, --backend, --mode, --batch, --case, --random, --reset)");
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
-    EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|default|ID:DT[+ID:DT...])");
+    EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
 
     es = parse("b1hq1d8");
     ASSERT_EQ(es.size(), 1u);
@@ -281,7 +281,7 @@ TEST(CaseParser, BadValuesLeaveTheKnobUnchanged) {
 TEST(CaseParser, HelpListsEveryKnob) {
     const std::string h = case_language_help();
     EXPECT_GT(std::count(h.begin(), h.end(), '\n'), 15);
-    for (const char* s : {"--dir=fwd_i|fwd_t|bwd", "--dt=f32|bf16|f16|default", "--mask=none|causal_tl|causal_br|bias",
+    for (const char* s : {"--dir=fwd_i|fwd_t|bwd", "--dt=f32|bf16|f16|e4m3|e5m2|default", "--mask=none|causal_tl|causal_br|bias",
              "--mask-shape=1x1xSqxSkv|Bx1xSqxSkv|BxHqxSqxSkv", "--mask-dt=f32|bf16|f16|default", "--scale=",
              "--scale-op=mul|div", "--fill=exact|normal", "--seed=", "--backend=", "--mode=C|L", "--batch=FILE",
              "--reset", "(default: fwd_t)", "(default: onednn)", "(default: 1)", "b1hq32hkv8sq4096d128"})
@@ -329,7 +329,7 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
     EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
-    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
+    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
     EXPECT_EQ(es[2].c->where, f + ":3:1");
 
     // Line 2 holds only a bad descriptor: 2 cases and 1 error, the error at its column.
@@ -395,7 +395,7 @@ TEST_F(TempDir, LineContinuationErrors) {
     EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
-    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|default|ID:DT[+ID:DT...])");
+    EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
     EXPECT_FALSE(es[2].c.has_value());
     EXPECT_EQ(es[2].error,
         f + ":6:12: error: the file ends in a line continuation: nothing follows to be joined with 'b1hq1sq7d8'");

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "core/dtype.hpp"
 
 namespace sdpa::cudnn {
@@ -143,18 +144,28 @@ TEST(CudnnMapping, PaddingLengthsPerBatch) {
 // j > i' - left_bound, where i' = i (TOP_LEFT) or i + S_kv - S_q (BOTTOM_RIGHT, valid lengths with
 // padding). The mapped bounds must keep exactly the keys visible() keeps.
 TEST(CudnnMapping, BandRuleMatchesVisible) {
+    // Bounds past the sequences (2^40: "unbounded" in README) are clamped into int and still keep
+    // exactly the visible keys; with and without padding (a bottom-right band with S_q > S_kv
+    // turns on padding with full lengths, which must change nothing).
     for (Mask m : {Mask::none, Mask::causal_tl, Mask::causal_br, Mask::window})
-        for (int l : {0, 1, 3})
-            for (int r : {0, 2})
-                for (const char* desc : {"b2hq1sq5skv9d8", "b2hq1sq9skv5d8", "b2hq1sq6d8"}) {
+        for (std::int64_t l : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{1} << 40})
+            for (std::int64_t r : {std::int64_t{0}, std::int64_t{2}, std::int64_t{1} << 40})
+                for (const char* desc : {"b2hq1sq5skv9d8", "b2hq1sq9skv5d8", "b2hq1sq6d8"})
+                    for (const bool padded : {true, false}) {
                     Problem p = make(desc, Dir::fwd_t, DType::bf16, m);
                     if (m == Mask::window) {
                         p.window_left = l;
                         p.window_right = r;
                     } else if (l != 0 || r != 0) continue;
-                    p.seq_len_kv = {p.dims.S_kv, 3};
+                    if (padded) p.seq_len_kv = {p.dims.S_kv, 3};
                     const GraphDesc g = describe_graph(p);
-                    if (m == Mask::window) { EXPECT_EQ(g.left_bound, l + 1); }
+                    if (m == Mask::window) {
+                        EXPECT_EQ(g.left_bound, std::min(l, p.dims.S_kv) + 1);
+                        EXPECT_LE(*g.right_bound, p.dims.S_q);
+                    }
+                    const bool br_tall = (m == Mask::causal_br || m == Mask::window) && p.dims.S_q > p.dims.S_kv;
+                    EXPECT_EQ(g.padding, padded || br_tall) << knobs(p) << " " << desc;
+                    if (!g.padding) continue;  // the band below reads the lengths
                     for (std::int64_t b = 0; b < 2; ++b)
                         for (std::int64_t i = 0; i < p.dims.S_q; ++i)
                             for (std::int64_t j = 0; j < p.dims.S_kv; ++j) {
@@ -165,7 +176,7 @@ TEST(CudnnMapping, BandRuleMatchesVisible) {
                                 if (g.left_bound) keep = keep && j > ii - *g.left_bound;
                                 EXPECT_EQ(keep, visible(p, b, i, j)) << knobs(p) << " " << desc << " b" << b << " i" << i << " j" << j;
                             }
-                }
+                    }
 }
 
 // Dropout in cuDNN's caller-supplied-mask mode: the mask tensor [B,H_q,S_q,S_kv] dense in the io
@@ -350,9 +361,122 @@ TEST(CudnnMapping, BackendDeclaresTheRefMaskAndCountsIt) {
 
 TEST(CudnnMapping, PrecheckAndFwdBwd) {
     EXPECT_EQ(cudnn_precheck(make("b1hq1sq8d16", Dir::fwd_t, DType::f32)),
-            "cuDNN SDPA takes f16/bf16 io only (got --dt=f32)");
+            "cuDNN SDPA takes f16, bf16 or fp8 io only (got --dt=f32)");
     EXPECT_EQ(cudnn_precheck(make("b1hq1sq8d16", Dir::fwd_t, DType::bf16)), std::nullopt);
     EXPECT_THROW(describe_graph(make("b1hq1sq8d16", Dir::fwd_bwd, DType::bf16)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sdpa::cudnn
+
+namespace sdpa::cudnn {
+namespace {
+
+// fp8 (Graph::sdpa_fp8 / sdpa_fp8_backward of cuDNN frontend 1.19.1): the io tensors in the fp8
+// type, stats f32, every descale and scale as a [1,1,1,1] f32 device tensor with scale =
+// 1/descale, the amax outputs bound to the entries of sdpabench's amax role.
+TEST(CudnnMapping, Fp8ForwardScalarsAndAmax) {
+    Problem p = make("b2hq4hkv2sq64skv80d64", Dir::fwd_t, DType::e4m3, Mask::causal_tl);
+    p.fp8.of(Fp8Tensor::O) = 0.0625f;
+    const GraphDesc g = describe_graph(p);
+    EXPECT_TRUE(g.fp8);
+    EXPECT_EQ(g.find(Uid::Q)->geom.type, ElemType::e4m3);
+    EXPECT_EQ(g.find(Uid::O)->geom.type, ElemType::e4m3);
+    EXPECT_EQ(g.find(Uid::stats)->geom.type, ElemType::f32);
+    const std::pair<Uid, float> want[] = {{Uid::descale_q, 0.75f}, {Uid::descale_k, 1.25f}, {Uid::descale_v, 0.625f},
+        {Uid::descale_s, 3.f / 1024}, {Uid::scale_s, 1024.f / 3}, {Uid::scale_o, 16.f}};
+    EXPECT_EQ(g.scalars.size(), std::size(want));
+    for (const auto& [uid, v] : want) {
+        const ScalarDesc* s = g.find_scalar(uid);
+        ASSERT_NE(s, nullptr) << static_cast<int>(uid);
+        EXPECT_FLOAT_EQ(s->value, v) << s->name;
+        EXPECT_FALSE(s->by_value) << s->name;  // a device tensor, as NVIDIA's fp8 samples bind them
+        EXPECT_EQ(s->type, ElemType::f32);
+    }
+    ASSERT_EQ(g.amax.size(), 2u);
+    EXPECT_EQ(g.amax[0].uid, Uid::amax_s);
+    EXPECT_EQ(g.amax[0].index, 0);
+    EXPECT_EQ(g.amax[1].uid, Uid::amax_o);
+    EXPECT_EQ(g.amax[1].index, 1);
+    EXPECT_EQ(geometry(p).at(Role::amax).dims[3], 2);  // the guarded buffer the two entries live in
+    EXPECT_EQ(cudnn_precheck(p), std::nullopt);        // bias, D and the architecture are cuDNN's to refuse
+}
+
+TEST(CudnnMapping, Fp8BackwardScalarsAndAmax) {
+    const GraphDesc g = describe_graph(make("b1hq2sq32d64", Dir::bwd, DType::e5m2));
+    EXPECT_TRUE(g.fp8);
+    for (const Uid u : {Uid::O, Uid::dO, Uid::dQ, Uid::dK, Uid::dV}) EXPECT_EQ(g.find(u)->geom.type, ElemType::e5m2);
+    const Fp8Descales d;
+    const std::pair<Uid, float> want[] = {{Uid::descale_q, d.of(Fp8Tensor::Q)}, {Uid::descale_k, d.of(Fp8Tensor::K)},
+        {Uid::descale_v, d.of(Fp8Tensor::V)}, {Uid::descale_o, d.of(Fp8Tensor::O)}, {Uid::descale_dO, d.of(Fp8Tensor::dO)},
+        {Uid::descale_s, d.of(Fp8Tensor::S)}, {Uid::descale_dP, d.of(Fp8Tensor::dP)},
+        {Uid::scale_s, 1 / d.of(Fp8Tensor::S)}, {Uid::scale_dQ, 1 / d.of(Fp8Tensor::dQ)},
+        {Uid::scale_dK, 1 / d.of(Fp8Tensor::dK)}, {Uid::scale_dV, 1 / d.of(Fp8Tensor::dV)},
+        {Uid::scale_dP, 1 / d.of(Fp8Tensor::dP)}};
+    EXPECT_EQ(g.scalars.size(), std::size(want));
+    for (const auto& [uid, v] : want) {
+        const ScalarDesc* s = g.find_scalar(uid);
+        ASSERT_NE(s, nullptr) << static_cast<int>(uid);
+        EXPECT_FLOAT_EQ(s->value, v) << s->name;
+    }
+    ASSERT_EQ(g.amax.size(), 4u);
+    const Uid order[] = {Uid::amax_dQ, Uid::amax_dK, Uid::amax_dV, Uid::amax_dP};  // kAmaxBwd
+    for (std::size_t k = 0; k < 4; ++k) {
+        EXPECT_EQ(g.amax[k].uid, order[k]);
+        EXPECT_EQ(g.amax[k].index, static_cast<std::int64_t>(k));
+    }
+    // Non-fp8 graphs have none of it.
+    const GraphDesc b = describe_graph(make("b1hq2sq32d64", Dir::bwd, DType::bf16));
+    EXPECT_FALSE(b.fp8);
+    EXPECT_TRUE(b.amax.empty());
+    EXPECT_TRUE(b.scalars.empty());
+}
+
+// Ragged (THD): every packed tensor names an offsets tensor [B+1] of element offsets, s32 unless
+// an offset passes 2^31 - 1; empty sequences, one of length 1 and lengths that are no multiple of
+// 8 give offsets that are no multiple of 8 either. Padding is on (cuDNN takes ragged offsets only
+// with its padding mask), stats stay padded [B,H_q,S_q,1].
+TEST(CudnnMapping, RaggedOffsetsPerPackedTensor) {
+    Problem p = make("b4hq4hkv2sq13skv21dqk16dv8", Dir::bwd, DType::bf16);
+    p.layout = Layout::bshd;
+    p.ragged = true;
+    p.seq_len_q = {0, 1, 13, 5};
+    p.seq_len_kv = {3, 21, 0, 7};
+    ASSERT_EQ(validate(p), std::nullopt);
+    const GraphDesc g = describe_graph(p);
+    EXPECT_TRUE(g.padding);
+    EXPECT_EQ(g.seq_len_q, (std::vector<std::int32_t>{0, 1, 13, 5}));
+    ASSERT_EQ(g.ragged.size(), 8u);  // Q, K, V, O, dO, dQ, dK, dV
+    const TensorDesc* q = g.find(Uid::Q);
+    ASSERT_TRUE(q->ragged);
+    const auto rq = std::find_if(g.ragged.begin(), g.ragged.end(), [&](const RaggedDesc& r) { return r.uid == *q->ragged; });
+    ASSERT_NE(rq, g.ragged.end());
+    EXPECT_EQ(rq->type, ElemType::s32);
+    EXPECT_EQ(rq->offsets, (std::vector<std::int64_t>{0, 0, 64, 64 * 14, 64 * 19}));  // H_q x D_qk = 64 per token
+    const TensorDesc* dv = g.find(Uid::dV);
+    ASSERT_TRUE(dv->ragged);
+    const auto rv = std::find_if(g.ragged.begin(), g.ragged.end(), [&](const RaggedDesc& r) { return r.uid == *dv->ragged; });
+    EXPECT_EQ(rv->offsets, (std::vector<std::int64_t>{0, 48, 384, 384, 496}));  // H_kv x D_v = 16 per token
+    EXPECT_FALSE(g.find(Uid::stats)->ragged);
+    EXPECT_EQ(g.find(Uid::stats)->geom.dims, (A4{4, 4, 13, 1}));
+    // Not ragged: no offsets.
+    p.ragged = false;
+    EXPECT_TRUE(describe_graph(p).ragged.empty());
+}
+
+TEST(CudnnMapping, RaggedOffsetsPast2To31AreS64) {
+    Problem p = make("b2hq64sq40000d128", Dir::fwd_i, DType::bf16);
+    p.layout = Layout::bshd;
+    p.ragged = true;
+    p.seq_len_q = {40000, 40000};
+    const GraphDesc g = describe_graph(p);
+    ASSERT_FALSE(g.ragged.empty());
+    EXPECT_EQ(g.ragged.front().offsets.back(), 2ll * 40000 * 64 * 128);  // 655,360,000: s32 still
+    EXPECT_EQ(g.ragged.front().type, ElemType::s32);
+    p.dims.B = 4;
+    p.seq_len_q = {40000, 40000, 40000, 40000};
+    p.dims.H_q = p.dims.H_kv = 128;
+    EXPECT_EQ(describe_graph(p).ragged.front().type, ElemType::s64);  // 2,621,440,000 > 2^31 - 1
 }
 
 }  // namespace

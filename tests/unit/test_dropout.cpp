@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "core/dropout.hpp"
 #include "core/problem.hpp"
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/expect.hpp"
 #include "driver/shard.hpp"

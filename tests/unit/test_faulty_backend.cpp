@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/faulty/faulty_backend.hpp"
 #include "fillers/fill.hpp"
 
@@ -74,17 +75,7 @@ TEST(FaultyBackend, EveryKindChangesTheOutputsOfItsTargetCase) {
     };
     for (const auto& c : cases) {
         const SdpaOutputs good = run("ref", c.p), bad = run(std::string("faulty:") + c.kind, c.p);
-        const auto pick = [&](const SdpaOutputs& o) -> const Tensor& {
-            switch (c.out) {
-                case Output::O: return o.O;
-                case Output::stats: return o.stats;
-                case Output::dQ: return o.dQ;
-                case Output::dK: return o.dK;
-                case Output::dV: return o.dV;
-                case Output::dMask: return o.dMask;
-            }
-            return o.O;
-        };
+        const auto pick = [&](const SdpaOutputs& o) -> const Tensor& { return o.of(c.out); };
         ASSERT_EQ(pick(good).size(), pick(bad).size()) << c.kind;
         EXPECT_TRUE(good.integrity_of(c.out).clean()) << c.kind;
         if (std::string_view(c.kind) == "stride_gap_write") {  // right values, written past the rows

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "driver/cli.hpp"
 #include "driver/run_case.hpp"
 

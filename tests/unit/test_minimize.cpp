@@ -3,9 +3,12 @@
 // one no larger than its selftest case (cases/selftest/KIND.cases).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <filesystem>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/faulty/faults.hpp"
 #include "core/flops.hpp"
 #include "driver/case_parser.hpp"
@@ -154,10 +157,13 @@ TEST(Minimize, EveryFaultyKindShrinksToNoMoreThanItsSelftestCase) {
         // one: a correct kernel PASSES it (not MISTRUSTED).
         const bool trusted = std::none_of(first.checks.begin(), first.checks.end(),
                 [](const OutputCheck& c) { return c.zero_fraction > kZeroTrust; });
-        if (trusted) {
+        if (trusted) {  // on the selftest file's clean backend (scripts/selftest.sh): ref, or test:fp8
             Case on_ref = m.smallest;
             on_ref.backend = "ref";
-            auto ref = make_backend("ref");
+            std::ifstream in(file);
+            for (std::string line; std::getline(in, line);)
+                if (line.starts_with("# clean-backend: ")) on_ref.backend = line.substr(17);
+            auto ref = make_backend(on_ref.backend);
             EXPECT_EQ(run_case(on_ref, *ref, 0).status, Status::passed) << kind.name << ": " << repro(on_ref);
         }
         std::printf("minimized %-26s %3zu runs, %s: %s\n", std::string(kind.name).c_str(), m.runs, m.signature.c_str(),

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 #include "driver/run_case.hpp"
 #include "tests/unit/json_test_util.hpp"

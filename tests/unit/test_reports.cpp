@@ -237,13 +237,13 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
     EXPECT_EQ(row,
             "1,--dir=bwd b1hq2sq16d16n=a.b-c_d,FAILED,,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
             "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,"
-            // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields,
-            // minimized_repro, alone_status, the phases
-            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0");
+            // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields
+            // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases
+            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,"
-            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0");
+            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
@@ -251,6 +251,18 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
 
 // One table is every report's fields: each result field is a CSV column with the same text, a
 // JSONL key in its group with the same value, and a perf-template field.
+TEST(ResultFields, PercentOfPeakWhereThePeakIsKnown) {
+    CaseResult r = timed_case();  // 4e6 FLOPs in a median of 2 ms: 2 GFLOP/s = 0.002 TFLOP/s
+    const ResultField* pct = find_result_field("pct_peak");
+    const ResultField* peak = find_result_field("peak_tflops");
+    ASSERT_NE(pct, nullptr);
+    ASSERT_NE(peak, nullptr);
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(pct->get(r)));  // a CPU backend: no peak, no column
+    r.perf->peak_tflops = 0.004;
+    EXPECT_DOUBLE_EQ(std::get<double>(peak->get(r)), 0.004);
+    EXPECT_DOUBLE_EQ(std::get<double>(pct->get(r)), 50.0);
+}
+
 TEST(ResultFields, EveryFieldIsInEveryReport) {
     for (const CaseResult& r : {failed_case(), timed_case()}) {
         const nlohmann::json j = json_record(r);

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace sdpa {
 namespace {
 
@@ -90,6 +93,52 @@ TEST(TimePlan, ColdCacheFlushesBetweenRuns) {
     EXPECT_EQ(time_plan(plan, o).size(), 3u);
     EXPECT_EQ(flusher.flushes(), 3u);
     EXPECT_EQ(plan.flushed, 3);
+}
+
+/// A device plan that logs every call in order ("run", "flush", "timed"), and a host flusher that
+/// logs into the same list, so the order of --cold-cache's steps is visible.
+class LoggingDevicePlan final : public Plan {
+public:
+    explicit LoggingDevicePlan(std::vector<std::string>& log, bool device) : log_(log), device_(device) {}
+    void execute() override { log_.push_back("run"); }
+    double execute_timed_ms() override {
+        log_.push_back("timed");
+        return 1.0;
+    }
+    void flush_caches() override { log_.push_back("device flush"); }
+    bool runs_on_device() const override { return device_; }
+    void poison_outputs() override {}
+    SdpaOutputs read_outputs() override { return {}; }
+
+private:
+    std::vector<std::string>& log_;
+    bool device_;
+};
+
+TEST(TimePlan, ColdCacheFlushesTheDeviceBeforeEveryTimedRunAndNotTheHost) {
+    std::vector<std::string> log;
+    CacheFlusher host(1 << 16);
+    TimingOptions o;
+    o.fix_times = 3;
+    o.cold_cache = true;
+    o.flusher = &host;
+    LoggingDevicePlan gpu(log, true);
+    ASSERT_EQ(time_plan(gpu, o).size(), 3u);
+    // The warm-up, then the device's flush before each timed run (outside it); the host buffer is
+    // not touched for a plan that runs on a device.
+    EXPECT_EQ(log, (std::vector<std::string>{"run", "device flush", "timed", "device flush", "timed", "device flush",
+                       "timed"}));
+    EXPECT_EQ(host.flushes(), 0u);
+    log.clear();
+    LoggingDevicePlan cpu(log, false);  // a host plan: the host's caches too, before its own flush
+    ASSERT_EQ(time_plan(cpu, o).size(), 3u);
+    EXPECT_EQ(host.flushes(), 3u);
+    EXPECT_EQ(log, (std::vector<std::string>{"run", "device flush", "timed", "device flush", "timed", "device flush",
+                       "timed"}));
+    log.clear();
+    o.cold_cache = false;  // warm: no flush at all
+    ASSERT_EQ(time_plan(gpu, o).size(), 3u);
+    EXPECT_EQ(log, (std::vector<std::string>{"run", "timed", "timed", "timed"}));
 }
 
 TEST(CacheSize, LastLevelCacheIsKnownHere) {

@@ -1,0 +1,67 @@
+// The backend registry: one table of every backend sdpabench knows, compiled into this build or
+// not. It is the only place that knows which backends exist, which engine each runs on, and why a
+// backend is missing from a build; parsing, --help, --version, the run context, the reports'
+// engine column and the isolated child all ask it.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "core/enum_table.hpp"
+
+namespace sdpa {
+
+/// Where a backend's kernels run: the host CPU or a GPU.
+enum class Engine { cpu, gpu };
+inline constexpr std::array<EnumName<Engine>, 2> kEngineNames{{{Engine::cpu, "cpu"}, {Engine::gpu, "gpu"}}};
+inline std::string_view format_as(Engine v) { return enum_name(kEngineNames, v); }
+
+/// One row of the registry. A row names one backend ("onednn", "torch:flash") or, with `family`,
+/// every name that starts with it ("faulty:" for faulty:KIND, "test:" for test:KIND).
+struct BackendRow {
+    std::string name;     ///< --backend spelling, or the family prefix (ends with ':')
+    Engine engine = Engine::cpu;
+    bool family = false;  ///< `name` is a prefix: the factory decides which kinds exist
+    /// A vendor backend (--help's list, --version, the run context), not a harness-only kind.
+    bool listed = true;
+    /// Makes the backend for a name of this row (nullptr: no such kind in a family). Null when the
+    /// backend is not compiled into this build. Construction is cheap and never touches a device.
+    std::unique_ptr<Backend> (*make)(std::string_view name) = nullptr;
+    /// Why the backend is not in this build and how to get it (set when `make` is null).
+    std::string missing;
+    bool compiled_in() const { return make != nullptr; }
+};
+
+/// Every row, in --help order: the vendor backends (compiled in or not), ref, then the families.
+const std::vector<BackendRow>& backend_table();
+
+/// The row of `name` (an exact row, or the family whose prefix it starts with), or nullptr when
+/// sdpabench has no such backend in any build.
+const BackendRow* find_backend_row(std::string_view name);
+
+/// Names of the listed backends compiled into this build, in --help order.
+std::vector<std::string> backend_names();
+
+/// Names of the listed backends sdpabench has but this build lacks, each with why
+/// ("cudnn (no CUDA Toolkit at configure time: ...)"), for --help and --version.
+std::vector<std::string> missing_backend_names();
+
+/// A new backend for `name`, or nullptr when sdpabench has no such backend (an unknown name, or a
+/// family kind its factory does not know). A listed backend that this build lacks is a backend
+/// whose support() is SKIPPED with the row's `missing` reason, so that the case gets the same
+/// status in-process and in an isolated child.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+
+/// The engine of `name` ("cpu" for an unknown name, which never reaches a report as a case).
+Engine engine_of(std::string_view name);
+
+/// The backend make_backend() gives for a row this build lacks: support() SKIPPED with "backend
+/// NAME is not compiled into this build: WHY" for every problem, prepare() throws SKIPPED.
+std::unique_ptr<Backend> make_missing_backend(std::string name, std::string why);
+
+}  // namespace sdpa

@@ -1,0 +1,55 @@
+#include "core/fp8.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace sdpa {
+
+std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string* why) {
+    auto fail = [&](std::string msg) -> std::optional<Fp8Descales> {
+        if (why) *why = std::move(msg);
+        return std::nullopt;
+    };
+    Fp8Descales d;
+    if (text == "default") return d;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t plus = text.find('+', pos);
+        const std::string_view item = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
+        const std::size_t colon = item.find(':');
+        if (colon == item.npos)
+            return fail(fmt::format("'{}' is not TENSOR:DESCALE (TENSOR one of {})", item, enum_choices(kFp8TensorNames)));
+        const auto t = enum_parse(kFp8TensorNames, item.substr(0, colon));
+        if (!t)
+            return fail(fmt::format("unknown fp8 tensor '{}' (accepted: {})", item.substr(0, colon),
+                    enum_choices(kFp8TensorNames)));
+        const std::string_view num = item.substr(colon + 1);
+        float v = 0.f;
+        const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+        if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || !std::isnormal(v) || v <= 0.f)
+            return fail(fmt::format("descale '{}' of {} must be a positive normal f32 number (at least {})", num,
+                    item.substr(0, colon), std::numeric_limits<float>::min()));
+        d.of(*t) = v;
+        if (plus == text.npos) return d;
+        pos = plus + 1;
+    }
+}
+
+std::string fp8_descales_name(const Fp8Descales& d) {
+    const Fp8Descales def;
+    std::string s;
+    for (const auto& row : kFp8TensorNames)
+        if (d.of(row.value) != def.of(row.value)) s += fmt::format("{}{}:{}", s.empty() ? "" : "+", row.name, d.of(row.value));
+    return s;
+}
+
+float round_scaled(DType dt, float x, float descale) {
+    if (descale == 1.f) return round_to(dt, x);
+    return static_cast<float>(static_cast<double>(round_to(dt, static_cast<float>(x / static_cast<double>(descale)))) *
+                              descale);
+}
+
+}  // namespace sdpa
