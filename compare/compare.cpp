@@ -221,6 +221,12 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
     auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
         checks.push_back(check_output(p, o, got.of(o), ref, mag, reduction, conv, got.integrity_of(o), geo.find(role_of(o))));
     };
+    // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
+    auto name_amax_entry = [&](auto names) {
+        OutputCheck& c = checks.back();
+        const auto k = static_cast<std::size_t>(c.worst_index[3]);
+        if (!c.pass && c.located && k < names.size()) c.reason = fmt::format("Amax_{} {}", names[k], c.reason);
+    };
     if (p.dir == Dir::bwd) {
         check(Output::dQ, bwd->dQ, bwd->M_dQ, d.S_kv);
         check(Output::dK, bwd->dK, bwd->M_dK, d.S_q * group);
@@ -232,11 +238,17 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
             const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
             check(Output::dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed);
         }
-        if (is_fp8(p.dt)) check(Output::amax, bwd->amax, bwd->M_amax, 0);
+        if (is_fp8(p.dt)) {
+            check(Output::amax, bwd->amax, bwd->M_amax, 0);
+            name_amax_entry(kAmaxBwd);
+        }
     } else {
         check(Output::O, fwd->O, fwd->M_O, d.S_kv);
         if (p.dir == Dir::fwd_t) check(Output::stats, fwd->stats, fwd->M_stats, 0);
-        if (is_fp8(p.dt)) check(Output::amax, fwd->amax, fwd->M_amax, 0);
+        if (is_fp8(p.dt)) {
+            check(Output::amax, fwd->amax, fwd->M_amax, 0);
+            name_amax_entry(kAmaxFwd);
+        }
     }
     return checks;
 }

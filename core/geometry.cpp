@@ -29,6 +29,21 @@ std::optional<i64> add(std::optional<i64> a, std::optional<i64> b) {
     return r;
 }
 
+/// The fp8 tensor of an io role (its descale, core/fp8.hpp), nullopt for the other roles.
+std::optional<Fp8Tensor> fp8_tensor(Role r) {
+    switch (r) {
+        case Role::Q: return Fp8Tensor::Q;
+        case Role::K: return Fp8Tensor::K;
+        case Role::V: return Fp8Tensor::V;
+        case Role::O: return Fp8Tensor::O;
+        case Role::dO: return Fp8Tensor::dO;
+        case Role::dQ: return Fp8Tensor::dQ;
+        case Role::dK: return Fp8Tensor::dK;
+        case Role::dV: return Fp8Tensor::dV;
+        default: return std::nullopt;
+    }
+}
+
 /// Span of t with checked arithmetic (nullopt on overflow); strides must be non-negative.
 std::optional<i64> checked_span(const TensorGeom& t) {
     if (!t.ragged_offsets.empty()) return t.ragged_offsets.back();
@@ -256,6 +271,14 @@ Geometry geometry(const Problem& p) {
     const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
     const ElemType io = elem_type(p.dt);
     const i64 pitch = qkv_pitch(d);
+    // Ragged: the io roles packed token-major per batch (THD), rows by the padding lengths; only
+    // when the lengths are well formed, the layout bshd and the role not overridden by --strides
+    // (validate() rejects the rest, naming the rule, and the repro keeps what was asked).
+    const bool ragged = p.ragged && padded && p.layout == Layout::bshd && [&] {
+        for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv})
+            if (!lens->empty() && static_cast<i64>(lens->size()) != d.B) return false;
+        return true;
+    }();
     Geometry g;
     auto add = [&](Role r, ElemType t, A4 dims, bool in, bool out) {
         const auto it = p.strides.find(r);
@@ -267,35 +290,20 @@ Geometry geometry(const Problem& p) {
         tg.strides = layout_strides(dims, l, pitch);
         tg.input = in;
         tg.output = out;
-        g.set(std::move(tg));
-    };
-    // fp8 io: each io role's descale (core/fp8.hpp).
-    auto fp8_descale = [&](Role r) {
-        const auto t = enum_parse(kFp8TensorNames, fmt::format("{}", r));
-        return is_fp8(p.dt) && t ? p.fp8.of(*t) : 1.f;
-    };
-    // Ragged: the io roles packed token-major per batch (THD), rows by the padding lengths; only
-    // when the lengths are well formed, the layout bshd and the role not overridden by --strides
-    // (validate() rejects the rest, naming the rule, and the repro keeps what was asked).
-    const bool lens_ok = [&] {
-        for (const auto* lens : {&p.seq_len_q, &p.seq_len_kv})
-            if (!lens->empty() && static_cast<i64>(lens->size()) != d.B) return false;
-        return true;
-    }();
-    auto pack = [&](Role r, bool q_rows) {
-        TensorGeom t = g.at(r);
-        t.descale = fp8_descale(r);
-        if (p.ragged && padded && lens_ok && p.layout == Layout::bshd && !p.strides.count(r)) {
-            t.strides = layout_strides(t.dims, *order_layout("bshd"), pitch);
-            t.ragged_offsets.push_back(0);
+        const std::optional<Fp8Tensor> f = fp8_tensor(r);
+        if (f && is_fp8(p.dt)) tg.descale = p.fp8.of(*f);  // core/fp8.hpp
+        const bool io = std::find(kIoRoles.begin(), kIoRoles.end(), r) != kIoRoles.end();
+        if (ragged && io && it == p.strides.end()) {
+            const bool q_rows = r == Role::Q || r == Role::O || r == Role::dO || r == Role::dQ;
+            tg.ragged_offsets.push_back(0);
             for (i64 b = 0; b < d.B; ++b) {
-                const i64 full = q_rows ? d.S_q : d.S_kv;
-                const i64 rows = std::clamp<i64>(q_rows ? valid_q(p, b) : valid_kv(p, b), 0, full);
-                t.ragged_rows.push_back(rows);
-                t.ragged_offsets.push_back(saturating_mul(rows, t.strides[2]) + t.ragged_offsets.back());
+                const i64 rows = std::clamp<i64>(q_rows ? valid_q(p, b) : valid_kv(p, b), 0, dims[2]);
+                tg.ragged_rows.push_back(rows);
+                tg.ragged_offsets.push_back(
+                        sdpa::add(mul(rows, tg.strides[2]), tg.ragged_offsets.back()).value_or(std::numeric_limits<i64>::max()));
             }
         }
-        g.set(std::move(t));
+        g.set(std::move(tg));
     };
     const A4 q{d.B, d.H_q, d.S_q, d.D_qk}, k{d.B, d.H_kv, d.S_kv, d.D_qk}, v{d.B, d.H_kv, d.S_kv, d.D_v},
             o{d.B, d.H_q, d.S_q, d.D_v};
@@ -303,20 +311,12 @@ Geometry geometry(const Problem& p) {
     add(Role::K, io, k, true, false);
     add(Role::V, io, v, true, false);
     add(Role::O, io, o, bwd, fwd);
-    pack(Role::Q, true);
-    pack(Role::K, false);
-    pack(Role::V, false);
-    pack(Role::O, true);
     if (p.dir != Dir::fwd_i) add(Role::stats, ElemType::f32, {d.B, d.H_q, d.S_q, 1}, bwd, fwd);
     if (bwd) {
         add(Role::dO, io, o, true, false);
         add(Role::dQ, io, q, false, true);
         add(Role::dK, io, k, false, true);
         add(Role::dV, io, v, false, true);
-        pack(Role::dO, true);
-        pack(Role::dQ, true);
-        pack(Role::dK, false);
-        pack(Role::dV, false);
     }
     if (p.mask == Mask::bias) add(Role::bias, elem_type(mask_dtype(p)), bias_dims(p), true, false);
     if (bwd && p.dmask) add(Role::dMask, ElemType::f32, bias_dims(p), false, true);

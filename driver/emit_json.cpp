@@ -67,8 +67,9 @@ std::vector<std::string> write_onednn_json(const Case& c, const std::string& dir
     std::vector<std::string> paths;
     for (const auto& [file, p] : graphs) {
         const fs::path path = fs::path(dir) / file;
+        const std::string text = onednn_graph_json(p);  // first: a graph that cannot be said leaves no file
         std::ofstream out(path);
-        out << onednn_graph_json(p);
+        out << text;
         out.close();
         if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
         paths.push_back(path.string());

@@ -94,6 +94,13 @@ GraphView graph_mask_view(const Problem& p) {
 SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
     if (p.dir == Dir::fwd_bwd)
         throw std::invalid_argument("describe_sdpa_graph: fwd_bwd is two graphs (describe the fwd_t and the bwd one)");
+    // What a oneDNN graph cannot say: fp8 with per-tensor descales and amax outputs, ragged tensors.
+    if (is_fp8(p.dt))
+        throw std::invalid_argument(fmt::format("the oneDNN graph has no fp8 SDPA with per-tensor descales and amax "
+                "outputs (--dt={})", p.dt));
+    if (p.ragged)
+        throw std::invalid_argument("a oneDNN graph's logical tensors have one stride per dimension: no ragged (THD) "
+                "tensors (--ragged=true)");
     const Geometry geo = geometry(p);
     const ElemType io = elem_type(p.dt), f32 = ElemType::f32;
     const GraphView score = graph_view(p, geo.at(Role::scores));

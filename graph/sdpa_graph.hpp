@@ -104,6 +104,7 @@ GraphView graph_mask_view(const Problem& p);
 /// host scalars, or [1] tensors with p.dropout_device_scalars): forward after the SoftMax (whose P is then f32, cast to the io dtype after the
 /// Dropout), backward on P before the dV matmul and on dP before the subtraction of D, as
 /// oneDNN's SDPA training patterns with dropout place them.
+/// Throws std::invalid_argument for fwd_bwd, fp8 io and ragged tensors (no oneDNN graph says them).
 SdpaGraphDesc describe_sdpa_graph(const Problem& p);
 
 }  // namespace sdpa

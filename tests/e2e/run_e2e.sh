@@ -159,6 +159,10 @@ fp8)
   done
   run -v --backend=test:fp8 --dt=e4m3 --dir=bwd b1hq2sq32d16
   grep -qE "^ +amax: worst" "$tmp/out" || fail "-v must show the amax check"
+  # No oneDNN graph says fp8 with per-tensor descales, nor ragged tensors: --emit-onednn-json refuses.
+  run --emit-onednn-json="$tmp/json" --backend=test:fp8 --dt=e4m3 b1hq2sq32d16
+  grep -q "emit-onednn-json: error: the oneDNN graph has no fp8 SDPA" "$tmp/out" || fail "fp8 graph JSON not refused"
+  [ ! -e "$tmp/json" ] || [ -z "$(ls -A "$tmp/json")" ] || fail "an fp8 graph JSON was written"
   ;;
 ragged)
   # Ragged (THD) buffers on the reference backend: every non-fp8 case of cases/gpu/ragged.cases
