@@ -83,7 +83,8 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     // is expected as that, and the check is then MISTRUSTED (the descale is too small to tell).
     const float descale = geom ? geom->descale : 1.f;
     tol.tiny *= descale;
-    const double saturate = geom && is_fp8(p.dt) && geom->type == elem_type(p.dt) ? max_finite(p.dt) * descale : INFINITY;
+    const double limit = max_finite(p.dt) * descale;  // the largest value the output can hold
+    const double saturate = geom && is_fp8(p.dt) && geom->type == elem_type(p.dt) ? overflow_threshold(p.dt) * descale : INFINITY;
     double max_mag = 0;
     for (float m : mag.data)
         if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
@@ -115,8 +116,8 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             if (r.nonfinite++ == 0) first_nonfinite = i;
             continue;
         }
-        if (std::fabs(e) > saturate) {
-            e = static_cast<float>(std::copysign(saturate, e));
+        if (std::fabs(e) >= saturate) {
+            e = static_cast<float>(std::copysign(limit, e));
             ++r.saturated;
         }
         const double err = std::fabs(static_cast<double>(g) - e);
@@ -131,7 +132,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     auto set_worst = [&](std::size_t i) {
         r.worst_index = ref.index(i);
         r.got = got.data[i];
-        r.expected = std::fabs(ref.data[i]) > saturate ? static_cast<float>(std::copysign(saturate, ref.data[i])) : ref.data[i];
+        r.expected = std::fabs(ref.data[i]) >= saturate ? static_cast<float>(std::copysign(limit, ref.data[i])) : ref.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
         r.bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
     };
@@ -165,7 +166,15 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.pass = false;
         r.failure = CheckFailure::bound;
         r.reason = "error exceeds the bound";
-    } else if (r.zero_fraction > kZeroTrust || r.saturated > 0) {
+    } else if (r.unchecked == static_cast<std::int64_t>(got.size())) {
+        r.mistrusted = true;
+        r.mistrust = fmt::format("{}: nothing checked: every row is absent (ragged) or left unspecified", out);
+    } else if (r.saturated > 0) {
+        r.mistrusted = true;
+        r.mistrust = fmt::format("{}: {} reference value(s) past the {} range at descale {} (largest {:.6g}), expected "
+                                 "saturated (a larger --fp8-descale={}:... tells more)", out, r.saturated, p.dt,
+                descale, limit, out);
+    } else if (r.zero_fraction > kZeroTrust) {
         r.mistrusted = true;
     }
     if (out == Output::stats) check_stats_sums(p, got, ref, mag, r);
@@ -179,7 +188,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             check_head_norms(g, ref, mag, tol.c, u, tol.tiny, r);
         }
     }
-    check_zero_counts(p, out, got, r);
+    check_zero_counts(p, out, got, r, geom, conv);
     return r;
 }
 
@@ -187,13 +196,15 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
     std::map<std::string, std::int64_t> stats;  // value spelling -> rows
     std::int64_t rows = 0, o_nan = 0, o_zero = 0, o_other = 0;
     const Dims& d = p.dims;
+    const Geometry geo = geometry(p);
+    const TensorGeom* o = geo.find(Role::O);  // a ragged O stores no row past the valid length
     for (std::int64_t b = 0; b < d.B; ++b)
         for (std::int64_t i = 0; i < d.S_q; ++i) {
             if (!row_fully_masked(p, b, i)) continue;
             for (std::int64_t h = 0; h < d.H_q; ++h) {
                 ++rows;
                 if (!got.stats.empty()) ++stats[fmt::format("{}", got.stats.at(b, h, i, 0))];
-                if (got.O.empty() || i < valid_q(p, b)) continue;
+                if (got.O.empty() || i < valid_q(p, b) || (o && !o->present(b, i))) continue;
                 for (std::int64_t k = 0; k < d.D_v; ++k) {
                     const float x = got.O.at(b, h, i, k);
                     (std::isnan(x) ? o_nan : x == 0.f ? o_zero : o_other)++;
@@ -227,6 +238,18 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const auto k = static_cast<std::size_t>(c.worst_index[3]);
         if (!c.pass && c.located && k < names.size()) c.reason = fmt::format("Amax_{} {}", names[k], c.reason);
     };
+    // The graph's own quantisations: P (Amax_S) and the scaled dS (Amax_dP) past their fp8 range
+    // saturate inside the kernel (and the reference): MISTRUSTED, they tell little.
+    auto intermediate_range = [&](const Tensor& amax, std::size_t k, Fp8Tensor t, std::string_view what) {
+        OutputCheck& c = checks.back();
+        const double limit = overflow_threshold(p.dt) * p.fp8.of(t);
+        if (!c.pass || amax.size() <= k || amax.data[k] < limit) return;
+        ++c.saturated;
+        c.mistrusted = true;
+        c.mistrust = fmt::format("amax: Amax_{} {} is past the {} range at descale_{} {} (largest {:.6g}): {} saturates "
+                "(a larger --fp8-descale={}:... tells more)", t, amax.data[k], p.dt, t, p.fp8.of(t),
+                max_finite(p.dt) * p.fp8.of(t), what, t);
+    };
     if (p.dir == Dir::bwd) {
         check(Output::dQ, bwd->dQ, bwd->M_dQ, d.S_kv);
         check(Output::dK, bwd->dK, bwd->M_dK, d.S_q * group);
@@ -241,6 +264,7 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         if (is_fp8(p.dt)) {
             check(Output::amax, bwd->amax, bwd->M_amax, 0);
             name_amax_entry(kAmaxBwd);
+            intermediate_range(bwd->amax, 3, Fp8Tensor::dP, "the scaled dS");
         }
     } else {
         check(Output::O, fwd->O, fwd->M_O, d.S_kv);
@@ -248,6 +272,7 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         if (is_fp8(p.dt)) {
             check(Output::amax, fwd->amax, fwd->M_amax, 0);
             name_amax_entry(kAmaxFwd);
+            intermediate_range(fwd->amax, 0, Fp8Tensor::S, "P");
         }
     }
     return checks;

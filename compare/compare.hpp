@@ -66,6 +66,9 @@ struct OutputCheck {
     /// Elements not checked: rows a ragged output does not store, rows a backend leaves unspecified
     /// (Conventions::padded_rows_unspecified).
     std::int64_t unchecked = 0;
+    /// Why the check is MISTRUSTED when that is not zero trust (fp8 saturation, nothing checked):
+    /// the sentence the case's reason shows ("" for zero trust, whose sentence the driver writes).
+    std::string mistrust;
 };
 
 /// True when element `idx` of output `out` is 0 (stats: the backend's masked-row value) by the
@@ -96,8 +99,9 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
 /// What a backend wrote where the math leaves the value open, as one -v line (nullopt when p has
 /// no fully masked query row): the distinct stats values of the fully masked rows with their
 /// counts (the Conventions::masked_row_stats a backend really uses), and for the O rows past the
-/// valid query lengths (padding) how many elements still hold the NaN prefill (unwritten), are 0,
-/// or hold anything else. For measuring a vendor's conventions (scripts/device_check.sh).
+/// valid query lengths (padding; rows a ragged O does not store left out) how many elements still
+/// hold the NaN prefill (unwritten), are 0, or hold anything else. For measuring a vendor's
+/// conventions (scripts/device_check.sh).
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got);
 
 /// All checks for the outputs of p.dir: O (and stats for fwd_t) against `fwd`, or dQ, dK, dV

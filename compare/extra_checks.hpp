@@ -44,6 +44,9 @@ void check_stats_sums(const Problem& p, const Tensor& got, const Tensor& ref, co
 /// For stats, fully masked rows are the structural ones (their
 /// value is a convention). Marks r MISTRUSTED (when it passed) if more than half of the kernel's non-structural elements
 /// are zero: a kernel that writes zeros where the reference has tiny values can pass the bound.
-void check_zero_counts(const Problem& p, Output out, const Tensor& got, OutputCheck& r);
+/// Elements that are not checked at all (compare.hpp unchecked(), with `geom` and `conv`) count
+/// neither as structural nor as the kernel's zeros.
+void check_zero_counts(const Problem& p, Output out, const Tensor& got, OutputCheck& r, const TensorGeom* geom = nullptr,
+        const Conventions& conv = {});
 
 }  // namespace sdpa

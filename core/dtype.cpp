@@ -64,6 +64,10 @@ constexpr Fp8Format fp8_format(DType dt) { return dt == DType::e4m3 ? Fp8Format{
 
 }  // namespace
 
+double overflow_threshold(DType dt) {
+    return max_finite(dt) + std::ldexp(unit_roundoff(dt), std::ilogb(max_finite(dt)));
+}
+
 std::uint8_t f32_to_fp8_bits(DType dt, float x) {
     const Fp8Format f = fp8_format(dt);
     const std::uint8_t sign = std::signbit(x) ? 0x80u : 0u;

@@ -60,6 +60,10 @@ constexpr double unit_roundoff(DType dt) { return facts(dt).u; }
 constexpr double max_finite(DType dt) { return facts(dt).max_finite; }
 /// Smallest subnormal: f32 2^-149, bf16 2^-133, f16 2^-24, e4m3 2^-9, e5m2 2^-16.
 constexpr double smallest_subnormal(DType dt) { return facts(dt).smallest_subnormal; }
+/// The magnitude from which values no longer round to the largest finite one but past it
+/// (infinity, or fp8's saturation): the largest finite value plus half its spacing, e.g. e4m3
+/// 448 + 16 = 464, e5m2 57344 + 4096 = 61440.
+double overflow_threshold(DType dt);
 
 /// IEEE binary32 -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN.
 std::uint16_t f32_to_bf16_bits(float x);

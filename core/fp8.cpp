@@ -15,6 +15,7 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
     };
     Fp8Descales d;
     if (text == "default") return d;
+    std::array<bool, kFp8TensorCount> given{};
     std::size_t pos = 0;
     while (true) {
         const std::size_t plus = text.find('+', pos);
@@ -26,12 +27,18 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
         if (!t)
             return fail(fmt::format("unknown fp8 tensor '{}' (accepted: {})", item.substr(0, colon),
                     enum_choices(kFp8TensorNames)));
+        if (given[static_cast<std::size_t>(*t)]) return fail(fmt::format("{} is given twice", *t));
+        given[static_cast<std::size_t>(*t)] = true;
         const std::string_view num = item.substr(colon + 1);
         float v = 0.f;
         const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-        if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || !std::isnormal(v) || v <= 0.f)
-            return fail(fmt::format("descale '{}' of {} must be a positive normal f32 number (at least {})", num,
-                    item.substr(0, colon), std::numeric_limits<float>::min()));
+        const bool whole = !num.empty() && ptr == num.data() + num.size();
+        if (whole && ec == std::errc::result_out_of_range)
+            return fail(fmt::format("descale '{}' of {} is out of the f32 range (a positive normal f32 number, from {} "
+                    "to {})", num, *t, std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
+        if (!whole || ec != std::errc() || !std::isnormal(v) || v <= 0.f)
+            return fail(fmt::format("descale '{}' of {} must be a positive normal f32 number (from {} to {})", num, *t,
+                    std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
         d.of(*t) = v;
         if (plus == text.npos) return d;
         pos = plus + 1;
@@ -42,7 +49,11 @@ std::string fp8_descales_name(const Fp8Descales& d) {
     const Fp8Descales def;
     std::string s;
     for (const auto& row : kFp8TensorNames)
-        if (d.of(row.value) != def.of(row.value)) s += fmt::format("{}{}:{}", s.empty() ? "" : "+", row.name, d.of(row.value));
+        if (d.of(row.value) != def.of(row.value)) {
+            std::string v = fmt::format("{}", d.of(row.value));  // round-trippable; "1e+20" loses its '+', the separator
+            if (const auto e = v.find("e+"); e != std::string::npos) v.erase(e + 1, 1);
+            s += fmt::format("{}{}:{}", s.empty() ? "" : "+", row.name, v);
+        }
     return s;
 }
 

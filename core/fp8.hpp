@@ -50,7 +50,8 @@ struct Fp8Descales {
 };
 
 /// "default", or "T:V[+T:V...]" overriding the default descale of tensor T (kFp8TensorNames) with
-/// V (a positive normal f32, e.g. 0.0625 or 1e-3); nullopt with `why` set otherwise.
+/// V (a positive normal f32, e.g. 0.0625 or 1e-3; each T at most once); nullopt with `why` set
+/// otherwise (naming the item and the rule).
 std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string* why = nullptr);
 
 /// The spelling parse_fp8_descales reads back: the entries that differ from the defaults,

@@ -62,6 +62,7 @@ inline std::string repro(const Case& c) {
     if (c.mode != Mode::C && c.mode != Mode::L) s += fmt::format("--mode={} ", c.mode);
     if (!c.graph_file.empty()) {  // imported graph: the rewrites and fill knobs, then the file
         if (c.graph_dt) s += fmt::format("--dt={} ", *c.graph_dt);
+        if (const std::string f = fp8_descales_name(c.prb.fp8); !f.empty()) s += fmt::format("--fp8-descale={} ", f);
         if (!c.dt_ids.empty()) s += fmt::format("--dt={} ", c.dt_ids);
         if (!c.op_kinds.empty()) s += fmt::format("--op-kind={} ", c.op_kinds);
         if (!c.op_attrs.empty()) s += fmt::format("--op-attrs={} ", c.op_attrs);

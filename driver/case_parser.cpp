@@ -41,6 +41,9 @@ struct Knob {
     /// Optional: why `value` was refused, when more can be said than "unknown value" (e.g. a
     /// number out of range); "" falls back to the generic message.
     std::string (*explain)(std::string_view value) = nullptr;
+    /// Rewrites an imported --case graph (benchdnn's graph knobs): means nothing for a problem
+    /// descriptor or --random.
+    bool graph_only = false;
 };
 
 /// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
@@ -297,22 +300,23 @@ const std::vector<Knob>& knob_table() {
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
             {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
                 explain_seed},
-            {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb},
+            {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb, false,
+                nullptr, true},
             {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
                 "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
-                set_rewrite<&Case::in_shapes, check_in_shapes>, false, explain_rewrite<check_in_shapes, kInShapes>},
+                set_rewrite<&Case::in_shapes, check_in_shapes>, false, explain_rewrite<check_in_shapes, kInShapes>, true},
             {"op-kind", "ID:KIND[+ID:KIND...]", "",
                 "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps "
                 "it; empty: none)",
-                set_rewrite<&Case::op_kinds, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kOpKind>},
+                set_rewrite<&Case::op_kinds, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kOpKind>, true},
             {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]", "",
                 "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed "
                 "like the op's attribute, else by the value; empty: none)",
-                set_rewrite<&Case::op_attrs, check_op_attrs>, false, explain_rewrite<check_op_attrs, kOpAttrs>},
+                set_rewrite<&Case::op_attrs, check_op_attrs>, false, explain_rewrite<check_op_attrs, kOpAttrs>, true},
             {"tensor-property", "ID:PROP[+ID:PROP...]", "",
                 "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, "
                 "constant, host_scalar; empty: none)",
-                set_rewrite<&Case::properties, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kTensorProperty>},
+                set_rewrite<&Case::properties, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kTensorProperty>, true},
             {"seq-len-q", "none|random|N0:N1:...", "none",
                 "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
                 [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_q, c.random_seq_len_q); }},
@@ -728,8 +732,8 @@ private:
         // Only the knobs an imported case reads expand it (the rewrites, the fill, the dropout
         // values, the run knobs); the other problem knobs come from the graph, so their lists
         // would only repeat the same case.
-        static constexpr std::string_view kGraphKnobs[] = {"dt", "fill", "seed", "mb", "in-shapes", "op-kind", "op-attrs",
-            "tensor-property", "dropout"};
+        static constexpr std::string_view kGraphKnobs[] = {"dt", "fp8-descale", "fill", "seed", "mb", "in-shapes",
+            "op-kind", "op-attrs", "tensor-property", "dropout"};
         std::vector<std::size_t> span(table.size(), 1);
         for (std::size_t k = 0; k < table.size(); ++k)
             if (table[k].run_knob || std::find(std::begin(kGraphKnobs), std::end(kGraphKnobs), table[k].name) !=
@@ -746,6 +750,7 @@ private:
                     c.prb.seed);
             if (imp.prb) {
                 imp.prb->fill = c.prb.fill;
+                imp.prb->fp8 = c.prb.fp8;  // --dt=e4m3|e5m2 makes the graph fp8: its descales (validated)
                 // A graph without Dropout ops ignores --dropout, and so does its repro.
                 if (!imp.prb->dropout) c.graph_dropout.reset();
                 c.prb = std::move(*imp.prb);
@@ -799,7 +804,7 @@ private:
                 run_k.push_back(k);
                 runs *= st[k].size();
             } else if (st.given[k]) {
-                if (std::find(std::begin(kRandomKnobs), std::end(kRandomKnobs), table[k].name) == std::end(kRandomKnobs))
+                if (table[k].graph_only)
                     return error(loc, fmt::format("--{} is for --case graphs and means nothing for {} (use --reset)",
                                           table[k].name, tok));
                 given_k.push_back(k);

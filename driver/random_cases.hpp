@@ -18,11 +18,9 @@ namespace sdpa {
 /// heads are halved until a draw is under it, so that 2000 cases run in minutes on two cores.
 inline constexpr std::int64_t kRandomMaxFlops = 300'000'000;
 
-/// The knobs --random=N draws, by their case-language names (driver/case_parser.cpp knob_table).
-/// A knob the line gives explicitly is not drawn: the parser applies its value instead.
-inline constexpr std::string_view kRandomKnobs[] = {"dir", "dt", "mask", "mask-shape", "mask-dt", "mask-fill",
-    "scale-dt", "scale", "scale-op", "scale-property", "mask-form", "fill", "seq-len-q", "seq-len-kv", "layout",
-    "strides", "dmask", "deterministic", "dropout", "dropout-property"};
+// --random=N draws every problem knob of the case language (driver/case_parser.cpp knob_table)
+// but the --case graph rewrites; a knob the line gives explicitly is not drawn: the parser applies
+// its value instead (fp8 and --fp8-descale only so: a drawn case is never fp8, whose vendors are GPUs).
 
 /// Stratified draws over `count` cases from `seed`. For every drawn dimension with k strata,
 /// case i's stratum is perm(i) mod k for a seeded bijection perm of [0, count) of its own, so over

@@ -73,10 +73,8 @@ void judge(CaseResult& r) {
     std::string failed, mistrusted;
     for (const auto& c : r.checks) {
         if (!c.pass) failed += (failed.empty() ? "" : "; ") + failure_reason(c);
-        else if (c.mistrusted && c.saturated > 0)  // fp8 (compare/compare.hpp): the range, not the zeros
-            mistrusted += fmt::format("{}{}: {} reference value(s) past the fp8 range at its descale, expected "
-                    "saturated (a larger --fp8-descale={}:... tells more)", mistrusted.empty() ? "" : "; ", c.output,
-                    c.saturated, c.output);
+        else if (c.mistrusted && !c.mistrust.empty())  // fp8 saturation, nothing checked (compare/compare.hpp)
+            mistrusted += (mistrusted.empty() ? "" : "; ") + c.mistrust;
         else if (c.mistrusted)
             mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero",
                     mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction);
@@ -98,6 +96,8 @@ void judge(CaseResult& r) {
 /// the io type `dt` (0 unknown).
 void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseResult& r) {
     std::vector<double> samples = timed(r, Phase::vendor, [&] { return time_plan(plan, timing); });
+    for (auto& n : plan.notes())  // what the timing itself found (a GPU's launch gate dropped)
+        if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(std::move(n));
     const TimingStats t = summarize(samples);
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
     r.perf->samples_ms = std::move(samples);
@@ -305,7 +305,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     if (!supported(backend, p, r)) return;
     SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
     const auto mask = vendor_mask(backend, p);
-    timed(r, Phase::displace, [&] { displace(p, in, mask.get()); });
+    const std::int64_t o_saturated = timed(r, Phase::displace, [&] { return displace(p, in, mask.get()); });
     std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
     for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
@@ -331,6 +331,13 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     }
     r.checked = true;
     judge(r);
+    if (o_saturated > 0 && (r.status == Status::passed || r.status == Status::mistrusted)) {
+        const float d = geometry(p).at(Role::O).descale;
+        r.reason += fmt::format("{}O input: {} value(s) of the reference forward past the {} range at descale_O {} "
+                "(largest {:.6g}), saturated (a larger --fp8-descale=O:... tells more)", r.reason.empty() ? "" : "; ",
+                o_saturated, p.dt, d, max_finite(p.dt) * d);
+        r.status = Status::mistrusted;
+    }
     if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, backend.peak_tflops(p.dt), r);
     if (c.mode == Mode::B && r.status != Status::failed)
         if (auto diff = rerun_differs(*plan, out)) {

@@ -44,9 +44,11 @@ void fold_aliases(const TensorGeom& t, Tensor& host);
 void plant_adversarial(const Problem& p, SdpaInputs& in);
 
 /// Displacement for bwd: computes O and stats with the reference forward from the filled
-/// Q, K, V (same mask and scale), rounds O to the io dtype, keeps stats in f32 (+inf for
-/// fully masked rows), and stores both into `in` (folded like the fill when their strides
-/// alias), so the vendor and the reference see the same bytes. No-op for the forward directions.
-void displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask = nullptr);
+/// Q, K, V (same mask and scale), rounds O to the io dtype (fp8: onto its grid scaled by
+/// descale_O, saturating), keeps stats in f32 (+inf for fully masked rows), and stores both into
+/// `in` (folded like the fill when their strides alias), so the vendor and the reference see the
+/// same bytes. Returns how many O values saturated (fp8 only: past the io type's range at
+/// descale_O; the case then tells little). No-op (0) for the forward directions.
+std::int64_t displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask = nullptr);
 
 }  // namespace sdpa

@@ -8,8 +8,9 @@
 #   4. times PyTorch's scaled_dot_product_attention on the same shapes with the cuDNN backend and
 #      with the flash backend forced, fwd and bwd apart, warm and cold, and prints the table:
 #      TFLOP/s of each, the ratio to sdpabench, and the percentage of the device's bf16 dense peak.
-# Exit 0 only when the smoke run passed (no FAILED, UNIMPLEMENTED or SKIPPED case, something
-# PASSED) and the perf runs timed every case.
+# Exit 0 only when the smoke run has no FAILED, INVALID_ARGUMENTS or SKIPPED case and something
+# PASSED (an UNIMPLEMENTED case, a form cuDNN refuses with its message, is listed, not fatal), and
+# the perf runs timed every case.
 #
 #   scripts/device_check.sh               run it (reports under $OUT, else build/device-check)
 #   scripts/device_check.sh --pack DIR    on the build machine: copy what the GPU machine lacks
@@ -107,7 +108,8 @@ timeout 330 "$exe" -v --backend=cudnn --report=jsonl:"$out/smoke.jsonl" --batch=
   >"$out/smoke.txt" 2>&1
 smoke_rc=$?
 tests=$(summary "$out/smoke.txt" tests); passed=$(summary "$out/smoke.txt" passed)
-skipped=$(summary "$out/smoke.txt" skipped)
+skipped=$(summary "$out/smoke.txt" skipped); failed=$(summary "$out/smoke.txt" failed)
+invalid=$(summary "$out/smoke.txt" invalid_arguments)
 log "smoke: exit $smoke_rc; $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
 echo "--- smoke: every case that did not PASS"
 grep -E '^[0-9]+:(FAILED|UNIMPLEMENTED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$out/smoke.txt" | cut -c1-400
@@ -115,8 +117,9 @@ echo "--- smoke: what cuDNN wrote in fully masked and padded rows (compare/compa
 grep -E '^ +(fwd: )?observed:' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 12
 echo "--- smoke: cuDNN plans used"
 grep -oE 'cuDNN plan: [^ ]+' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 8
-if [ "$smoke_rc" -ne 0 ] || [ -z "$tests" ] || [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ]; then
-  log "smoke: NOT clean (exit $smoke_rc, passed ${passed:-?} of ${tests:-?}, skipped ${skipped:-?})"
+if [ -z "$tests" ] || [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ] || [ "${failed:-0}" -gt 0 ] ||
+    [ "${invalid:-0}" -gt 0 ]; then
+  log "smoke: NOT clean (exit $smoke_rc, passed ${passed:-?} of ${tests:-?}, failed ${failed:-?}, skipped ${skipped:-?})"
   verdict=1
 fi
 
@@ -188,16 +191,15 @@ for name, prb in names:
         def fwd():
             with sdpa_kernel(backend):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        try:
-            o = fwd()
-        except Exception as e:
-            print(f"{name}: torch {label}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-            continue
         for mode in ("warm", "cold"):
             cold = mode == "cold"
-            t_f = time_ms(lambda: fwd(), cold)
-            o = fwd()
-            t_b = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), cold)
+            try:  # a backend PyTorch refuses for this shape is a line, not the end of the table
+                t_f = time_ms(lambda: fwd(), cold)
+                o = fwd()
+                t_b = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), cold)
+            except Exception as e:
+                print(f"{name}: torch {label} ({mode}): {type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}")
+                break
             for d, t in (("fwd_t", t_f), ("bwd", t_b)):
                 us = ours.get((name, d, mode))
                 if not us or not us["ms"]:

@@ -11,11 +11,15 @@
 #include <vector>
 
 #include "backends/guarded_buffer.hpp"
+#include "backends/registry.hpp"
 #include "backends/strided_buffer.hpp"
 #include "compare/compare.hpp"
 #include "core/dtype.hpp"
 #include "core/fp8.hpp"
 #include "core/geometry.hpp"
+#include "driver/case.hpp"
+#include "driver/case_parser.hpp"
+#include "driver/run_case.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -95,6 +99,16 @@ TEST(Fp8Descales, KnobRoundTripsAndRejectsBadValues) {
     EXPECT_EQ(parse_fp8_descales(fp8_descales_name(*d)), d);
     EXPECT_EQ(fp8_descales_name(Fp8Descales{}), "");
     EXPECT_EQ(parse_fp8_descales("default"), Fp8Descales{});
+    // Large and small exponents round-trip (the name drops the '+' of "1e+20": '+' separates items).
+    const auto big = parse_fp8_descales("Q:1e20+K:1e-30");
+    ASSERT_TRUE(big);
+    EXPECT_EQ(fp8_descales_name(*big), "Q:1e20+K:1e-30");
+    EXPECT_EQ(parse_fp8_descales(fp8_descales_name(*big)), big);
+    why.clear();
+    EXPECT_FALSE(parse_fp8_descales("Q:2+Q:3", &why));
+    EXPECT_EQ(why, "Q is given twice");
+    EXPECT_FALSE(parse_fp8_descales("Q:1e40", &why));
+    EXPECT_NE(why.find("out of the f32 range"), std::string::npos) << why;
     for (const char* bad : {"O", "X:1", "O:0", "O:-1", "O:nan", "O:1e-40", "O:1+", "O:abc"}) {
         why.clear();
         EXPECT_FALSE(parse_fp8_descales(bad, &why)) << bad;
@@ -322,6 +336,75 @@ TEST(Fp8Compare, AbsoluteTermIsInValues) {
     EXPECT_TRUE(check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O)).pass);
     ref.data = {tiny_value * 8};  // four subnormal steps: no longer absorbed
     EXPECT_FALSE(check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O)).pass);
+}
+
+/// The cases of case-language tokens on test:fp8 (the reference on fp8 buffers).
+std::vector<CaseResult> run_all_fp8(std::vector<std::string> tokens) {
+    tokens.insert(tokens.begin(), "--backend=test:fp8");
+    const auto be = make_backend("test:fp8");
+    std::vector<CaseResult> out;
+    for (const auto& e : parse_cases(tokens)) {
+        EXPECT_TRUE(e.c) << e.error;
+        if (e.c) out.push_back(run_case(*e.c, *be, out.size()));
+    }
+    return out;
+}
+/// The one case of `tokens` on test:fp8.
+CaseResult run_fp8(std::vector<std::string> tokens) {
+    std::vector<CaseResult> r = run_all_fp8(std::move(tokens));
+    EXPECT_EQ(r.size(), 1u);
+    return r.empty() ? CaseResult{} : r.front();
+}
+
+TEST(Fp8Saturation, IntermediatesAndInputsPastTheRangeAreMistrusted) {
+    // P past e4m3's range at descale_S (every P saturates in kernel and reference alike).
+    CaseResult r = run_fp8({"--dt=e4m3", "--fp8-descale=S:1e-6", "b1hq2sq16d16"});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("Amax_S"), std::string::npos) << r.reason;
+    // The scaled dS past dP's range.
+    r = run_fp8({"--dir=bwd", "--dt=e4m3", "--fp8-descale=dP:1e-6", "b1hq2sq16d16"});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("Amax_dP"), std::string::npos) << r.reason;
+    // The backward's O input (the displaced reference forward) past O's range.
+    r = run_fp8({"--dir=bwd", "--dt=e5m2", "--fp8-descale=O:1.2e-38", "b1hq2sq16d16"});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("O input"), std::string::npos) << r.reason;
+    // An output past its range.
+    r = run_fp8({"--dir=bwd", "--dt=e4m3", "--fp8-descale=dQ:1e-6", "b1hq2sq16d16"});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("dQ:"), std::string::npos) << r.reason;
+    // The defaults leave the ordinary fills inside every range.
+    for (const char* dir : {"--dir=fwd_t", "--dir=bwd"})
+        for (const char* fill : {"--fill=exact", "--fill=normal"}) {
+            for (const CaseResult& x : run_all_fp8({dir, "--dt=e4m3,e5m2", fill, "b2hq4hkv2sq48skv80d64"}))
+                EXPECT_EQ(x.status, Status::passed) << x.repro << ": " << x.reason;
+        }
+}
+
+TEST(Fp8Saturation, ValuesThatRoundToTheLargestCodeAreNotSaturated) {
+    // e4m3's largest code is 448; values below 464 round to it as any rounding does.
+    EXPECT_EQ(overflow_threshold(DType::e4m3), 464.0);
+    EXPECT_EQ(overflow_threshold(DType::e5m2), 61440.0);
+    Problem p = fp8_problem(DType::e4m3, Dir::fwd_i, 1, 1, 1, 1, 1, 2);
+    p.fp8.of(Fp8Tensor::O) = 1.f;
+    const Geometry g = geometry(p);
+    Tensor ref({1, 1, 1, 2}, DType::f32), mag = ref, got({1, 1, 1, 2}, DType::e4m3);
+    ref.data = {460.f, 1.f};
+    mag.data = {460.f, 1.f};
+    got.data = {448.f, 1.f};
+    const OutputCheck c = check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O));
+    EXPECT_TRUE(c.pass);
+    EXPECT_EQ(c.saturated, 0);
+}
+
+TEST(Fp8Random, GivenFp8KnobsAreKept) {
+    const auto entries = parse_cases({"--backend=test:fp8", "--dt=e4m3", "--fp8-descale=O:0.0625", "--random=20"});
+    ASSERT_EQ(entries.size(), 20u);
+    for (const auto& e : entries) {
+        ASSERT_TRUE(e.c) << e.error;
+        EXPECT_EQ(e.c->prb.dt, DType::e4m3);
+        EXPECT_EQ(e.c->prb.fp8.of(Fp8Tensor::O), 0.0625f);
+    }
 }
 
 }  // namespace

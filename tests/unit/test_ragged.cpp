@@ -15,6 +15,7 @@
 #include "compare/compare.hpp"
 #include "core/geometry.hpp"
 #include "driver/case.hpp"
+#include "driver/case_parser.hpp"
 #include "driver/run_case.hpp"
 #include "fillers/fill.hpp"
 
@@ -179,6 +180,46 @@ TEST(PaddedRowsUnspecified, SkippedByTheChecksAndTheGuards) {
     written.write(partial, &valid_rows_only);
     EXPECT_TRUE(written.check().clean());
     EXPECT_EQ(written.check().unwritten, 0);
+}
+
+TEST(RaggedPipeline, NothingStoredIsMistrustedNotPassed) {
+    RefBackend ref;
+    Case c;
+    c.prb = ragged(Dir::bwd);
+    c.prb.seq_len_q = {0, 0, 0, 0};
+    c.prb.seq_len_kv = {0, 0, 0, 0};
+    c.backend = "ref";
+    const CaseResult r = run_case(c, ref, 0, {}, {});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("nothing checked"), std::string::npos) << r.reason;
+    for (const OutputCheck& k : r.checks) {
+        EXPECT_EQ(k.unchecked, static_cast<std::int64_t>(geometry(c.prb).at(role_of(k.output)).elements()));
+        EXPECT_EQ(k.structural_zeros, 0);  // an unchecked element is not also a structural zero
+    }
+}
+
+TEST(RaggedRandom, GivenRaggedBringsPaddingAndBshd) {
+    const auto entries = parse_cases({"--backend=ref", "--ragged=true", "--random=40"});
+    ASSERT_EQ(entries.size(), 40u);
+    for (const auto& e : entries) {
+        ASSERT_TRUE(e.c) << e.error;
+        EXPECT_TRUE(e.c->prb.ragged) << repro(*e.c);
+        EXPECT_EQ(validate(e.c->prb), std::nullopt) << repro(*e.c);
+    }
+}
+
+TEST(RaggedObserved, AbsentRowsAreNotCountedAsWritten) {
+    Problem p = ragged(Dir::fwd_t);
+    SdpaOutputs out;
+    out.O = Tensor(geometry(p).at(Role::O).dims, DType::f32, 0.f);  // absent rows read back as 0
+    out.stats = Tensor(geometry(p).at(Role::stats).dims, DType::f32, INFINITY);
+    const auto seen = observed_masked_rows(p, out);
+    ASSERT_TRUE(seen);
+    EXPECT_EQ(seen->find("O past the valid query lengths"), std::string::npos) << *seen;
+    p.ragged = false;  // padded, not ragged: those rows exist and are reported
+    p.layout = Layout::bhsd;
+    out.O = Tensor(geometry(p).at(Role::O).dims, DType::f32, 0.f);
+    EXPECT_NE(observed_masked_rows(p, out)->find("O past the valid query lengths: 0 unwritten"), std::string::npos);
 }
 
 }  // namespace
