@@ -89,6 +89,8 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     for (float m : mag.data)
         if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
     const double floor = max_mag / 1024.0;
+    // The bound of element i (compare/README.md "Bound"): c (u_eff (M_i + max(M) / 1024) + tiny).
+    const auto bound_at = [&](std::size_t i) { return tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny); };
 
     std::int64_t masked_nonzero = 0;
     std::size_t first_bad_masked = 0, first_nonfinite = 0;
@@ -121,7 +123,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             ++r.saturated;
         }
         const double err = std::fabs(static_cast<double>(g) - e);
-        const double bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
+        const double bound = bound_at(i);
         double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
         if (std::isnan(ratio)) ratio = INFINITY;  // a NaN anywhere must never look like a pass
         if (ratio > worst) {
@@ -134,7 +136,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.got = got.data[i];
         r.expected = std::fabs(ref.data[i]) >= saturate ? static_cast<float>(std::copysign(limit, ref.data[i])) : ref.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
-        r.bound = tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny);
+        r.bound = bound_at(i);
     };
     if (worst >= 0) {
         r.worst_ratio = worst;
