@@ -21,6 +21,7 @@
 #include "core/geometry.hpp"
 #include "core/splitmix.hpp"
 #include "driver/random_cases.hpp"
+#include "driver/ranges.hpp"
 #include "graph/json_import.hpp"
 
 namespace sdpa {
@@ -44,6 +45,9 @@ struct Knob {
     /// Rewrites an imported --case graph (benchdnn's graph knobs): means nothing for a problem
     /// descriptor or --random.
     bool graph_only = false;
+    /// A numeric knob whose list elements may be ranges START:END[:STEP] (driver/ranges.hpp):
+    /// none, whole numbers or f32 numbers.
+    enum class Range { none, integer, real } range = Range::none;
 };
 
 /// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
@@ -282,8 +286,8 @@ const std::vector<Knob>& knob_table() {
                     return true;
                 }},
             {"scale", "default|<finite float>", "default",
-                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div)", set_scale, false,
-                explain_scale},
+                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div); a range START:END[:STEP] "
+                "(STEP +N or xN) gives a list", set_scale, false, explain_scale, false, Knob::Range::real},
             {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
                 "apply the scale by multiplying or dividing QK^T",
                 [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
@@ -298,10 +302,12 @@ const std::vector<Knob>& knob_table() {
                 set_flag<&Problem::implicit_mask, kTensor, kImplicit>},
             {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
                 [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
-            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed), "fill seed", set_seed, false,
-                explain_seed},
-            {"mb", "<batch, 0 keeps the graph's>", "0", "--case graphs: rewrite the batch B (benchdnn --mb)", set_mb, false,
-                nullptr, true},
+            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed),
+                "fill seed; a range START:END[:STEP] (e.g. 1:8) gives a list", set_seed, false, explain_seed, false,
+                Knob::Range::integer},
+            {"mb", "<batch, 0 keeps the graph's>", "0",
+                "--case graphs: rewrite the batch B (benchdnn --mb); a range START:END[:STEP] gives a list", set_mb,
+                false, nullptr, true, Knob::Range::integer},
             {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
                 "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
                 set_rewrite<&Case::in_shapes, check_in_shapes>, false, explain_rewrite<check_in_shapes, kInShapes>, true},
@@ -514,6 +520,22 @@ public:
             while (true) {  // comma list; every element must be accepted, else the knob is unchanged
                 std::size_t comma = value.find(',', pos);
                 std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+                if (table[k].range != Knob::Range::none && v.find(':') != v.npos) {  // a range: its values
+                    std::string why;
+                    const auto range = expand_range(v, table[k].range == Knob::Range::integer, &why);
+                    if (!range) return error(loc, fmt::format("--{}: {}", name, why));
+                    for (const std::string& x : *range) {
+                        if (!table[k].apply(x, scratch)) {
+                            const std::string e = table[k].explain ? table[k].explain(x) : std::string();
+                            return error(loc, !e.empty() ? e : fmt::format("--{}: range '{}' gives '{}', which is not a "
+                                    "value (accepted: {})", name, v, x, table[k].choices));
+                        }
+                        values.push_back(x);
+                    }
+                    if (comma == value.npos) break;
+                    pos = comma + 1;
+                    continue;
+                }
                 bool ok = table[k].apply(v, scratch);
                 // A value may itself hold commas (window:L,R): join pieces until one is accepted.
                 for (std::size_t c2 = comma; !ok && c2 != value.npos;) {
@@ -894,8 +916,21 @@ private:
         return 0;
     }
 
-    /// Emits one case per combination of knob values (the last knob varies fastest).
+    /// Emits the cases of a problem descriptor whose sizes may be ranges (driver/ranges.hpp): one
+    /// descriptor after the other, in the range's order.
     void problem(std::string_view tok, const KnobState& st, const Loc& loc) {
+        std::string why;
+        const auto descriptors = expand_descriptor(tok, &why);
+        if (!descriptors) return error(loc, fmt::format("bad problem descriptor {}", why));
+        for (const std::string& d : *descriptors) {
+            const std::size_t before = entries.size();
+            one_problem(d, st, loc);
+            if (entries.size() > before && !entries.back().c) return;  // an error: the rest would repeat it
+        }
+    }
+
+    /// Emits one case per combination of knob values (the last knob varies fastest).
+    void one_problem(std::string_view tok, const KnobState& st, const Loc& loc) {
         std::string name, err;
         const auto dims = parse_descriptor(tok, &name, &err);
         if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));

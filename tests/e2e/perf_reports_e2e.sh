@@ -50,6 +50,11 @@ got = sorted((r["dir"], r["dt"], r["prb"], r["mode"], r["perf"]["runs"]) for r i
 want = sorted((d, "f32", f"b1hq12sq{s}d64", "P", 1) for d in ("fwd_t", "bwd") for s in (16, 32))
 assert got == want, got
 PY
+# The same sweep with a range: sdpabench expands sq16:32:x2 itself (the same four cases).
+SDPABENCH=$exe bash "$src/scripts/sweep.sh" "$src/cases/models/gpt2.cases" "$tmp/sweep2.jsonl" --seq=16:32:x2 --dt=f32 \
+  -- --backend=ref --fix-times=1 >"$tmp/out" 2>&1 || fail "sweep.sh with a range failed"
+[ "$(grep -c '"prb"' "$tmp/sweep2.jsonl")" = 4 ] || fail "sweep.sh with a range: 4 cases expected"
+for s in 16 32; do grep -q "\"prb\":\"b1hq12sq${s}d64\"" "$tmp/sweep2.jsonl" || fail "sweep.sh range: no sq$s"; done
 # plot.py, when scripts/setup.sh installed its venv.
 py=${SDPABENCH_DEPS:-/opt/sdpabench-deps}/py/bin/python
 if [ -x "$py" ]; then
