@@ -1,7 +1,6 @@
 #include "core/dropout.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -10,6 +9,7 @@
 #include <boost/math/distributions/binomial.hpp>
 #include <fmt/format.h>
 
+#include "core/parse_number.hpp"
 #include "core/problem.hpp"
 #include "core/splitmix.hpp"
 
@@ -20,12 +20,6 @@ namespace {
 using i64 = std::int64_t;
 using u32 = std::uint32_t;
 using u64 = std::uint64_t;
-
-template <class T>
-bool parse_whole(std::string_view s, T& out) {
-    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
-}
 
 /// Linear index of score row (b, h, i) in the dense [B, H_q, S_q, S_kv] probabilities, over S_kv.
 i64 row_index(const Dims& d, i64 b, i64 h, i64 i) { return (b * d.H_q + h) * d.S_q + i; }
@@ -151,10 +145,12 @@ std::optional<Dropout> parse_dropout(std::string_view text, std::string* why) {
     Dropout d;
     const auto c1 = text.find(':');
     const std::string_view ps = text.substr(0, c1);
-    double pv = 0;
-    if (!parse_whole(ps, pv))
+    NumberError err{};
+    const auto parsed = parse_number<double>(ps, &err);
+    if (err == NumberError::not_finite) return fail(fmt::format("the probability {} must be a finite number in [0, 1)", ps));
+    if (!parsed)
         return fail(fmt::format("the probability '{}' is not a number (want P[:SEED[:OFFSET]], P in [0, 1))", ps));
-    if (!std::isfinite(pv)) return fail(fmt::format("the probability {} must be a finite number in [0, 1)", ps));
+    const double pv = *parsed;
     if (pv < 0) return fail(fmt::format("the probability {} must be in [0, 1)", ps));
     if (pv >= 1) return fail(fmt::format("the probability {} must be in [0, 1) (1 would drop every element)", ps));
     // The vendors take p as an f32 scalar: it must stay in [0, 1) and nonzero stays nonzero.
@@ -169,10 +165,14 @@ std::optional<Dropout> parse_dropout(std::string_view text, std::string* why) {
         const std::string_view rest = text.substr(c1 + 1);
         const auto c2 = rest.find(':');
         const std::string_view ss = rest.substr(0, c2);
-        if (!parse_whole(ss, d.seed))
-            return fail(fmt::format("the seed '{}' is not an unsigned 64-bit integer", ss));
-        if (c2 != std::string_view::npos && !parse_whole(rest.substr(c2 + 1), d.offset))
-            return fail(fmt::format("the offset '{}' is not an unsigned 64-bit integer", rest.substr(c2 + 1)));
+        const auto seed = parse_number<std::uint64_t>(ss);
+        if (!seed) return fail(fmt::format("the seed '{}' is not an unsigned 64-bit integer", ss));
+        d.seed = *seed;
+        if (c2 != std::string_view::npos) {
+            const auto offset = parse_number<std::uint64_t>(rest.substr(c2 + 1));
+            if (!offset) return fail(fmt::format("the offset '{}' is not an unsigned 64-bit integer", rest.substr(c2 + 1)));
+            d.offset = *offset;
+        }
     }
     return d;
 }

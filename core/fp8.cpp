@@ -1,10 +1,11 @@
 #include "core/fp8.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
+
+#include "core/parse_number.hpp"
 
 namespace sdpa {
 
@@ -30,13 +31,13 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
         if (given[static_cast<std::size_t>(*t)]) return fail(fmt::format("{} is given twice", *t));
         given[static_cast<std::size_t>(*t)] = true;
         const std::string_view num = item.substr(colon + 1);
-        float v = 0.f;
-        const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-        const bool whole = !num.empty() && ptr == num.data() + num.size();
-        if (whole && ec == std::errc::result_out_of_range)
+        NumberError err{};
+        const auto parsed = parse_number<float>(num, &err);
+        if (err == NumberError::out_of_range)
             return fail(fmt::format("descale '{}' of {} is out of the f32 range (a positive normal f32 number, from {} "
                     "to {})", num, *t, std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
-        if (!whole || ec != std::errc() || !std::isnormal(v) || v <= 0.f)
+        const float v = parsed.value_or(0.f);
+        if (!parsed || !std::isnormal(v) || v <= 0.f)
             return fail(fmt::format("descale '{}' of {} must be a positive normal f32 number (from {} to {})", num, *t,
                     std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
         d.of(*t) = v;

@@ -1,4 +1,5 @@
 #include "core/layout.hpp"
+#include "core/parse_number.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -11,14 +12,6 @@ namespace sdpa {
 namespace {
 
 constexpr std::string_view kDimLetters = "bhsd";
-
-/// Parses the whole of `t` as a signed 64-bit integer.
-std::optional<std::int64_t> whole_int(std::string_view t) {
-    std::int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) return std::nullopt;
-    return v;
-}
 
 }  // namespace
 
@@ -43,7 +36,7 @@ std::optional<TensorLayout> parse_tensor_layout(std::string_view text) {
     for (std::size_t k = 0; k < 4; ++k) {
         const std::size_t x = text.find('x', pos);
         if ((k < 3) != (x != std::string_view::npos)) return std::nullopt;
-        const auto v = whole_int(text.substr(pos, k < 3 ? x - pos : std::string_view::npos));
+        const auto v = parse_number<std::int64_t>(text.substr(pos, k < 3 ? x - pos : std::string_view::npos));
         if (!v) return std::nullopt;
         l.strides[k] = *v;
         pos = x + 1;

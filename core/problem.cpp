@@ -1,6 +1,7 @@
 #include "core/problem.hpp"
 #include "core/geometry.hpp"
 #include "core/validate.hpp"
+#include "core/parse_number.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -49,10 +50,9 @@ std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, s
             return fail(fmt::format("'{}': expected a key (b, hq, hkv, sq, skv, dqk, dv, d) at '{}'", text, rest));
         if (num.empty())
             return fail(fmt::format("'{}': key '{}' needs a number", text, key));
-        std::int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-        if (ec != std::errc() || ptr != num.data() + num.size())
-            return fail(fmt::format("'{}': '{}' is not a 64-bit integer", text, num));
+        const auto parsed = parse_number<std::int64_t>(num);
+        if (!parsed) return fail(fmt::format("'{}': '{}' is not a 64-bit integer", text, num));
+        const std::int64_t v = *parsed;
         if (v <= 0) return fail(fmt::format("'{}': {} = {} must be positive", text, key, v));
         std::optional<std::int64_t>* slot = nullptr;
         if (key == "b") slot = &b;
@@ -174,10 +174,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::stri
     const std::size_t comma = text.find(',');
     if (comma == text.npos) return std::nullopt;
     auto num = [](std::string_view t) -> std::optional<std::int64_t> {
-        std::int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || v < 0) return std::nullopt;
-        return v;
+        const auto v = parse_number<std::int64_t>(t);
+        return v && *v >= 0 ? v : std::nullopt;
     };
     const auto l = num(text.substr(0, comma)), r = num(text.substr(comma + 1));
     if (!l || !r) return std::nullopt;

@@ -19,6 +19,7 @@
 #include "backends/faulty/faulty_backend.hpp"
 #include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
+#include "core/parse_number.hpp"
 #include "core/splitmix.hpp"
 #include "driver/random_cases.hpp"
 #include "driver/ranges.hpp"
@@ -91,23 +92,21 @@ bool set_scale(std::string_view v, Case& c) {
         c.prb.scale.reset();
         return true;
     }
-    float f = 0.f;
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
-    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !std::isfinite(f)) return false;
-    c.prb.scale = f;
+    const auto f = parse_number<float>(v);
+    if (!f) return false;
+    c.prb.scale = *f;
     return true;
 }
 
 /// Why a --scale value was refused: out of the f32 range, or not finite.
 std::string explain_scale(std::string_view v) {
-    double d = 0;
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-    if (v.empty() || ptr != v.data() + v.size()) return "";
-    if (ec == std::errc() && !std::isfinite(d)) return fmt::format("--scale={} must be a finite number", v);
-    if (ec == std::errc::result_out_of_range || std::fabs(d) > std::numeric_limits<float>::max())
+    NumberError err{};
+    const auto d = parse_number<double>(v, &err);
+    if (err == NumberError::not_finite) return fmt::format("--scale={} must be a finite number", v);
+    if (err == NumberError::out_of_range || (d && std::fabs(*d) > std::numeric_limits<float>::max()))
         return fmt::format("--scale={} is out of the f32 range (|scale| must be at most {} and must not underflow "
                            "to 0)", v, std::numeric_limits<float>::max());
-    if (ec == std::errc() && std::fabs(d) > 0 && std::fabs(d) < std::numeric_limits<float>::min())
+    if (d && std::fabs(*d) > 0 && std::fabs(*d) < std::numeric_limits<float>::min())
         return fmt::format("--scale={} is out of the f32 range (|scale| must be at least {}: smaller values are "
                            "subnormal or underflow to 0)", v, std::numeric_limits<float>::min());
     return "";
@@ -115,9 +114,9 @@ std::string explain_scale(std::string_view v) {
 
 /// Why a --seed value was refused: out of the unsigned 64-bit range.
 std::string explain_seed(std::string_view v) {
-    std::uint64_t s = 0;
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
-    if (ec == std::errc::result_out_of_range && ptr == v.data() + v.size())
+    NumberError err{};
+    parse_number<std::uint64_t>(v, &err);
+    if (err == NumberError::out_of_range)
         return fmt::format("--seed={} does not fit an unsigned 64-bit integer (at most {})", v,
                 std::numeric_limits<std::uint64_t>::max());
     return "";
@@ -125,19 +124,17 @@ std::string explain_seed(std::string_view v) {
 
 /// Parses the whole of `v` as an unsigned 64-bit seed.
 bool set_seed(std::string_view v, Case& c) {
-    std::uint64_t s = 0;
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
-    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) return false;
-    c.prb.seed = s;
+    const auto s = parse_number<std::uint64_t>(v);
+    if (!s) return false;
+    c.prb.seed = *s;
     return true;
 }
 
 /// Parses the whole of `v` as a non-negative batch (0: keep the graph's).
 bool set_mb(std::string_view v, Case& c) {
-    std::int64_t mb = 0;
-    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
-    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || mb < 0) return false;
-    c.mb = mb;
+    const auto mb = parse_number<std::int64_t>(v);
+    if (!mb || *mb < 0) return false;
+    c.mb = *mb;
     return true;
 }
 
@@ -162,10 +159,9 @@ bool set_seq_len(std::string_view v, std::vector<std::int64_t>& lens, bool& rand
     while (true) {
         const std::size_t colon = v.find(':', pos);
         const std::string_view t = v.substr(pos, colon == v.npos ? v.npos : colon - pos);
-        std::int64_t n = 0;
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-        if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || n < 0) return false;
-        lens.push_back(n);
+        const auto n = parse_number<std::int64_t>(t);
+        if (!n || *n < 0) return false;
+        lens.push_back(*n);
         if (colon == v.npos) return true;
         pos = colon + 1;
     }
@@ -497,13 +493,11 @@ public:
             return include(value, st, loc);
         }
         if (name == "random") {
-            std::int64_t n = 0;
-            const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-            if (!has_value || ec != std::errc() || ptr != value.data() + value.size() || n < 1 ||
-                    n > static_cast<std::int64_t>(kMaxCases))
+            const auto n = parse_number<std::int64_t>(value);
+            if (!has_value || !n || *n < 1 || *n > static_cast<std::int64_t>(kMaxCases))
                 return error(loc, fmt::format("--random needs a case count from 1 to {} (--random=N), got '{}'",
                                       kMaxCases, value));
-            return random(static_cast<std::size_t>(n), st, loc);
+            return random(static_cast<std::size_t>(*n), st, loc);
         }
         if (name == "case") {
             if (value.empty()) return error(loc, "--case needs a graph file (--case=FILE.json)");

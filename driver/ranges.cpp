@@ -1,22 +1,15 @@
 #include "driver/ranges.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 
 #include <fmt/format.h>
 
+#include "core/parse_number.hpp"
+
 namespace sdpa {
 
 namespace {
-
-template <class T>
-std::optional<T> number(std::string_view s) {
-    T v{};
-    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-    return v;
-}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -37,7 +30,7 @@ std::optional<std::vector<std::string>> expand_range(std::string_view text, bool
     const char* kind = integer ? "whole numbers" : "numbers";
     std::vector<std::string> out;
     if (integer) {
-        const auto s = number<long long>(a), e = number<long long>(b), n = number<long long>(step);
+        const auto s = parse_number<long long>(a), e = parse_number<long long>(b), n = parse_number<long long>(step);
         if (!s || !e || !n) return fail(fmt::format("START, END and STEP must be {} (STEP N, +N or xN)", kind));
         if (*e < *s) return fail(fmt::format("END {} is before START {}", *e, *s));
         if (mul ? *n < 2 || *s < 1 : *n < 1) return fail(mul ? "a multiplicative step needs START >= 1 and xN with N >= 2"
@@ -49,7 +42,7 @@ std::optional<std::vector<std::string>> expand_range(std::string_view text, bool
         }
         return out;
     }
-    const auto s = number<double>(a), e = number<double>(b), n = number<double>(step);
+    const auto s = parse_number<double>(a), e = parse_number<double>(b), n = parse_number<double>(step);
     if (!s || !e || !n || !std::isfinite(*s) || !std::isfinite(*e) || !std::isfinite(*n))
         return fail(fmt::format("START, END and STEP must be finite {} (STEP N, +N or xN)", kind));
     if (*e < *s) return fail(fmt::format("END {} is before START {}", *e, *s));

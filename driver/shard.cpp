@@ -1,7 +1,6 @@
 #include "driver/shard.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <numeric>
@@ -11,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/flops.hpp"
+#include "core/parse_number.hpp"
 #include "core/validate.hpp"
 
 namespace sdpa {
@@ -19,8 +19,9 @@ std::optional<Shard> parse_shard(std::string_view text, std::string* err) {
     const auto slash = text.find('/');
     Shard s;
     const auto num = [](std::string_view t, std::size_t& v) {
-        const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
-        return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+        const auto n = parse_number<std::size_t>(t);
+        if (n) v = *n;
+        return n.has_value();
     };
     if (slash == std::string_view::npos || !num(text.substr(0, slash), s.index) || !num(text.substr(slash + 1), s.count) ||
             s.count == 0 || s.index >= s.count) {

@@ -1,10 +1,11 @@
 #include "graph/json_rewrite.hpp"
 
+#include "core/parse_number.hpp"
+
 #include "core/geometry.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <optional>
 #include <type_traits>
@@ -25,10 +26,9 @@ bool parse_dims(std::string_view s, dims_t& out) {
     while (true) {
         const std::size_t x = s.find('x', pos);
         const std::string_view part = s.substr(pos, x == s.npos ? s.npos : x - pos);
-        std::int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-        if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 0) return false;
-        out.push_back(v);
+        const auto v = parse_number<std::int64_t>(part);
+        if (!v || *v < 0) return false;
+        out.push_back(*v);
         if (x == s.npos) return true;
         pos = x + 1;
     }
@@ -58,9 +58,7 @@ std::vector<IdEntry> split_id_entries(std::string_view text) {
         const std::size_t colon = e.whole.find(':');
         if (colon != e.whole.npos) {
             const std::string_view id = e.whole.substr(0, colon);
-            std::size_t n = 0;
-            const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
-            if (!id.empty() && ec == std::errc() && ptr == id.data() + id.size()) e.id = n;
+            e.id = parse_number<std::size_t>(id);
             e.value = e.whole.substr(colon + 1);
         }
         out.push_back(e);
@@ -225,17 +223,6 @@ std::vector<AttrRewrite> parse_op_attrs(std::string_view text, std::string* err)
 }
 
 namespace {
-
-/// `s` as one number of type T (the whole string; floats finite), or nullopt.
-template <typename T>
-std::optional<T> parse_number(std::string_view s) {
-    T v{};
-    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-    if constexpr (std::is_floating_point_v<T>)
-        if (!std::isfinite(v)) return std::nullopt;
-    return v;
-}
 
 /// `s` split at 'x' into numbers of type T ("1x1x96x1"), or nullopt when a piece is not one.
 template <typename T>
