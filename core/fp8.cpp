@@ -58,6 +58,12 @@ std::string fp8_descales_name(const Fp8Descales& d) {
     return s;
 }
 
+std::string describe(const Fp8Descales& d) {
+    std::string s;
+    for (const auto& row : kFp8TensorNames) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", row.name, d.of(row.value));
+    return s;
+}
+
 float round_scaled(DType dt, float x, float descale) {
     if (descale == 1.f) return round_to(dt, x);
     return static_cast<float>(static_cast<double>(round_to(dt, static_cast<float>(x / static_cast<double>(descale)))) *

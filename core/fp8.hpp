@@ -58,6 +58,9 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
 /// "T:V+T:V" in kFp8TensorNames order ({} prints floats round-trippably); "" when all are default.
 std::string fp8_descales_name(const Fp8Descales& d);
 
+/// Every descale in effect, "Q 0.75, K 1.25, ..., dP 0.1875" (for -v: the defaults are not in the repro).
+std::string describe(const Fp8Descales& d);
+
 /// x rounded onto the grid of `dt` scaled by `descale`: round_to(dt, x / descale) * descale (fp8
 /// saturates at max_finite(dt) * descale, as cuDNN's conversion does); plain round_to when
 /// descale is 1.

@@ -1010,7 +1010,10 @@ std::string case_language_help() {
          "      that starts with --reset still runs on the backend chosen on the command line)\n\n"
          "Problem descriptor: b<B>hq<H_q>hkv<H_kv>sq<S_q>skv<S_kv>dqk<D_qk>dv<D_v>[n=<name>]\n"
          "  sq and d (or dqk) are required; defaults: b1 hq1, hkv = hq, skv = sq, dv = dqk; d sets both\n"
-         "  head sizes. Example: --dir=fwd_t,bwd --dt=bf16 --mask=causal_br b1hq32hkv8sq4096d128n=llama3-8b\n";
+         "  head sizes. Example: --dir=fwd_t,bwd --dt=bf16 --mask=causal_br b1hq32hkv8sq4096d128n=llama3-8b\n"
+         "  Ranges: a size may be START:END[:STEP], STEP N or +N (add) or xN (multiply), expanded like a\n"
+         "  comma list (b1hq32hkv8sq512:8192:x2d128: five problems); so may --seed, --scale and --mb.\n"
+         "  The padding lists (--seq-len-q=N0:N1:...) use ':' too, as a list of lengths, not a range.\n";
     return s;
 }
 

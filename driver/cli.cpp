@@ -24,7 +24,7 @@ std::string footer() {
             "BACKENDS: {}\n"
             "NOT IN THIS BUILD (their cases are SKIPPED with the reason): {}\n"
             "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
-            "TEST-ONLY BACKENDS (for sdpabench's own tests, use with --isolate): {}\n\n"
+            "TEST-ONLY BACKENDS (for sdpabench's own tests; test:sleep and test:segv hang or crash without --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N\n"
             "  executed:N xfail:N xpass:N not_applicable:N'.\n"

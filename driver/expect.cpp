@@ -212,7 +212,9 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
         else if (r.status == x.status)
             r.expect = ExpectOutcome{Expected::xfail, expected, x.allow_xpass};
         else if (r.status == Status::passed)
-            r.expect = ExpectOutcome{Expected::xpass, expected + "; it PASSED: update the expectation", x.allow_xpass};
+            r.expect = ExpectOutcome{Expected::xpass,
+                expected + (x.allow_xpass ? "; it PASSED, which the entry allows (a flaky bug)" : "; it PASSED: update the expectation"),
+                x.allow_xpass};
         else if (r.status == Status::mistrusted && x.status == Status::failed)  // it no longer fails
             r.expect = ExpectOutcome{Expected::xpass,
                 expected + "; it is MISTRUSTED, no longer FAILED: update the expectation", x.allow_xpass};

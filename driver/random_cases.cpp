@@ -194,12 +194,12 @@ Problem random_problem(u64 seed, u64 count, u64 i) {
     p.strides = parse_role_layouts(draw_strides(r, i, p)).value_or(RoleLayouts{});
     p.dmask = pick(kDmask, 2) == 1;
     p.deterministic = pick(kDeterministic, 2) == 1;
-    // Ragged where it can be (padding drawn, bshd, no io stride override); make_valid drops it otherwise.
-    p.ragged = pick(kRagged, 3) == 1 && (!p.seq_len_q.empty() || !p.seq_len_kv.empty());
-    if (p.ragged) {
-        p.layout = Layout::bshd;
+    // Ragged in a third of the draws that have padding and bshd (about a tenth of all: its vendors are
+    // GPUs, and oneDNN and PyTorch are UNIMPLEMENTED for it); no io stride override (make_valid
+    // drops ragged where the rest still conflicts).
+    p.ragged = pick(kRagged, 3) == 1 && (!p.seq_len_q.empty() || !p.seq_len_kv.empty()) && p.layout == Layout::bshd;
+    if (p.ragged)
         for (const Role r : kIoRoles) p.strides.erase(r);
-    }
     if (const std::size_t dr = pick(kDropout, 4); dr >= 2) {
         Dropout dp;
         dp.p = dr == 2 ? 0.f : kDropoutPs[static_cast<std::size_t>(r.uniform(i, kDropoutP, 0, kDropoutPs.size() - 1))];

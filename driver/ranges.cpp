@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -29,13 +30,16 @@ std::optional<std::vector<std::string>> expand_range(std::string_view text, bool
     if (!step.empty() && (step[0] == 'x' || step[0] == '+')) step.remove_prefix(1);
     const char* kind = integer ? "whole numbers" : "numbers";
     std::vector<std::string> out;
-    if (integer) {
-        const auto s = parse_number<long long>(a), e = parse_number<long long>(b), n = parse_number<long long>(step);
-        if (!s || !e || !n) return fail(fmt::format("START, END and STEP must be {} (STEP N, +N or xN)", kind));
+    if (integer) {  // unsigned: every ranged whole number (sizes, seeds, batches) is non-negative
+        using U = unsigned long long;
+        const auto s = parse_number<U>(a), e = parse_number<U>(b), n = parse_number<U>(step);
+        if (!s || !e || !n)
+            return fail(fmt::format("START, END and STEP must be {} from 0 to {} (STEP N, +N or xN)", kind,
+                    std::numeric_limits<U>::max()));
         if (*e < *s) return fail(fmt::format("END {} is before START {}", *e, *s));
         if (mul ? *n < 2 || *s < 1 : *n < 1) return fail(mul ? "a multiplicative step needs START >= 1 and xN with N >= 2"
                                                               : "the step must be at least 1");
-        for (long long v = *s; v <= *e;) {
+        for (U v = *s; v <= *e;) {
             if (out.size() == kMaxRangeValues) return fail(fmt::format("more than {} values", kMaxRangeValues));
             out.push_back(fmt::format("{}", v));
             if (mul ? __builtin_mul_overflow(v, *n, &v) : __builtin_add_overflow(v, *n, &v)) break;
@@ -75,6 +79,12 @@ std::optional<std::vector<std::string>> expand_descriptor(std::string_view text,
             ++j;
             if (j < text.size() && (text[j] == 'x' || text[j] == '+')) ++j;
             while (j < text.size() && is_digit(text[j])) ++j;
+            if (j < text.size() && text[j] == ':') {  // a fourth part: name the whole piece
+                std::size_t k = j;
+                while (k < text.size() && (is_digit(text[k]) || text[k] == ':' || text[k] == 'x' || text[k] == '+')) ++k;
+                if (why) *why = fmt::format("range '{}': more parts than START:END[:STEP]", text.substr(v0, k - v0));
+                return std::nullopt;
+            }
         }
         auto values = expand_range(text.substr(v0, j - v0), true, why);
         if (!values) return std::nullopt;

@@ -16,7 +16,7 @@ inline constexpr std::size_t kMaxRangeValues = 4096;
 
 /// The values of "START:END[:STEP]", STEP "N" or "+N" (add N; default +1) or "xN" (multiply by
 /// N > 1), from START while not past END (START <= END, both included when reached). `integer`:
-/// whole numbers (core/parse_number.hpp, long long), else f32 numbers (each value START + i*N, or START*N^i,
+/// non-negative whole numbers up to 2^64 - 1 (core/parse_number.hpp), else f32 numbers (each value START + i*N, or START*N^i,
 /// computed anew, not accumulated); printed as the case language reads them back ({} of fmt).
 /// nullopt with `why` naming the rule for anything else (no ':', an empty or backward range, a
 /// step that does not advance, more than kMaxRangeValues values).

@@ -357,6 +357,7 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
     // An imported graph's repro names the file; -v shows the problem derived from it.
     if (!c.graph_file.empty())
         r.notes.push_back(fmt::format("graph: {} {}", knobs(c.prb), descriptor(c.prb.dims, c.prb.name)));
+    if (is_fp8(c.prb.dt)) r.notes.push_back(fmt::format("fp8 descales: {}", describe(c.prb.fp8)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
         run_checked(c, backend, r, timing, limits);

@@ -201,6 +201,7 @@ struct BwdScratch {
     std::vector<float> s, p, pr, pm, mag, ds, dsu, wm;
     std::vector<double> s64, dp64, dkv, dq;
     float ds_amax = 0.f, ds_wmax = 0.f;  ///< fp8: the largest |scaled dS| and |scale| W of this thread's tiles
+    float p_amax = 0.f;                  ///< fp8: the largest P (after dropout) of this thread's tiles
     explicit BwdScratch(const BwdCtx& c) {
         const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
         for (auto* t : {&s, &p, &pr, &pm, &mag, &ds, &dsu, &wm}) t->resize(n(kB * kB));
@@ -307,6 +308,7 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
             float* prr = &w.pr[at];
             for (i64 jj = 0; jj < kB; ++jj) {
                 w.ds_amax = std::max(w.ds_amax, std::fabs(dsr[jj]));
+                w.p_amax = std::max(w.p_amax, prow[jj]);
                 w.ds_wmax = std::max(w.ds_wmax, static_cast<float>(c.gabs * wr[jj]));
                 dsr[jj] = round_scaled(c.p.dt, dsr[jj], c.ds_descale);
                 prr[jj] = round_scaled(c.p.dt, prow[jj], c.p_descale);
@@ -559,7 +561,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
         c.p_descale = p.fp8.of(Fp8Tensor::S);
         c.ds_descale = p.fp8.of(Fp8Tensor::dP);
     }
-    float ds_amax = 0.f, ds_wmax = 0.f;
+    float ds_amax = 0.f, ds_wmax = 0.f, p_amax = 0.f;
     const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
     c.kt.allocate(n(d.B * d.H_kv * nkb * d.D_qk * kB));
     c.vt.allocate(n(d.B * d.H_kv * nkb * d.D_v * kB));
@@ -658,6 +660,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
         {
             ds_amax = std::max(ds_amax, w.ds_amax);
             ds_wmax = std::max(ds_wmax, w.ds_wmax);
+            p_amax = std::max(p_amax, w.p_amax);
         }
     }
     if (is_fp8(p.dt)) {  // {Amax_dQ, Amax_dK, Amax_dV, Amax_dP} and their magnitudes (sdpa_ref.hpp)
@@ -671,6 +674,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
         r.amax.data = {amax(r.dQ), amax(r.dK), amax(r.dV), ds_amax};
         r.M_amax.data = {amax(r.M_dQ), amax(r.M_dK), amax(r.M_dV),
             static_cast<float>(ds_wmax * kAmaxRelative / unit_roundoff(p.dt))};
+        r.p_max = p_amax;
     }
     return r;
 }

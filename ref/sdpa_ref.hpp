@@ -73,6 +73,9 @@ inline constexpr double kAmaxRelative = 0x1p-10;
 /// kAmaxRelative / u_dt.
 struct RefBackward {
     Tensor dQ, dK, dV, M_dQ, M_dK, M_dV, dMask, M_dMask, amax, M_amax;
+    /// fp8: the largest P (after dropout) the backward rounds onto descale_S's grid; no output (the
+    /// backward graph has no Amax_S), but past that grid's range P saturates (compare.hpp).
+    float p_max = 0.f;
 };
 
 /// With dropout (p > 0) O = P_d V with P_d = Z o P / (1 - p) (the quotient 1/(1-p) in f32 and

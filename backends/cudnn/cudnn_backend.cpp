@@ -428,12 +428,13 @@ public:
     }
 
     std::optional<Unsupported> support(const Problem& p) const override {
-        if (const cuda::Device& d = cuda::device(); !d.ok) return Unsupported{Status::skipped, d.reason};
-        if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
+        // What cuDNN never takes first (f32 io, dMask): UNIMPLEMENTED on every machine, GPU or not.
         // Dropout (any p in [0, 1); p = 0 keeps the mask, all ones but for 32-bit draws of exactly 0
         // (core/dropout.hpp philox_keeps), with scale 1) is accepted here;
         // what cuDNN refuses with it (bottom-right alignment, left bounds) its validate() says.
         if (auto why = cudnn::cudnn_precheck(p)) return Unsupported{Status::unimplemented, *why};
+        if (const cuda::Device& d = cuda::device(); !d.ok) return Unsupported{Status::skipped, d.reason};
+        if (const std::string& err = load_cudnn(); !err.empty()) return Unsupported{Status::skipped, err};
         return std::nullopt;
     }
 

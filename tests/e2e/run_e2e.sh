@@ -213,8 +213,10 @@ isolation)
   grep -qE '^1:PASSED' "$tmp/out" || fail "the small case after the skipped one must PASS"
   # Test-only backends are listed apart from the real ones in --help.
   run --help
-  grep -qE '^BACKENDS: onednn, (cudnn, )?(torch:math, torch:flash, torch:efficient, torch:cudnn, )?ref$' "$tmp/out" || fail "--help: real backends line"
-  grep -q 'TEST-ONLY BACKENDS (for sdpabench.s own tests, use with --isolate): test:sleep, test:segv' "$tmp/out" || fail "--help: test-only heading"
+  grep -qE '^BACKENDS: onednn, (cudnn, )?(torch:math, torch:flash, )?ref$' "$tmp/out" || fail "--help: real backends line"
+  grep -qE '^NOT IN THIS BUILD \(their cases are SKIPPED with the reason\): .*torch:efficient \(' "$tmp/out" ||
+    fail "--help: the backends this build lacks, with the reason"
+  grep -q 'TEST-ONLY BACKENDS (for sdpabench.s own tests; test:sleep and test:segv hang or crash without --isolate): test:sleep, test:segv' "$tmp/out" || fail "--help: test-only heading"
   ;;
 *) fail "unknown scenario" ;;
 esac

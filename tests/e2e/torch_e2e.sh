@@ -59,7 +59,8 @@ faults)
   grep -qE '^0:UNIMPLEMENTED \(PyTorch \(at::_scaled_dot_product_flash_attention_for_cpu.*\): .*should have the same head size' "$tmp/out" || fail "PyTorch's message not the reason"
   for v in efficient cudnn; do
     run --backend=torch:$v b1hq2sq16d16
-    grep -qE "^0:SKIPPED \(torch:$v runs on a CUDA GPU" "$tmp/out" || fail "torch:$v must be SKIPPED on this build"
+    grep -qE "^0:SKIPPED \(backend torch:$v is not compiled into this build: torch:$v runs on a CUDA GPU" "$tmp/out" ||
+      fail "torch:$v must be SKIPPED on this build"
   done
   run --backend=torch:bogus b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "--backend=torch:bogus: exit $rc, expected 2"

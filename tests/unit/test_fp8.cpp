@@ -365,6 +365,13 @@ TEST(Fp8Saturation, IntermediatesAndInputsPastTheRangeAreMistrusted) {
     r = run_fp8({"--dir=bwd", "--dt=e4m3", "--fp8-descale=dP:1e-6", "b1hq2sq16d16"});
     EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
     EXPECT_NE(r.reason.find("Amax_dP"), std::string::npos) << r.reason;
+    // P past descale_S's range in the backward (which has no Amax_S output: the check says so too).
+    r = run_fp8({"--dir=bwd", "--dt=e4m3", "--fp8-descale=S:0.001", "b2hq4hkv2sq64d32"});
+    EXPECT_EQ(r.status, Status::mistrusted) << r.reason;
+    EXPECT_NE(r.reason.find("the largest P"), std::string::npos) << r.reason;
+    EXPECT_NE(std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.starts_with("fp8 descales: Q 0.75, K 1.25, V 0.625, O 0.046875, dO 1.5, dQ 0.375, dK 0.3125, dV 0.4375, S 0.001");
+    }), r.notes.end());
     // The backward's O input (the displaced reference forward) past O's range.
     r = run_fp8({"--dir=bwd", "--dt=e5m2", "--fp8-descale=O:1.2e-38", "b1hq2sq16d16"});
     EXPECT_EQ(r.status, Status::mistrusted) << r.reason;

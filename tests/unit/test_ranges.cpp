@@ -36,6 +36,11 @@ TEST(Ranges, BadRangesNameTheRule) {
         EXPECT_NE(why.find(rule), std::string::npos) << text << ": " << why;
         EXPECT_NE(why.find(text), std::string::npos) << why;  // the range itself is named
     }
+    // Seeds are unsigned 64-bit: a range near the top works; a negative START is no whole number here.
+    EXPECT_EQ(expand_range("18446744073709551614:18446744073709551615", true, nullptr),
+            (V{"18446744073709551614", "18446744073709551615"}));
+    EXPECT_FALSE(expand_range("-1:2", true, &why));
+    EXPECT_NE(why.find("from 0 to 18446744073709551615"), std::string::npos) << why;
     EXPECT_FALSE(expand_range("1:2:-1", false, &why));
     EXPECT_FALSE(expand_range("1:inf", false, &why));
 }
@@ -50,6 +55,8 @@ TEST(Ranges, DescriptorsExpandEveryRangedKeyInOrder) {
     std::string why;
     EXPECT_FALSE(expand_descriptor("b1hq2sq512:64d8", &why));
     EXPECT_NE(why.find("before START"), std::string::npos) << why;
+    EXPECT_FALSE(expand_descriptor("b1hq4sq64:128:x2:3d32", &why));
+    EXPECT_EQ(why, "range '64:128:x2:3': more parts than START:END[:STEP]");
 }
 
 TEST(Ranges, TheParserExpandsThemLikeCommaLists) {
