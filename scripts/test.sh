@@ -6,7 +6,7 @@ bash scripts/setup.sh
 bash scripts/build.sh
 ctest --preset "${SDPABENCH_PRESET:-release}" -j "$(nproc)" "$@"
 # SDPABENCH_SANITIZE=1 (set by .ci/run): also build the asan preset (ASan + UBSan) and run its
-# tests (all of them; tests/sanitizers/README.md lists the suppressions and why).
+# tests (all but those labelled "long"; tests/sanitizers/README.md says which and why).
 if [ "${SDPABENCH_SANITIZE:-0}" = 1 ]; then
   SDPABENCH_PRESET=asan bash scripts/build.sh
   ctest --preset asan -j "$(nproc)" "$@"
