@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/geometry.hpp"
+#include "core/splitmix.hpp"
 #include "graph/sdpa_graph.hpp"
 #include "core/validate.hpp"
 #include "graph/json_graph.hpp"
@@ -299,9 +300,7 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
 float benchdnn_scale(ScaleOp op, std::uint64_t seed) {
     // benchdnn's fill of a scale input: a power of two, at most 1 for Multiply, above 1 for Divide.
     static constexpr float kMul[] = {0.25f, 0.5f, 1.f}, kDiv[] = {2.f, 4.f, 8.f};
-    std::uint64_t h = (seed + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-    const std::size_t pick = static_cast<std::size_t>(h % 3);
+    const std::size_t pick = static_cast<std::size_t>(splitmix64(seed) % 3);
     return op == ScaleOp::mul ? kMul[pick] : kDiv[pick];
 }
 
