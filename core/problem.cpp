@@ -257,38 +257,4 @@ std::optional<std::string> validate(const Problem& p) {
     return std::nullopt;
 }
 
-std::string knobs(const Problem& p) {
-    const Problem def;
-    std::string s;
-    auto add = [&s](const std::string& k) {
-        if (!s.empty()) s += ' ';
-        s += k;
-    };
-    if (p.dir != def.dir) add(fmt::format("--dir={}", p.dir));
-    if (p.dt != def.dt) add(fmt::format("--dt={}", p.dt));
-    if (p.mask == Mask::window) add(fmt::format("--mask=window:{},{}", p.window_left, p.window_right));
-    else if (p.mask != def.mask) add(fmt::format("--mask={}", p.mask));
-    if (p.mask == Mask::bias && p.bias_shape != def.bias_shape) add(fmt::format("--mask-shape={}", p.bias_shape));
-    if (p.mask_dt) add(fmt::format("--mask-dt={}", *p.mask_dt));
-    if (p.mask_fill != def.mask_fill) add(fmt::format("--mask-fill={}", p.mask_fill));
-    if (p.scale) add(fmt::format("--scale={}", *p.scale));
-    if (p.scale_op != def.scale_op) add(fmt::format("--scale-op={}", p.scale_op));
-    if (p.scale_dt) add(fmt::format("--scale-dt={}", *p.scale_dt));
-    if (p.scale_host_scalar) add("--scale-property=host_scalar");
-    if (p.implicit_mask) add("--mask-form=implicit");
-    if (p.dmask) add("--dmask=true");
-    if (p.fill != def.fill) add(fmt::format("--fill={}", p.fill));
-    if (p.seed != def.seed) add(fmt::format("--seed={}", p.seed));
-    if (!p.seq_len_q.empty()) add(fmt::format("--seq-len-q={}", fmt::join(p.seq_len_q, ":")));
-    if (!p.seq_len_kv.empty()) add(fmt::format("--seq-len-kv={}", fmt::join(p.seq_len_kv, ":")));
-    if (p.layout != def.layout) add(fmt::format("--layout={}", p.layout));
-    if (!p.strides.empty()) add(fmt::format("--strides={}", role_layouts_name(p.strides)));
-    if (p.deterministic) add("--deterministic=true");
-    if (p.ragged) add("--ragged=true");
-    if (const std::string f = fp8_descales_name(p.fp8); !f.empty()) add(fmt::format("--fp8-descale={}", f));
-    if (p.dropout) add(fmt::format("--dropout={}", dropout_name(*p.dropout)));
-    if (p.dropout_device_scalars) add("--dropout-property=tensor");
-    return s;
-}
-
 }  // namespace sdpa

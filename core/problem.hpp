@@ -204,7 +204,4 @@ std::int64_t visible_scores(const Problem& p);
 /// First broken rule as a sentence naming the rule and the values, or nullopt when valid.
 std::optional<std::string> validate(const Problem& p);
 
-/// Knobs that differ from the defaults, e.g. "--dir=bwd --dt=bf16 --mask=causal_br".
-std::string knobs(const Problem& p);
-
 }  // namespace sdpa

@@ -7,8 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "core/enum_table.hpp"
 #include "core/problem.hpp"
 
@@ -51,33 +49,11 @@ struct Case {
     bool random_seq_len_q = false, random_seq_len_kv = false;
 };
 
-/// The complete, runnable repro of a case: non-default run knobs (--mode=L is left out, so a
-/// listed repro runs the case), problem knobs, descriptor; for an imported graph, the
-/// rewrite knobs, --fill/--seed and --case=FILE.
+/// The complete, runnable repro of a case: the run knobs (--backend, --mode; --mode=L is left out,
+/// so a listed repro runs the case) and the problem knobs that differ from their defaults, in
+/// knob-table order (driver/knobs.cpp prints them), then the descriptor; for an imported graph
+/// the knobs of the graph scope (rewrites, --dt, --fill, --seed, --dropout) and --case=FILE.
 /// E.g. "--backend=ref --dir=bwd --dt=bf16 b2hq8hkv2sq128skv256d64".
-inline std::string repro(const Case& c) {
-    std::string s;
-    if (c.backend != kDefaultBackend) s += fmt::format("--backend={} ", c.backend);
-    // L only lists: its repro is the line that runs the case.
-    if (c.mode != Mode::C && c.mode != Mode::L) s += fmt::format("--mode={} ", c.mode);
-    if (!c.graph_file.empty()) {  // imported graph: the rewrites and fill knobs, then the file
-        if (c.graph_dt) s += fmt::format("--dt={} ", *c.graph_dt);
-        if (const std::string f = fp8_descales_name(c.prb.fp8); !f.empty()) s += fmt::format("--fp8-descale={} ", f);
-        if (!c.dt_ids.empty()) s += fmt::format("--dt={} ", c.dt_ids);
-        if (!c.op_kinds.empty()) s += fmt::format("--op-kind={} ", c.op_kinds);
-        if (!c.op_attrs.empty()) s += fmt::format("--op-attrs={} ", c.op_attrs);
-        if (!c.properties.empty()) s += fmt::format("--tensor-property={} ", c.properties);
-        if (c.mb > 0) s += fmt::format("--mb={} ", c.mb);
-        if (!c.in_shapes.empty()) s += fmt::format("--in-shapes={} ", c.in_shapes);
-        if (c.graph_dropout) s += fmt::format("--dropout={} ", dropout_name(*c.graph_dropout));
-        if (c.prb.fill != Problem{}.fill) s += fmt::format("--fill={} ", c.prb.fill);
-        if (c.prb.seed != Problem{}.seed) s += fmt::format("--seed={} ", c.prb.seed);
-        return s + fmt::format("--case={}", c.graph_file);
-    }
-    const std::string k = knobs(c.prb);
-    if (!k.empty()) s += k + ' ';
-    s += descriptor(c.prb.dims, c.prb.name);
-    return s;
-}
+std::string repro(const Case& c);
 
 }  // namespace sdpa

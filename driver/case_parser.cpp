@@ -21,6 +21,7 @@
 #include "core/geometry.hpp"
 #include "core/parse_number.hpp"
 #include "core/splitmix.hpp"
+#include "driver/knobs.hpp"
 #include "driver/random_cases.hpp"
 #include "driver/ranges.hpp"
 #include "graph/json_import.hpp"
@@ -31,142 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One value knob of the case language: its spelling, accepted values, default and setter.
-/// The table of these drives parsing, expansion, error messages and --help.
-struct Knob {
-    std::string_view name;  ///< without the leading "--"
-    std::string choices;    ///< accepted values, for errors and --help
-    std::string def;        ///< default spelling
-    std::string_view what;  ///< one-line description for --help
-    bool (*apply)(std::string_view value, Case& c);  ///< false: value not accepted
-    bool run_knob = false;  ///< says how to run (backend, mode), not what: --reset keeps it
-    /// Optional: why `value` was refused, when more can be said than "unknown value" (e.g. a
-    /// number out of range); "" falls back to the generic message.
-    std::string (*explain)(std::string_view value) = nullptr;
-    /// Rewrites an imported --case graph (benchdnn's graph knobs): means nothing for a problem
-    /// descriptor or --random.
-    bool graph_only = false;
-    /// A numeric knob whose list elements may be ranges START:END[:STEP] (driver/ranges.hpp):
-    /// none, whole numbers or f32 numbers.
-    enum class Range { none, integer, real } range = Range::none;
-};
-
-/// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
-template <class E, std::size_t N>
-bool set_enum(const std::array<EnumName<E>, N>& table, std::string_view v, E& out) {
-    const auto e = enum_parse(table, v);
-    if (e) out = *e;
-    return e.has_value();
-}
-
-/// Setter of a two-valued knob: the value `On` sets the Problem flag `Field`, `Off` clears it.
-template <bool Problem::*Field, const char* Off, const char* On>
-bool set_flag(std::string_view v, Case& c) {
-    if (v != Off && v != On) return false;
-    c.prb.*Field = v == On;
-    return true;
-}
-inline constexpr char kFalse[] = "false", kTrue[] = "true", kTensor[] = "tensor", kHostScalar[] = "host_scalar",
-                      kImplicit[] = "implicit";
-
-/// Setter of a graph rewrite knob (--in-shapes, --op-kind, --op-attrs, --tensor-property): the
-/// value, when `Check` finds nothing wrong with it, goes to the Case string `Field`.
-template <std::string Case::*Field, std::optional<std::string> (*Check)(std::string_view)>
-bool set_rewrite(std::string_view v, Case& c) {
-    if (Check(v)) return false;
-    c.*Field = std::string(v);
-    return true;
-}
-/// Why `Check` refuses the value of knob `Name`.
-template <std::optional<std::string> (*Check)(std::string_view), const char* Name>
-std::string explain_rewrite(std::string_view v) {
-    const auto why = Check(v);
-    return why ? fmt::format("--{}: {}", Name, *why) : std::string();
-}
-inline constexpr char kInShapes[] = "in-shapes", kOpKind[] = "op-kind", kOpAttrs[] = "op-attrs",
-                      kTensorProperty[] = "tensor-property";
-
-/// Parses the whole of `v` as a finite float ("default" clears the scale).
-bool set_scale(std::string_view v, Case& c) {
-    if (v == "default") {
-        c.prb.scale.reset();
-        return true;
-    }
-    const auto f = parse_number<float>(v);
-    if (!f) return false;
-    c.prb.scale = *f;
-    return true;
-}
-
-/// Why a --scale value was refused: out of the f32 range, or not finite.
-std::string explain_scale(std::string_view v) {
-    NumberError err{};
-    const auto d = parse_number<double>(v, &err);
-    if (err == NumberError::not_finite) return fmt::format("--scale={} must be a finite number", v);
-    if (err == NumberError::out_of_range || (d && std::fabs(*d) > std::numeric_limits<float>::max()))
-        return fmt::format("--scale={} is out of the f32 range (|scale| must be at most {} and must not underflow "
-                           "to 0)", v, std::numeric_limits<float>::max());
-    if (d && std::fabs(*d) > 0 && std::fabs(*d) < std::numeric_limits<float>::min())
-        return fmt::format("--scale={} is out of the f32 range (|scale| must be at least {}: smaller values are "
-                           "subnormal or underflow to 0)", v, std::numeric_limits<float>::min());
-    return "";
-}
-
-/// Why a --seed value was refused: out of the unsigned 64-bit range.
-std::string explain_seed(std::string_view v) {
-    NumberError err{};
-    parse_number<std::uint64_t>(v, &err);
-    if (err == NumberError::out_of_range)
-        return fmt::format("--seed={} does not fit an unsigned 64-bit integer (at most {})", v,
-                std::numeric_limits<std::uint64_t>::max());
-    return "";
-}
-
-/// Parses the whole of `v` as an unsigned 64-bit seed.
-bool set_seed(std::string_view v, Case& c) {
-    const auto s = parse_number<std::uint64_t>(v);
-    if (!s) return false;
-    c.prb.seed = *s;
-    return true;
-}
-
-/// Parses the whole of `v` as a non-negative batch (0: keep the graph's).
-bool set_mb(std::string_view v, Case& c) {
-    const auto mb = parse_number<std::int64_t>(v);
-    if (!mb || *mb < 0) return false;
-    c.mb = *mb;
-    return true;
-}
-
-/// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
-bool set_mask(std::string_view v, Case& c) {
-    c.prb.window_left = c.prb.window_right = 0;
-    if (const auto w = parse_window_mask(v)) {
-        c.prb.mask = Mask::window;
-        std::tie(c.prb.window_left, c.prb.window_right) = *w;
-        return true;
-    }
-    return v != "window" && set_enum(kMaskNames, v, c.prb.mask);
-}
-
-/// --seq-len-q / --seq-len-kv: "none" (no padding), "random" (drawn per batch from the seed
-/// when the problem is expanded) or a ':'-separated list of non-negative lengths, one per batch.
-bool set_seq_len(std::string_view v, std::vector<std::int64_t>& lens, bool& random) {
-    lens.clear();
-    random = v == "random";
-    if (v == "none" || random) return true;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t colon = v.find(':', pos);
-        const std::string_view t = v.substr(pos, colon == v.npos ? v.npos : colon - pos);
-        const auto n = parse_number<std::int64_t>(t);
-        if (!n || *n < 0) return false;
-        lens.push_back(*n);
-        if (colon == v.npos) return true;
-        pos = colon + 1;
-    }
-}
-
 /// Per-batch lengths in [1, full] drawn from `seed` (splitmix64 per batch and tensor `salt`).
 std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt, std::int64_t B, std::int64_t full) {
     std::vector<std::int64_t> out;
@@ -175,218 +40,6 @@ std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt
         out.push_back(1 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(full)));
     }
     return out;
-}
-
-/// Accepts the name of a compiled-in backend (backends/registry.cpp).
-bool set_backend(std::string_view v, Case& c) {
-    if (!make_backend(v)) return false;
-    c.backend = std::string(v);
-    return true;
-}
-
-/// Every form --backend accepts: the compiled-in vendors and the fault-injection kinds.
-std::string backend_choices() {
-    std::vector<std::string> names;  // every vendor backend sdpabench has; one this build lacks runs SKIPPED
-    for (const BackendRow& r : backend_table())
-        if (r.listed) names.push_back(r.name);
-    return fmt::format("{}|faulty:KIND|test:KIND", fmt::join(names, "|"));
-}
-
-std::string explain_backend(std::string_view v) {
-    if (v.starts_with("faulty:"))
-        return fmt::format("unknown fault '{}' for --backend=faulty:KIND (accepted: {})", v.substr(7),
-                faulty_backend_names());
-    if (v.starts_with("test:"))
-        return fmt::format("unknown test-only backend '{}' (accepted: {})", v, fmt::join(test_backend_names(), ", "));
-    return fmt::format("unknown value '{}' for --backend (accepted: {}; faulty kinds: {})", v, backend_choices(),
-            faulty_backend_names());
-}
-
-/// The value knobs, in cross-product order (the first one varies slowest).
-/// Defaults are read from Problem{} and Case{} so they are spelled in one place only.
-const std::vector<Knob>& knob_table() {
-    static const std::vector<Knob> table = [] {
-        const Case d;
-        return std::vector<Knob>{
-            {"dir", enum_choices(kDirNames), fmt::format("{}", d.prb.dir),
-                "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
-                [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); }},
-            {"dt", enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]", "default",
-                "io data type ('default': f32, or the types of a --case graph; a type rewrites the graph's); "
-                "ID:DT+...: benchdnn's per-tensor form, for --case graphs only (tensor ID gets type DT)",
-                [](std::string_view v, Case& c) {
-                    c.dt_ids.clear();
-                    if (v == "default") {
-                        c.prb.dt = Problem{}.dt;
-                        c.graph_dt.reset();
-                        return true;
-                    }
-                    if (v.find(':') != v.npos) {
-                        if (check_id_rewrites(v)) return false;
-                        c.prb.dt = Problem{}.dt;
-                        c.graph_dt.reset();
-                        c.dt_ids = std::string(v);
-                        return true;
-                    }
-                    if (!set_enum(kDTypeNames, v, c.prb.dt)) return false;
-                    c.graph_dt = c.prb.dt;
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    if (v.find(':') == v.npos) return std::string();
-                    const auto why = check_id_rewrites(v);
-                    return why ? fmt::format("--dt: {}", *why) : std::string();
-                }},
-            {"fp8-descale", "default|T:V[+T:V...]", "default",
-                "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, "
-                "dV, S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
-                "(README: fp8)",
-                [](std::string_view v, Case& c) {
-                    auto f = parse_fp8_descales(v);
-                    if (!f) return false;
-                    c.prb.fp8 = *f;
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    std::string why;
-                    parse_fp8_descales(v, &why);
-                    return why.empty() ? std::string() : fmt::format("--fp8-descale={}: {}", v, why);
-                }},
-            {"mask", "none|causal_tl|causal_br|bias|window:L,R", fmt::format("{}", d.prb.mask),
-                "mask kind; window:L,R keeps keys i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
-                set_mask},
-            {"mask-shape", enum_choices(kBiasShapeNames), fmt::format("{}", d.prb.bias_shape),
-                "broadcast shape of --mask=bias",
-                [](std::string_view v, Case& c) { return set_enum(kBiasShapeNames, v, c.prb.bias_shape); }},
-            {"mask-dt", enum_choices(kAuxDTypeNames) + "|default", "default",
-                "data type of the bias ('default': the --dt type; f32 for fp8 io)",
-                [](std::string_view v, Case& c) {
-                    DType t{};
-                    if (v == "default") c.prb.mask_dt.reset();
-                    else if (set_enum(kAuxDTypeNames, v, t)) c.prb.mask_dt = t;
-                    else return false;
-                    return true;
-                }},
-            {"mask-fill", enum_choices(kMaskFillNames), fmt::format("{}", d.prb.mask_fill),
-                "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask)",
-                [](std::string_view v, Case& c) { return set_enum(kMaskFillNames, v, c.prb.mask_fill); }},
-            {"scale-dt", enum_choices(kAuxDTypeNames) + "|default", "default",
-                "data type of the scale tensor ('default': the --dt type; f32 for fp8 io)",
-                [](std::string_view v, Case& c) {
-                    DType t{};
-                    if (v == "default") c.prb.scale_dt.reset();
-                    else if (set_enum(kAuxDTypeNames, v, t)) c.prb.scale_dt = t;
-                    else return false;
-                    return true;
-                }},
-            {"scale", "default|<finite float>", "default",
-                "scale tensor value ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div); a range START:END[:STEP] "
-                "(STEP +N or xN) gives a list", set_scale, false, explain_scale, false, Knob::Range::real},
-            {"scale-op", enum_choices(kScaleOpNames), fmt::format("{}", d.prb.scale_op),
-                "apply the scale by multiplying or dividing QK^T",
-                [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); }},
-            {"scale-property", "tensor|host_scalar", "tensor",
-                "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's "
-                "property_type host_scalar, as PyTorch's exported graphs have it)",
-                set_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>},
-            {"mask-form", "tensor|implicit", "tensor",
-                "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
-                "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
-                "--scale-property)",
-                set_flag<&Problem::implicit_mask, kTensor, kImplicit>},
-            {"fill", enum_choices(kFillNames), fmt::format("{}", d.prb.fill), "input fill family",
-                [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); }},
-            {"seed", "<unsigned 64-bit integer>", fmt::format("{}", d.prb.seed),
-                "fill seed; a range START:END[:STEP] (e.g. 1:8) gives a list", set_seed, false, explain_seed, false,
-                Knob::Range::integer},
-            {"mb", "<batch, 0 keeps the graph's>", "0",
-                "--case graphs: rewrite the batch B (benchdnn --mb); a range START:END[:STEP] gives a list", set_mb,
-                false, nullptr, true, Knob::Range::integer},
-            {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]", "",
-                "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
-                set_rewrite<&Case::in_shapes, check_in_shapes>, false, explain_rewrite<check_in_shapes, kInShapes>, true},
-            {"op-kind", "ID:KIND[+ID:KIND...]", "",
-                "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps "
-                "it; empty: none)",
-                set_rewrite<&Case::op_kinds, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kOpKind>, true},
-            {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]", "",
-                "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed "
-                "like the op's attribute, else by the value; empty: none)",
-                set_rewrite<&Case::op_attrs, check_op_attrs>, false, explain_rewrite<check_op_attrs, kOpAttrs>, true},
-            {"tensor-property", "ID:PROP[+ID:PROP...]", "",
-                "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, "
-                "constant, host_scalar; empty: none)",
-                set_rewrite<&Case::properties, check_id_rewrites>, false, explain_rewrite<check_id_rewrites, kTensorProperty>, true},
-            {"seq-len-q", "none|random|N0:N1:...", "none",
-                "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed)",
-                [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_q, c.random_seq_len_q); }},
-            {"seq-len-kv", "none|random|N0:N1:...", "none",
-                "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed)",
-                [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_kv, c.random_seq_len_kv); }},
-            {"ragged", "false|true", "false",
-                "pack Q, K, V, O, dO and the gradients per batch, valid rows only, token-major (THD; cuDNN's ragged "
-                "offsets); needs padding lengths and --layout=bshd",
-                set_flag<&Problem::ragged, kFalse, kTrue>},
-            {"layout", enum_choices(kLayoutNames), fmt::format("{}", d.prb.layout),
-                "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd)",
-                [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); }},
-            {"strides", "none|ROLE:LAYOUT[+ROLE:LAYOUT...]", role_layouts_name(d.prb.strides),
-                "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a "
-                "dimension order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into "
-                "one packed [B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = broadcast), "
-                "e.g. --strides=dO:bshd+K:0x2048x64x1",
-                [](std::string_view v, Case& c) {
-                    auto l = parse_role_layouts(v);
-                    if (!l) return false;
-                    c.prb.strides = std::move(*l);
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    std::string why;
-                    parse_role_layouts(v, &why);
-                    return why.empty() ? std::string() : fmt::format("--strides: {}", why);
-                }},
-            {"dmask", "false|true", "false",
-                "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed "
-                "over the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
-                set_flag<&Problem::dmask, kFalse, kTrue>},
-            {"deterministic", "false|true", "false", "ask the vendor for a deterministic backward",
-                set_flag<&Problem::deterministic, kFalse, kTrue>},
-            {"dropout", "none|P[:SEED[:OFFSET]]", "none",
-                "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's "
-                "SEED (default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); README: Dropout",
-                [](std::string_view v, Case& c) {
-                    if (v == "none") {
-                        c.prb.dropout.reset();
-                        return true;
-                    }
-                    auto d = parse_dropout(v);
-                    if (!d) return false;
-                    c.prb.dropout = *d;
-                    return true;
-                },
-                false,
-                [](std::string_view v) {
-                    std::string why;
-                    if (v != "none") parse_dropout(v, &why);
-                    return why.empty() ? std::string() : fmt::format("--dropout={}: {}", v, why);
-                }},
-            {"dropout-property", "host_scalar|tensor", "host_scalar",
-                "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
-                "property_type host_scalar) or [1] device tensors",
-                set_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
-            {"backend", backend_choices(), d.backend, "vendor backend that runs the case (or faulty:KIND, below); torch:VARIANT: PyTorch's fused SDPA variant (math, flash on the CPU; efficient, cudnn need a CUDA build), README \"PyTorch backend\"",
-                set_backend, true, explain_backend},
-            {"mode", enum_choices(kModeNames), fmt::format("{}", d.mode),
-                "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, "
-                "then time; B: C, then a second run that must be bitwise equal",
-                [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); }, true},
-        };
-    }();
-    return table;
 }
 
 /// Current values of every knob (one list per row of knob_table()), and which knobs the input
@@ -402,7 +55,7 @@ struct KnobState {
 KnobState default_state() {
     KnobState s;
     for (const Knob& k : knob_table()) {
-        s.values.push_back({k.def});
+        s.values.push_back({k.def()});
         s.given.push_back(false);
     }
     return s;
@@ -748,12 +401,9 @@ private:
         // Only the knobs an imported case reads expand it (the rewrites, the fill, the dropout
         // values, the run knobs); the other problem knobs come from the graph, so their lists
         // would only repeat the same case.
-        static constexpr std::string_view kGraphKnobs[] = {"dt", "fp8-descale", "fill", "seed", "mb", "in-shapes",
-            "op-kind", "op-attrs", "tensor-property", "dropout"};
         std::vector<std::size_t> span(table.size(), 1);
         for (std::size_t k = 0; k < table.size(); ++k)
-            if (table[k].run_knob || std::find(std::begin(kGraphKnobs), std::end(kGraphKnobs), table[k].name) !=
-                    std::end(kGraphKnobs))
+            if (table[k].scope != Knob::Scope::descriptor)
                 span[k] = st[k].size();
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
@@ -820,7 +470,7 @@ private:
                 run_k.push_back(k);
                 runs *= st[k].size();
             } else if (st.given[k]) {
-                if (table[k].graph_only)
+                if (table[k].scope == Knob::Scope::graph)
                     return error(loc, fmt::format("--{} is for --case graphs and means nothing for {} (use --reset)",
                                           table[k].name, tok));
                 given_k.push_back(k);
@@ -971,7 +621,7 @@ std::string case_language_help() {
         "  continuation: the '\\' dropped, comment lines in between skipped).\n\n"
         "Knobs:\n";
     for (const Knob& k : knob_table())
-        s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def);
+        s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def());
     s += "  Strides and layouts (--layout, --strides): every tensor is 4-D in the logical order\n"
          "  [B,H,S,D] (stats [B,H_q,S_q,1], bias [1|B,1|H_q,1|S_q,S_kv]); --layout sets the memory order\n"
          "  of the io tensors, --strides that of single tensors (strides in elements, [B,H,S,D] order).\n"

@@ -13,6 +13,7 @@
 #include "backends/test/test_backends.hpp"
 #include "core/memory_estimate.hpp"
 #include "driver/case_parser.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 
@@ -135,6 +136,11 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.footer(footer());
     app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (oneDNN partitions) and the worst |err|/bound of every output, even when it passes");
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
+    std::string list_knobs;
+    app.add_option("--list-knobs", list_knobs,
+            "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
+            "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob)")
+        ->check(CLI::IsMember({"md", "tsv"}));
     std::string perf_template{kDefaultPerfTemplate};
     std::vector<std::string> reports;
     add_perf_options(app, out.opts, perf_template, reports);
@@ -218,6 +224,11 @@ CliOutcome parse_command_line(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         fmt::print(stderr, "command line: error: {}\n", e.what());
         out.exit_code = 2;
+        return out;
+    }
+    if (!list_knobs.empty()) {
+        fmt::print("{}", *knob_table_text(list_knobs));
+        out.exit_code = 0;
         return out;
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "graph/json_export.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 

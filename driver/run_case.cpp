@@ -14,6 +14,7 @@
 #include "core/memory_estimate.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 

@@ -5,6 +5,8 @@
 # Manifest lines: INPUT<TAB>EXPECTED SUBSTRING<TAB>EXIT CODE ('#' lines are comments).
 #   INPUT.cases: run as  sdpabench --backend=ref --batch=INPUT.cases
 #   INPUT.args:  one command-line argument per line:  sdpabench ARG...
+# In EXPECTED, {choices:KNOB} stands for KNOB's accepted values as the knob table spells them
+# ('sdpabench --list-knobs=tsv', driver/knobs.cpp), so a value added to a knob changes no line here.
 # Runs in tests/bad_inputs/ so file names in messages are the manifest's.
 # Usage: run_bad_inputs.sh SDPABENCH_EXE SOURCE_DIR
 set -uo pipefail
@@ -13,9 +15,17 @@ cd "$src/tests/bad_inputs"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 total=0 bad=0
+declare -A choices
+while IFS=$'\t' read -r name accepted _; do choices[$name]=$accepted; done < <("$exe" --list-knobs=tsv)
+[ "${#choices[@]}" -ge 20 ] || { echo "sdpabench --list-knobs=tsv gave ${#choices[@]} knobs"; exit 1; }
 while IFS=$'\t' read -r input expected code; do
   [[ -z "$input" || "$input" == \#* ]] && continue
   total=$((total + 1))
+  while [[ "$expected" =~ \{choices:([a-z0-9-]+)\} ]]; do
+    knob=${BASH_REMATCH[1]}
+    [ -n "${choices[$knob]+x}" ] || { echo "BAD INPUT FAIL: $input: no knob '$knob' in --list-knobs=tsv"; bad=$((bad + 1)); continue 2; }
+    expected=${expected//"{choices:$knob}"/"${choices[$knob]}"}
+  done
   if [[ "$input" == *.args ]]; then
     mapfile -t args <"$input"
     "$exe" "${args[@]}" >"$tmp/out" 2>&1 </dev/null

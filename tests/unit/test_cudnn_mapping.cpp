@@ -1,6 +1,7 @@
 // What the cuDNN adapter would send to cuDNN (backends/cudnn/cudnn_mapping.hpp), checked without a
 // GPU: tensor dims, strides, types and uids, the SDPA attributes, and that cuDNN's band rule with
 // the mapped bounds keeps exactly the keys core's visible() keeps.
+#include "driver/knobs.hpp"
 #include "backends/cudnn/cudnn_mapping.hpp"
 
 #include <gtest/gtest.h>

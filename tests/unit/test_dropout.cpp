@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "driver/knobs.hpp"
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "core/dropout.hpp"

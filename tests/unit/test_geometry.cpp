@@ -3,6 +3,7 @@
 // logical tensors built from it), the cuDNN mapping and the JSON export and import, for every
 // bias shape, several layouts (bhsd, bshd, per-tensor tags, packed QKV, explicit strides with a
 // stride-0 batch) and every GQA form.
+#include "driver/knobs.hpp"
 #include "core/geometry.hpp"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "driver/knobs.hpp"
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "backends/onednn/onednn_graph.hpp"

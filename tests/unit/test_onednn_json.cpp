@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "driver/knobs.hpp"
 #include "graph/sdpa_graph.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/emit_json.hpp"
@@ -438,7 +439,7 @@ TEST(OnednnJson, CaseKnobInFilesAndRepro) {
     EXPECT_EQ(es[2].c->prb.seed, 3u);
     EXPECT_EQ(es[2].c->prb.scale, benchdnn_scale(ScaleOp::mul, 3));
     EXPECT_EQ(es[2].c->prb.bias_shape, BiasShape::b);
-    EXPECT_EQ(repro(*es[1].c), "--backend=ref --dt=f32 --mb=5 --seed=3 --case=" + file);
+    EXPECT_EQ(repro(*es[1].c), "--backend=ref --dt=f32 --seed=3 --mb=5 --case=" + file);
     EXPECT_EQ(repro(*es[2].c), "--backend=ref --seed=3 --case=" + file);
     EXPECT_FALSE(es[4].c);
     EXPECT_NE(es[4].error.find("cannot open --case file"), std::string::npos) << es[4].error;

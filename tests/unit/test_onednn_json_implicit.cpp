@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "driver/knobs.hpp"
 #include "core/geometry.hpp"
 #include "graph/sdpa_graph.hpp"
 #include "graph/json_export.hpp"

@@ -1,4 +1,5 @@
 // Problem descriptor parsing and printing, validation rules, mask geometry, scale and knobs.
+#include "driver/knobs.hpp"
 #include "core/problem.hpp"
 
 #include <cmath>

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "driver/knobs.hpp"
 #include "core/flops.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/random_cases.hpp"

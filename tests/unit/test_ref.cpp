@@ -1,5 +1,6 @@
 // Unit tests of the f32 reference (ref/sdpa_ref.hpp): against a naive all-f64 implementation,
 // analytic cases, central finite differences, rounding emulation and magnitude bounds.
+#include "driver/knobs.hpp"
 #include "core/geometry.hpp"
 #include "ref/sdpa_ref.hpp"
 

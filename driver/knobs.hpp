@@ -1,0 +1,60 @@
+// The knob table of the case language: the one place that knows each value knob's spelling,
+// accepted values, default, description, setter and printer. Parsing and expansion
+// (driver/case_parser.cpp), the repro line, --help, README's knob table (--list-knobs=md, checked
+// by the README test) and the bad-input manifest's accepted-value lists (--list-knobs=tsv) all
+// read it, so adding a knob is one row here plus the code that uses its value.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "driver/case.hpp"
+
+namespace sdpa {
+
+/// One value knob of the case language.
+struct Knob {
+    /// Which cases the knob means something for: a problem descriptor (and --random), an
+    /// imported --case graph (benchdnn's graph rewrites), or both.
+    enum class Scope { descriptor, graph, both };
+    /// A numeric knob whose list elements may be ranges START:END[:STEP] (driver/ranges.hpp):
+    /// none, whole numbers or f32 numbers.
+    enum class Range { none, integer, real };
+
+    std::string_view name;  ///< without the leading "--"
+    std::string choices;    ///< accepted values, for errors, --help and README
+    std::string_view what;  ///< one-line description for --help and README
+    /// Sets the value spelled `v` on `c`; false (and `c` partly set) when `v` is not accepted.
+    bool (*apply)(std::string_view v, Case& c);
+    /// The spelling of `c`'s value, which apply() parses back to the same value. The default is
+    /// print(Case{}); the repro line names the knob when print(c) differs from it.
+    std::string (*print)(const Case& c);
+    Scope scope = Scope::descriptor;
+    bool run_knob = false;  ///< says how to run (backend, mode), not what: --reset keeps it
+    /// Optional: why `v` was refused, when more can be said than "unknown value" (e.g. a
+    /// number out of range); "" falls back to the generic message.
+    std::string (*explain)(std::string_view v) = nullptr;
+    Range range = Range::none;
+
+    /// The default spelling: print(Case{}).
+    std::string def() const;
+    /// True when the knob means something for `c` (a --case graph or a descriptor case).
+    bool applies_to(const Case& c) const;
+};
+
+/// The value knobs in cross-product order (the first varies slowest) and repro order (run knobs
+/// first there).
+const std::vector<Knob>& knob_table();
+
+/// The problem knobs of `p` that differ from their defaults, as "--dir=bwd --dt=bf16 ..." (the
+/// descriptor scope's rows, table order); "" when all are at their defaults.
+std::string knobs(const Problem& p);
+
+/// The knob table for people: "md" a markdown table (knob, values, default, description; README's
+/// knob table between its knob-table markers), "tsv" one line per knob NAME<TAB>CHOICES<TAB>DEFAULT
+/// (the bad-input manifest's {choices:NAME} placeholders). nullopt for another format.
+std::optional<std::string> knob_table_text(std::string_view format);
+
+}  // namespace sdpa

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""README's knob table is generated from sdpabench's knob table (driver/knobs.cpp).
+
+    scripts/readme_knobs.py SDPABENCH [README]          rewrite the table between the markers
+    scripts/readme_knobs.py --check SDPABENCH [README]  exit 1 with a diff when README differs
+
+The table sits between the lines '<!-- knob-table:begin -->' and '<!-- knob-table:end -->' and is
+exactly what 'sdpabench --list-knobs=md' prints. CTest runs --check (docs.readme_knob_table), so a
+knob added to the table and not to README fails the tests until this script is run.
+"""
+import argparse
+import difflib
+import pathlib
+import subprocess
+import sys
+
+BEGIN, END = "<!-- knob-table:begin -->", "<!-- knob-table:end -->"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="compare only; exit 1 with a diff when README differs")
+    ap.add_argument("sdpabench", help="the sdpabench executable")
+    ap.add_argument("readme", nargs="?", default=str(pathlib.Path(__file__).resolve().parent.parent / "README.md"))
+    args = ap.parse_args()
+
+    table = subprocess.run([args.sdpabench, "--list-knobs=md"], check=True, capture_output=True, text=True).stdout
+    path = pathlib.Path(args.readme)
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    try:
+        b = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
+        e = next(i for i, l in enumerate(lines) if l.strip() == END and i > b)
+    except StopIteration:
+        print(f"{path}: no '{BEGIN}' ... '{END}' pair of lines", file=sys.stderr)
+        return 2
+    new = "".join(lines[: b + 1]) + table + "".join(lines[e:])
+    if new == text:
+        return 0
+    if args.check:
+        sys.stdout.writelines(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
+                                                   f"{path} (as is)", f"{path} (from --list-knobs=md)"))
+        print(f"{path}: the knob table differs from 'sdpabench --list-knobs=md': run scripts/readme_knobs.py "
+              f"{args.sdpabench}", file=sys.stderr)
+        return 1
+    path.write_text(new, encoding="utf-8")
+    print(f"{path}: knob table rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
