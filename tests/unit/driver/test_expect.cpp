@@ -1,4 +1,4 @@
-// What CI sees (issue "What CI sees never lies"): --expect entries and their outcomes, the
+// What CI sees: --expect entries and their outcomes, the
 // summary's counts, --fail-on and the exit-code table, the case ids, the run context record.
 #include <algorithm>
 #include <filesystem>

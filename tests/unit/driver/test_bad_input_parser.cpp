@@ -1,4 +1,4 @@
-// The case parser on bad input (issue 7): escaped binary bytes, unknown single-dash options,
+// The case parser on bad input: escaped binary bytes, unknown single-dash options,
 // knobs after the last problem, empty --batch files, out-of-range numbers, devices as
 // --batch files, the per-run case limit. Each error names the token and its position.
 #include <unistd.h>

@@ -1,12 +1,12 @@
-// The case language accepts the knobs issue 3 added: faulty:KIND backends, --mode=B and the new
-// fill families, and their repro lines round-trip.
+// The case language accepts the fault-injection backends (faulty:KIND), --mode=B and the fill
+// families, and their repro lines round-trip.
 #include <gtest/gtest.h>
 
 #include "driver/case_parser.hpp"
 
 using namespace sdpa;
 
-TEST(Issue3Knobs, FaultyBackendModeBAndFillsRoundTrip) {
+TEST(CaseParserValues, FaultyBackendModeBAndFillsRoundTrip) {
     const auto es = parse_cases({"--backend=faulty:stats_log2", "--mode=B", "--fill=lse_underflow,tile_spikes",
             "b1hq2sq8d8"});
     ASSERT_EQ(es.size(), 2u);
@@ -30,7 +30,7 @@ TEST(Issue3Knobs, FaultyBackendModeBAndFillsRoundTrip) {
     EXPECT_EQ(again[0].c->backend, es[1].c->backend);
 }
 
-TEST(Issue3Knobs, UnknownFaultAndFillAreRejected) {
+TEST(CaseParserValues, UnknownFaultAndFillAreRejected) {
     for (const char* bad : {"--backend=faulty:nope", "--fill=spiky"}) {
         const auto es = parse_cases({bad, "b1hq2sq8d8"});
         bool error = false;
