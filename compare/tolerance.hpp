@@ -32,7 +32,7 @@ Tolerance tolerance(DType io, Output out);
 /// reduction of length K (S_kv for O and dQ; S_q * H_q/H_kv for dK and dV), which matters for f32.
 double effective_u(const Tolerance& t, std::int64_t reduction_length);
 
-/// False for the io dtypes whose rows were not calibrated against a vendor (fp8: README "fp8").
+/// False for the io dtypes whose rows were not calibrated against a vendor (fp8: docs/knobs_types.md#fp8).
 bool calibrated(DType io);
 
 }  // namespace sdpa

@@ -7,7 +7,8 @@
 
 namespace sdpa {
 
-/// Floating-point operations of one run of p.dir, cuDNN's convention (README "FLOP convention"):
+/// Floating-point operations of one run of p.dir, cuDNN's convention
+/// (docs/perf_and_reports.md#flop-and-byte-counts):
 /// with N = visible_scores(p) (visible score elements summed over the batch, per head; exact for
 /// causal_tl, causal_br with S_q != S_kv, and padding), fwd_i and fwd_t count
 /// 2*H_q*N*(D_qk + D_v) (QK^T and PV), bwd counts 2*H_q*N*(3*D_qk + 2*D_v) (QK^T recomputed,

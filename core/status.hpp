@@ -1,4 +1,4 @@
-// Per-case statuses, benchdnn-compatible (README "Output, statuses, exit codes").
+// Per-case statuses, benchdnn-compatible (docs/output.md#statuses).
 #pragma once
 
 #include <array>

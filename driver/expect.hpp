@@ -1,6 +1,6 @@
 // Expected results (--expect=FILE): known vendor bugs as data, so that CI stays green while a
 // bug is open, says XPASS when it is fixed, and says NOT_APPLICABLE where it cannot reproduce.
-// README "Expected results" describes the file; cases/known/expected.jsonl is the project's own.
+// docs/ci.md#expected-results---expectfile describes the file; cases/known/expected.jsonl is the project's own.
 #pragma once
 
 #include <map>

@@ -1,6 +1,6 @@
-// --minimize: shrinks a FAILED case to a smaller one that still fails the same way (README
-// "Minimizing a failure"): sizes first (B, heads, S_q, S_kv, D), then knobs toward the plainest
-// case, repeated until nothing more shrinks.
+// --minimize: shrinks a FAILED case to a smaller one that still fails the same way
+// (docs/knobs_run.md#minimizing-a-failure---minimize): sizes first (B, heads, S_q, S_kv, D), then
+// knobs toward the plainest case, repeated until nothing more shrinks.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // --random=N: valid problems drawn across the whole knob space, stratified so that rare forms
-// appear (README "Random cases"). The case parser turns each into a case with the run knobs and
+// appear (docs/knobs_run.md#random-cases---randomn). The case parser turns each into a case with the run knobs and
 // the problem knobs the line gave; every drawn case is an ordinary Problem whose repro runs it.
 #pragma once
 

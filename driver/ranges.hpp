@@ -1,6 +1,6 @@
 // Ranges in the case language (CUTLASS profiler's START:END:INCREMENT, with a multiplicative
 // step too): a problem descriptor's sizes ("sq512:8192:x2") and the numeric knobs --seed, --mb and
-// --scale ("--seed=1:8", "--scale=0.0625:1:x2") expand like comma lists (README "Case language").
+// --scale ("--seed=1:8", "--scale=0.0625:1:x2") expand like comma lists (docs/knobs_shapes.md#ranges).
 #pragma once
 
 #include <cstddef>

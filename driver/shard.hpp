@@ -1,6 +1,6 @@
 // Sharding a run (--shard=I/N): each of N processes (CTest tests, a Slurm job array, a CI matrix)
 // takes a deterministic part of the same expanded case list, balanced by estimated cost, and
-// scripts/merge_reports.py puts the parts back together (README "Shards").
+// scripts/merge_reports.py puts the parts back together (docs/ci.md#shards---shardin-scriptsmerge_reportspy).
 #pragma once
 
 #include <cstddef>

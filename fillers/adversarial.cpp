@@ -31,7 +31,7 @@ void plant_lse_underflow(const Problem& p, SdpaInputs& in) {
     const double need = 100.0 + std::log(static_cast<double>(d.S_kv));
     const double a = std::ceil(need / (std::fabs(eff) * static_cast<double>(d.D_qk)));
     // Rounded up onto the io type's grid (a rounded down could miss the target; fp8 saturates at
-    // its largest finite value, which then may miss it: a weaker pattern, README "Fill families").
+    // its largest finite value, which then may miss it: a weaker pattern, docs/knobs_fill.md#fill-families).
     const float q = round_to(p.dt, static_cast<float>((eff > 0 ? -a : a) * (1 + 2 * unit_roundoff(p.dt))));
     for (i64 b = 0; b < d.B; ++b)
         for (i64 h = 0; h < d.H_q; ++h)

@@ -27,14 +27,15 @@ struct CaseInfo {
 };
 
 /// What the dropout checks saw (cases with --dropout, C mode): the mask the reference was fed,
-/// the generator-free statistics on it, and every failed dropout rule (README: Dropout).
+/// the generator-free statistics on it, and every failed dropout rule
+/// (docs/knobs_dropout.md#checks-that-need-no-knowledge-of-the-generator).
 struct DropoutReport {
     std::string mask;                   ///< DropoutMask::describe() of that mask
     MaskStatistics stats;               ///< core/dropout.hpp mask_statistics
     std::vector<std::string> failures;  ///< failed rules (statistics, fwd/bwd mask, p = 0, seed)
 };
 
-/// What an --expect entry made of a case's status (driver/expect.hpp, README "Expected results").
+/// What an --expect entry made of a case's status (driver/expect.hpp, docs/ci.md#expected-results---expectfile).
 enum class Expected { none, xfail, xpass, not_applicable };
 
 inline constexpr std::array<EnumName<Expected>, 4> kExpectedNames{{{Expected::none, "NONE"},
@@ -138,7 +139,7 @@ struct Summary {
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }
 };
 
-/// Exit codes of a run (README "Statuses and exit codes"; one table, here).
+/// Exit codes of a run (docs/output.md#exit-codes; one table, here).
 enum ExitCode : int {
     kExitOk = 0,        ///< nothing in --fail-on happened
     kExitFailed = 1,    ///< a kernel is wrong: a case FAILED that no --expect entry expected

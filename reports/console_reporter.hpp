@@ -1,4 +1,4 @@
-// Console lines (README "Output, statuses, exit codes"): "<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>" per case
+// Console lines (docs/output.md): "<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>" per case
 // and the benchdnn-style summary line.
 #pragma once
 

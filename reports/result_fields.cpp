@@ -50,7 +50,7 @@ std::vector<ResultField> make_fields() {
         {"prb", G::top, "prb", "problem descriptor without the name", [](const CaseResult& r) { return V{r.info.prb}; }},
         {"name", G::top, "name", "n=NAME of the descriptor", [](const CaseResult& r) { return V{r.info.name}; }},
         {"case_ms", G::top, "case_ms", "wall time of the whole case, ms", [](const CaseResult& r) { return V{r.ms}; }},
-        {"flops", G::top, "flops", "FLOPs of one run (README: FLOP convention)",
+        {"flops", G::top, "flops", "FLOPs of one run (docs/perf_and_reports.md#flop-and-byte-counts)",
             [](const CaseResult& r) { return V{r.flops}; }},
         {"bytes", G::top, "bytes", "bytes one run must move", [](const CaseResult& r) { return V{r.bytes}; }},
         {"runs", G::perf, "runs", "timed runs",

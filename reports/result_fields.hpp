@@ -1,5 +1,5 @@
 // The one description of a case result's scalar fields: the CSV columns, the JSONL keys and the
-// perf-template fields are all this table (README "Reports"), so a field added here appears in
+// perf-template fields are all this table (docs/perf_and_reports.md#result-fields), so a field added here appears in
 // every report. Structured parts (per-output checks, dropout statistics, samples, notes) are the
 // JSONL reporter's own; the --isolate pipe carries the whole CaseResult (driver/isolation.cpp),
 // and Isolation.IsolatedResultEqualsInProcessFieldByField holds it to every JSONL field.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Measures the false-alarm rate of the dropout mask checks (README "Dropout"): runs N correct
+# Measures the false-alarm rate of the dropout mask checks
+# (docs/knobs_dropout.md#checks-that-need-no-knowledge-of-the-generator): runs N correct
 # dropout cases (random shapes, drop probabilities, seeds and offsets, drawn from --seed) on a
 # backend whose kernel is right, and counts those the checks call FAILED. Prints the count, the
 # smallest p-values seen and the share of heads' keep-rate p-values below 0.05 and 0.01.

@@ -1,7 +1,8 @@
 """Reading sdpabench's JSON Lines reports (--report=jsonl:PATH), for the scripts in this folder.
 
-A report is an optional first record {"context": {...}} (the run's context: README "Reports")
-followed by one JSON object per case. Standard library only.
+A report is an optional first record {"context": {...}} (the run's context:
+docs/perf_and_reports.md#reports---reportformatpath) followed by one JSON object per case. Standard
+library only.
 """
 import json
 

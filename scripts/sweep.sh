@@ -4,7 +4,7 @@
 #
 # Usage: scripts/sweep.sh MODEL.cases OUT.jsonl [--seq=512:2048:x2] [--dt=bf16] [--dir=fwd_t,bwd] [-- SDPABENCH_ARGS...]
 #   --seq: a comma list of lengths or of case-language ranges START:END[:STEP] (STEP +N or xN;
-#   README "Case language"). Every problem descriptor of MODEL.cases gets each element as its sq
+#   docs/knobs_shapes.md#ranges). Every problem descriptor of MODEL.cases gets each element as its sq
 #   (a range stays a range: sdpabench expands it) and loses its skv, so S_kv = S_q; the file's other
 #   knobs (mask, heads, ...) are kept; --dt (and --dir when given) replace the file's own. Arguments
 #   after -- go to sdpabench (e.g. --max-ms-per-case=500, --cold-cache, --backend=ref). SDPABENCH

@@ -375,7 +375,7 @@ public:
     }
 
     /// cuDNN's conventions, from NVIDIA's own tests of the frontend (test/python/sdpa/fp16.py of
-    /// cudnn-frontend 1.19.1; unverified here until a GPU run, README "cuDNN backend"): a fully
+    /// cudnn-frontend 1.19.1; unverified here until a GPU run, docs/cudnn.md#conventions): a fully
     /// masked or padded row's stats are -inf (the log of an empty sum), and in padded mode the O
     /// and stats rows past seq_len_q are unspecified (the test overwrites both sides there).
     Conventions conventions() const override {

@@ -111,7 +111,8 @@ std::string RefBackend::version() const {
 std::optional<Unsupported> RefBackend::support(const Problem& p) const {
     if (is_fp8(p.dt))
         return Unsupported{Status::unimplemented, fmt::format("the reference backend runs no fp8 kernel (--dt={}): fp8 "
-                "is checked on --backend=cudnn, against the reference's fp8 emulation (README \"fp8\")", p.dt)};
+                "is checked on --backend=cudnn, against the reference's fp8 emulation (docs/knobs_types.md#fp8)",
+                p.dt)};
     return std::nullopt;
 }
 

@@ -1,7 +1,7 @@
 // The PyTorch backend: PyTorch's fused SDPA variants (--backend=torch:VARIANT) through libtorch's
 // ATen operators, called by the plugin libsdpabench_torch.so (backends/torch/torch_abi.hpp), which
 // this backend loads on first use. What each variant is and does is in kTorchVariants below and
-// README "PyTorch backend".
+// docs/torch.md.
 #pragma once
 
 #include <array>
@@ -19,8 +19,9 @@ namespace sdpa {
 /// PyTorch's SDPA variants: math (the composite fallback), flash, memory-efficient, cuDNN.
 enum class TorchVariant { math, flash, efficient, cudnn };
 
-/// One variant's documented and measured conventions (README's table is this table; each row's
-/// claims are held by a case of cases/torch/conventions.cases that fails if the claim is wrong).
+/// One variant's documented and measured conventions (the table of docs/torch.md#how-a-case-runs is
+/// this table; each row's claims are held by a case of cases/torch/conventions.cases that fails if
+/// the claim is wrong).
 struct TorchVariantInfo {
     TorchVariant variant;
     std::string_view name;        ///< "math": --backend=torch:math

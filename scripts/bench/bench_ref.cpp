@@ -1,6 +1,6 @@
 // bench_ref: the f32 reference's GFLOP/s (forward and backward) on model-shaped SDPA problems,
 // next to oneDNN's f32 matmul primitive doing the same total FLOPs on the same machine.
-// Figures only; not a test. Run through scripts/bench_ref.sh (README, "Reference benchmark").
+// Figures only; not a test. Run through scripts/bench_ref.sh (docs/reference.md#its-benchmark).
 //
 // FLOPs (cuDNN's convention, core/flops.hpp): N = visible score elements summed over the batch
 // (core's visible_scores), fwd = 2 H_q N (D_qk + D_v), bwd = 2 H_q N (3 D_qk + 2 D_v).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of what CI sees (README "sdpabench in CI"): EXECUTED for unchecked runs, stable
+# End-to-end checks of what CI sees (docs/ci.md): EXECUTED for unchecked runs, stable
 # JUnit names, --expect (XFAIL / XPASS / NOT_APPLICABLE), --fail-on and the exit-code table.
 # Usage: expect_e2e.sh SDPABENCH_EXE SOURCE_DIR
 set -uo pipefail

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end checks of --random (README "Random cases") and --minimize (README "Minimizing a
-# failure") through the real executable: random cases PASS on the reference, their listed repros
-# run the same cases, a FAILED case shrinks to a repro that fails standalone the same way, the
-# reports carry it, and bad values are usage errors.
+# End-to-end checks of --random (docs/knobs_run.md#random-cases---randomn) and --minimize
+# (docs/knobs_run.md#minimizing-a-failure---minimize) through the real executable: random cases PASS
+# on the reference, their listed repros run the same cases, a FAILED case shrinks to a repro that
+# fails standalone the same way, the reports carry it, and bad values are usage errors.
 # Usage: random_minimize_e2e.sh SDPABENCH_EXE SOURCE_DIR
 set -uo pipefail
 exe=$1 src=$2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of the PyTorch backend (README "PyTorch backend"), one scenario per CTest entry.
+# End-to-end checks of the PyTorch backend (docs/torch.md), one scenario per CTest entry.
 # Usage: torch_e2e.sh SCENARIO SDPABENCH_EXE SOURCE_DIR. Exit 77 (skipped) when this build has no
 # PyTorch plugin (scripts/setup.sh with SDPABENCH_NO_TORCH=1, or the asan preset).
 set -uo pipefail
@@ -36,7 +36,8 @@ smoke_math|smoke_flash)
   fi
   ;;
 conventions)
-  # Each row of README's conventions table holds on both CPU variants (cases/torch/conventions.cases).
+  # Each row of the conventions table of docs/torch.md#how-a-case-runs holds on both CPU variants
+  # (cases/torch/conventions.cases).
   for v in math flash; do
     run -v --backend=torch:$v "${strict[@]}" --batch=cases/torch/conventions.cases
     [ "$rc" -eq 0 ] || fail "$v: exit $rc"

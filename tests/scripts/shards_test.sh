@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Shards (README "Shards"): two shards of cases/ci/smoke.cases, merged by scripts/merge_reports.py,
-# equal one unsharded run case for case (jsonl, csv and JUnit); a missing, repeated or foreign
-# shard is refused. Usage: shards_test.sh SDPABENCH_EXE SOURCE_DIR
+# Shards (docs/ci.md#shards---shardin-scriptsmerge_reportspy): two shards of cases/ci/smoke.cases,
+# merged by scripts/merge_reports.py, equal one unsharded run case for case (jsonl, csv and JUnit);
+# a missing, repeated or foreign shard is refused. Usage: shards_test.sh SDPABENCH_EXE SOURCE_DIR
 set -uo pipefail
 exe=$1 src=$2
 tmp=$(mktemp -d)
