@@ -43,7 +43,7 @@ enum class BiasShape { one, b, bh, h, one_row, b_row, h_row, bh_row };
 enum class MaskFill { random, zero, causal_last_row };
 /// How the scale tensor is applied to QK^T: multiply (S = QK^T * v) or divide (S = QK^T / v).
 enum class ScaleOp { mul, div };
-/// Input fill family (fillers/fill.hpp documents each; README says which bug kind each targets).
+/// Input fill family (fillers/fill.hpp documents each; docs/knobs_fill.md says which bug kind each targets).
 enum class Fill { exact, normal, peaky, sparse, lse_underflow, spike_k, tile_spikes };
 
 inline constexpr std::array<EnumName<Dir>, 4> kDirNames{

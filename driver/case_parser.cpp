@@ -639,13 +639,13 @@ std::string case_language_help() {
          "  mask's keep rate and neighbour independence per head (binomial, false-alarm rate 1e-6 per\n"
          "  case), that no two heads share a mask, that seed + 1 changes the outputs, that p = 0 is bitwise\n"
          "  no dropout (with --fill=exact), and for fwd_bwd that the backward regenerated the forward's mask\n"
-         "  (README: Dropout).\n";
+         "  (docs/knobs_dropout.md).\n";
     s += "  --random=N\n"
          "      N valid problems drawn from --seed across every knob (sizes with S = 1 and tails, GQA ratios\n"
          "      up to 8 and 7, D_qk != D_v, masks, bias shapes, padding, windows, scales, dtypes, directions,\n"
          "      layouts and strides, dMask, dropout), stratified so that every value of every knob appears\n"
          "      N/k times; problem knobs given before it are not drawn (a list: drawn from it); each case's\n"
-         "      repro runs it alone (README: Random cases).\n";
+         "      repro runs it alone (docs/knobs_run.md).\n";
     s += "  --case=FILE.json\n"
          "      import a oneDNN graph JSON file (benchdnn --graph format, path resolved like --batch):\n"
          "      an SDPA training forward or backward graph; --dt, --in-shapes, --mb rewrite it, --fill and\n"

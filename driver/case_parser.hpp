@@ -1,4 +1,4 @@
-// The case language (benchdnn-like, README "Case language"): knobs apply to the problem descriptors after
+// The case language (benchdnn-like, docs/case_language.md): knobs apply to the problem descriptors after
 // them, comma lists expand to cross products, --batch=FILE includes a file, --reset restores
 // defaults, '#' starts a comment. The same syntax on the command line and in files.
 #pragma once

@@ -145,7 +145,7 @@ TEST(CudnnMapping, PaddingLengthsPerBatch) {
 // j > i' - left_bound, where i' = i (TOP_LEFT) or i + S_kv - S_q (BOTTOM_RIGHT, valid lengths with
 // padding). The mapped bounds must keep exactly the keys visible() keeps.
 TEST(CudnnMapping, BandRuleMatchesVisible) {
-    // Bounds past the sequences (2^40: "unbounded" in README) are clamped into int and still keep
+    // Bounds past the sequences (2^40: "unbounded" in docs/knobs_masks.md) are clamped into int and still keep
     // exactly the visible keys; with and without padding (a bottom-right band with S_q > S_kv
     // turns on padding with full lengths, which must change nothing).
     for (Mask m : {Mask::none, Mask::causal_tl, Mask::causal_br, Mask::window})

@@ -49,7 +49,7 @@ TEST(MemoryEstimate, TheTiledReferenceDoesNotGrowWithScores) {
     p.dir = Dir::bwd;
     p.mask = Mask::causal_tl;
     const MemoryEstimate ref_only = estimate_host_memory(p, 2, make_backend("ref")->host_memory(p, 2));
-    // Measured peak RSS of this reference backward: 333 MB (README); the estimate stays linear in S.
+    // Measured peak RSS of this reference backward: 333 MB (docs/reference.md: about 330 MB); the estimate stays linear in S.
     EXPECT_LT(ref_only.total, 1.0 * (1ull << 30));
     EXPECT_GT(part(ref_only, "reference backward"), 8.0 * 3 * 32768 * 128);
     EXPECT_GT(part(ref_only, "reference backend: its strided input"), 0);
