@@ -56,6 +56,9 @@ public:
     virtual std::vector<std::string> notes() const { return {}; }
     /// Wall time of building and compiling the plan, in milliseconds.
     virtual double compile_ms() const { return 0.0; }
+    /// How many partitions the vendor split the graph into (oneDNN's get_partitions); nullopt for
+    /// a backend that does not partition. Checked against --expected-n-partitions.
+    virtual std::optional<std::size_t> partitions() const { return std::nullopt; }
 };
 
 /// Conventions a backend documents for values the math leaves open.

@@ -41,6 +41,8 @@ struct Case {
     std::string op_attrs;           ///< --op-attrs=ID:ATTR:VALUE+... rewrite of an imported graph (benchdnn)
     std::string properties;         ///< --tensor-property=ID:PROP+... rewrite of an imported graph (benchdnn)
     std::int64_t mb = 0;            ///< --mb rewrite of an imported graph (0: keep)
+    /// --expected-n-partitions: the partition count the vendor's plan must have (0: unchecked).
+    std::int64_t expected_partitions = 0;
     /// --dropout given for an imported graph: the values of its Dropout ops (nullopt: the
     /// importer's defaults, graph/json_import.hpp).
     std::optional<Dropout> graph_dropout;

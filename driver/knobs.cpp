@@ -384,6 +384,17 @@ std::vector<Knob> make_table() {
                 parse_fp8_descales(v, &why);
                 return why.empty() ? std::string() : fmt::format("--fp8-descale={}: {}", v, why);
             }},
+        {"expected-n-partitions", "<partition count, 0: unchecked>",
+            "the number of partitions the vendor must split its graph into (benchdnn --graph's knob, whose "
+            "default is 1: sdpabench checks only when asked); another count is FAILED (a fusion regression); "
+            "UNIMPLEMENTED on a backend that does not partition (only oneDNN does)",
+            [](std::string_view v, Case& c) {
+                const auto n = parse_number<std::int64_t>(v);
+                if (!n || *n < 0) return false;
+                c.expected_partitions = *n;
+                return true;
+            },
+            [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both},
         {"dropout", "none|P[:SEED[:OFFSET]]",
             "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's SEED "
             "(default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); docs/knobs_dropout.md",

@@ -218,7 +218,25 @@ bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
 /// backward thus sees exactly what the vendor backward sees, so its tolerance stays that of
 /// bwd; a wrong forward is caught by the first half. When the forward fails, the backward is
 /// not run (its reference would be fed garbage).
-void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
+/// Backend::prepare on the prepare phase's clock, then --expected-n-partitions (benchdnn --graph's
+/// knob) on the plan: another partition count is FAILED, a backend that does not partition
+/// UNIMPLEMENTED. Throws BackendError.
+std::unique_ptr<Plan> prepare_plan(const Case& c, Backend& backend, const Problem& p, const SdpaInputs& in,
+        CaseResult& r) {
+    std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
+    if (c.expected_partitions > 0) {
+        const auto n = plan->partitions();
+        if (!n)
+            throw BackendError(Status::unimplemented, fmt::format("--expected-n-partitions={}: backend {} does not "
+                    "partition its graph", c.expected_partitions, backend.name()));
+        if (static_cast<std::int64_t>(*n) != c.expected_partitions)
+            throw BackendError(Status::failed, fmt::format("{} split the {} graph into {} partition(s), "
+                    "--expected-n-partitions={}", backend.name(), p.dir, *n, c.expected_partitions));
+    }
+    return plan;
+}
+
+void run_fwd_bwd(const Case& c, const Problem& p, Backend& backend, CaseResult& r) {
     Problem pf = p, pb = p;
     pf.dir = Dir::fwd_t;
     pb.dir = Dir::bwd;
@@ -229,7 +247,7 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
     const RefOptions opt = default_ref_options(p, fmask.get());
     SdpaOutputs fo;
     {
-        std::unique_ptr<Plan> fwd = timed(r, Phase::prepare, [&] { return backend.prepare(pf, in); });
+        std::unique_ptr<Plan> fwd = prepare_plan(c, backend, pf, in, r);
         for (auto& n : fwd->notes()) r.notes.push_back("fwd: " + n);
         timed(r, Phase::vendor, [&] { fwd->execute(); });
         fo = fwd->read_outputs();
@@ -262,7 +280,7 @@ void run_fwd_bwd(const Problem& p, Backend& backend, CaseResult& r) {
                     std::fill_n(&in.O.at(b, h, i, 0), p.dims.D_v, 0.f);
                     in.stats.at(b, h, i, 0) = conv.masked_row_stats;
                 }
-    std::unique_ptr<Plan> bwd = timed(r, Phase::prepare, [&] { return backend.prepare(pb, in); });
+    std::unique_ptr<Plan> bwd = prepare_plan(c, backend, pb, in, r);
     for (auto& n : bwd->notes()) r.notes.push_back("bwd: " + n);
     timed(r, Phase::vendor, [&] { bwd->execute(); });
     const SdpaOutputs bo = bwd->read_outputs();
@@ -301,13 +319,13 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
                     c.mode);
             return;
         }
-        return run_fwd_bwd(p, backend, r);
+        return run_fwd_bwd(c, p, backend, r);
     }
     if (!supported(backend, p, r)) return;
     SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
     const auto mask = vendor_mask(backend, p);
     const std::int64_t o_saturated = timed(r, Phase::displace, [&] { return displace(p, in, mask.get()); });
-    std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
+    std::unique_ptr<Plan> plan = prepare_plan(c, backend, p, in, r);
     for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
     if (c.mode == Mode::P) {
         measure(*plan, timing, backend.peak_tflops(p.dt), r);

@@ -126,6 +126,7 @@ public:
 
     std::vector<std::string> notes() const override { return notes_; }
     double compile_ms() const override { return compile_ms_; }
+    std::optional<std::size_t> partitions() const override { return partitions_; }
 
 private:
     struct Step {
@@ -141,6 +142,7 @@ private:
         onednn::SdpaGraph sg = onednn::build_sdpa_graph(p_, dnnl::engine::kind::cpu);
         sg.graph.finalize();
         const std::vector<dnnl::graph::partition> parts = sg.graph.get_partitions();
+        partitions_ = parts.size();
 
         const Geometry geo = geometry(p_);
         // Inputs: a role's host tensor packed at its geometry's strides (gaps hold the canary);
@@ -278,6 +280,7 @@ private:
     std::map<Port, GraphOutput> outputs_;
     std::vector<Step> steps_;
     std::vector<std::string> notes_;
+    std::size_t partitions_ = 0;
     double compile_ms_ = 0;
 };
 

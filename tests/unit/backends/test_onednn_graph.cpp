@@ -204,3 +204,29 @@ TEST(OnednnRun, DropoutDeviceScalarsPass) {
             EXPECT_NE(r.repro.find("--dropout-property=tensor"), std::string::npos) << r.repro;
         }
 }
+
+namespace sdpa {
+namespace {
+
+// --expected-n-partitions on the real oneDNN plan: its training graphs are one partition.
+TEST(OnednnRun, ExpectedPartitionsReadsThePlansCount) {
+    auto be = make_backend("onednn");
+    ASSERT_TRUE(be);
+    for (const Dir dir : {Dir::fwd_t, Dir::bwd}) {
+        Case c;
+        c.backend = "onednn";
+        c.prb.dims = Dims{1, 2, 2, 16, 16, 16, 16};
+        c.prb.dir = dir;
+        c.prb.dt = DType::bf16;
+        c.prb.mask = Mask::causal_tl;
+        c.expected_partitions = 1;
+        EXPECT_EQ(run_case(c, *be, 0).status, Status::passed) << fmt::format("{}", dir);
+        c.expected_partitions = 2;
+        const CaseResult r = run_case(c, *be, 0);
+        EXPECT_EQ(r.status, Status::failed);
+        EXPECT_EQ(r.reason, fmt::format("onednn split the {} graph into 1 partition(s), --expected-n-partitions=2", dir));
+    }
+}
+
+}  // namespace
+}  // namespace sdpa
