@@ -75,7 +75,7 @@ std::shared_ptr<const DropoutMask> ref_dropout_mask(const Problem& p);
 /// key seed, output word idx & 3. With offset 0 oneDNN keeps a legacy path: 32-bit idx and seed,
 /// counter ((x+1)<<32 | x, (x+3)<<32 | (x+2)) for x = idx & ~3, output word 2, so four neighbours
 /// share one draw and the mask repeats every 2^32 elements. Verified against the library by
-/// tests/unit/test_dropout.cpp.
+/// tests/unit/core/test_dropout.cpp.
 std::shared_ptr<const DropoutMask> onednn_dropout_mask(const Problem& p);
 
 /// A mask held in memory (read back from a kernel, or built by a fault): keep flags of a dense

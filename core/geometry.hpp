@@ -1,7 +1,7 @@
 // The geometry model: for a Problem, every tensor role's logical dims, strides and element type,
 // computed here and nowhere else. Fill, validation, the memory estimate, the reference's input
 // checks, the oneDNN graph, the cuDNN mapping, the JSON export and every backend's buffers read
-// shapes from it (tests/unit/test_geometry.cpp holds each of them against it).
+// shapes from it (tests/unit/core/test_geometry.cpp holds each of them against it).
 #pragma once
 
 #include <array>
