@@ -7,17 +7,20 @@ namespace sdpa {
 std::int64_t flops(const Problem& p) {
     const Dims& d = p.dims;
     const std::int64_t n = visible_scores(p);
-    const std::int64_t fwd = d.D_qk + d.D_v, bwd = 3 * d.D_qk + 2 * d.D_v;
-    const std::int64_t per_score = p.dir == Dir::bwd ? bwd : p.dir == Dir::fwd_bwd ? fwd + bwd : fwd;
+    std::int64_t per_score = 0;  // fwd_bwd: the forward's, then the backward's (directions())
+    for (const Dir dir : directions(p.dir)) per_score += dir == Dir::bwd ? 3 * d.D_qk + 2 * d.D_v : d.D_qk + d.D_v;
     return 2 * d.H_q * n * per_score;
 }
 
 std::int64_t bytes_moved(const Problem& p) {
-    if (p.dir == Dir::fwd_bwd) {  // the forward's traffic, then the backward's
-        Problem f = p, b = p;
-        f.dir = Dir::fwd_t;
-        b.dir = Dir::bwd;
-        return bytes_moved(f) + bytes_moved(b);
+    if (const auto dirs = directions(p.dir); dirs.size() > 1) {  // each direction's traffic
+        std::int64_t sum = 0;
+        for (const Dir dir : dirs) {
+            Problem q = p;
+            q.dir = dir;
+            sum += bytes_moved(q);
+        }
+        return sum;
     }
     std::int64_t total = 0;
     const Geometry g = geometry(p);

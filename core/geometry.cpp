@@ -267,7 +267,7 @@ std::vector<std::int64_t> merged_mask_dims(const Problem& p) {
 
 Geometry geometry(const Problem& p) {
     const Dims& d = p.dims;
-    const bool fwd = p.dir != Dir::bwd, bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
+    const bool fwd = p.dir != Dir::bwd, bwd = has_backward(p.dir);
     const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
     const ElemType io = elem_type(p.dt);
     const i64 pitch = qkv_pitch(d);

@@ -224,7 +224,7 @@ std::optional<std::string> validate(const Problem& p) {
                "needs the mask tensor (--mask-form=tensor)";
     if (p.dmask && p.mask != Mask::bias)
         return fmt::format("dmask rule: --dmask=true needs --mask=bias (got --mask={})", p.mask);
-    if (p.dmask && p.dir != Dir::bwd && p.dir != Dir::fwd_bwd)
+    if (p.dmask && !has_backward(p.dir))
         return fmt::format("dmask rule: --dmask=true needs --dir=bwd or fwd_bwd (got --dir={})", p.dir);
     if (p.dmask && (!p.seq_len_q.empty() || !p.seq_len_kv.empty()))
         return "dmask rule: --dmask=true with padding (--seq-len-q/kv) is not modelled (the vendor graph merges padding "

@@ -65,6 +65,15 @@ inline constexpr std::array<EnumName<Fill>, 7> kFillNames{{{Fill::exact, "exact"
     {Fill::spike_k, "spike_k"}, {Fill::tile_spikes, "tile_spikes"}}};
 
 inline std::string_view format_as(Dir v) { return enum_name(kDirNames, v); }
+
+/// The vendor directions a case of direction `d` runs, in order: fwd_bwd is fwd_t, then bwd (the
+/// driver's steps, driver/run_case.cpp; backends see only fwd_i, fwd_t and bwd); any other is itself.
+inline std::vector<Dir> directions(Dir d) {
+    if (d == Dir::fwd_bwd) return {Dir::fwd_t, Dir::bwd};
+    return {d};
+}
+/// True when a case of direction `d` runs a backward (bwd, fwd_bwd): it needs dO and gives dQ, dK, dV.
+inline bool has_backward(Dir d) { return d == Dir::bwd || d == Dir::fwd_bwd; }
 inline std::string_view format_as(Mask v) { return enum_name(kMaskNames, v); }
 inline std::string_view format_as(BiasShape v) { return enum_name(kBiasShapeNames, v); }
 inline std::string_view format_as(MaskFill v) { return enum_name(kMaskFillNames, v); }

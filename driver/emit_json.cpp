@@ -54,13 +54,13 @@ std::vector<std::string> write_onednn_json(const Case& c, const std::string& dir
     fs::create_directories(dir, ec);
     std::vector<std::pair<std::string, Problem>> graphs;
     const std::string name = onednn_json_file_name(c);
-    if (c.prb.dir == Dir::fwd_bwd) {  // two graphs: the forward with stats, then the backward
+    if (const auto dirs = directions(c.prb.dir); dirs.size() > 1) {  // a graph per direction: NAME_fwd, NAME_bwd
         const std::string stem = name.substr(0, name.size() - 5);
-        for (const auto& [suffix, dir_of] : {std::pair{"_fwd.json", Dir::fwd_t}, {"_bwd.json", Dir::bwd}}) {
+        for (const Dir d : dirs) {
             Problem p = c.prb;
-            p.dir = dir_of;
-            if (dir_of == Dir::fwd_t) p.dmask = false;  // dMask is the backward's
-            graphs.emplace_back(stem + suffix, std::move(p));
+            p.dir = d;
+            if (d != Dir::bwd) p.dmask = false;  // dMask is the backward's
+            graphs.emplace_back(stem + (d == Dir::bwd ? "_bwd.json" : "_fwd.json"), std::move(p));
         }
     } else {
         graphs.emplace_back(name, c.prb);

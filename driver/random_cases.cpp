@@ -122,7 +122,7 @@ std::string draw_strides(const RandomDraws& r, u64 i, const Problem& p) {
         "dhsb", "dsbh", "dshb"};
     auto role = [&](u64 dim) { return kRoles[r.uniform(i, dim, 0, std::size(kRoles) - 1)]; };
     auto order = [&](u64 dim) { return kOrders[r.uniform(i, dim, 1, std::size(kOrders) - 1)]; };
-    const bool bwd = p.dir == Dir::bwd || p.dir == Dir::fwd_bwd;
+    const bool bwd = has_backward(p.dir);
     switch (r.stratum(i, kStrides, 6)) {
         case 0: return "none";
         case 1: return fmt::format("{}:{}", role(kStrideRole), order(kStrideOrder));
@@ -259,7 +259,7 @@ void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given,
         {[](const Problem& q, const Given& g) { return q.dmask && has(g, "dmask"); },  // dMask: a bias, a backward
             [](Problem& q, const Given& g, const RandomDraws&, u64) {
                 if (!has(g, "mask")) q.mask = Mask::bias;
-                if (!has(g, "dir") && q.dir != Dir::bwd && q.dir != Dir::fwd_bwd) q.dir = Dir::bwd;
+                if (!has(g, "dir") && !has_backward(q.dir)) q.dir = Dir::bwd;
             }},
         {[](const Problem&, const Given& g) {  // a bias knob: a bias
              return !has(g, "mask") && (has(g, "mask-shape") || has(g, "mask-dt") || has(g, "mask-fill"));

@@ -212,12 +212,6 @@ bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
     return true;
 }
 
-/// fwd_bwd: the vendor forward (fwd_t) is checked against the reference forward; then its own
-/// O and stats (decoded exactly, in the io dtype and f32) replace the inputs of both the vendor
-/// backward and the reference backward, whose dQ, dK, dV are checked like bwd. The reference
-/// backward thus sees exactly what the vendor backward sees, so its tolerance stays that of
-/// bwd; a wrong forward is caught by the first half. When the forward fails, the backward is
-/// not run (its reference would be fed garbage).
 /// Backend::prepare on the prepare phase's clock, then --expected-n-partitions (benchdnn --graph's
 /// knob) on the plan: another partition count is FAILED, a backend that does not partition
 /// UNIMPLEMENTED. Throws BackendError.
@@ -236,61 +230,94 @@ std::unique_ptr<Plan> prepare_plan(const Case& c, Backend& backend, const Proble
     return plan;
 }
 
-void run_fwd_bwd(const Case& c, const Problem& p, Backend& backend, CaseResult& r) {
-    Problem pf = p, pb = p;
-    pf.dir = Dir::fwd_t;
-    pb.dir = Dir::bwd;
-    if (!supported(backend, pf, r) || !supported(backend, pb, r)) return;
-    SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
-    // Dropout: both references are fed the forward's mask; the backward must regenerate it.
-    const auto fmask = vendor_mask(backend, pf), bmask = vendor_mask(backend, pb);
-    const RefOptions opt = default_ref_options(p, fmask.get());
-    SdpaOutputs fo;
-    {
-        std::unique_ptr<Plan> fwd = prepare_plan(c, backend, pf, in, r);
-        for (auto& n : fwd->notes()) r.notes.push_back("fwd: " + n);
-        timed(r, Phase::vendor, [&] { fwd->execute(); });
-        fo = fwd->read_outputs();
-        if (auto seen = observed_masked_rows(pf, fo)) r.notes.push_back("fwd: " + *seen);
+/// What the steps of one case share: the inputs, and the last prepared plan with its outputs.
+struct StepState {
+    SdpaInputs in;
+    bool filled = false;
+    std::unique_ptr<Plan> plan;
+    SdpaOutputs out;
+    std::shared_ptr<const DropoutMask> first_mask;  ///< the first direction's vendor mask
+    std::int64_t o_saturated = 0;                   ///< fp8 O inputs saturated by the displacement
+    bool checked_before = false;                    ///< a direction was checked by an earlier step
+};
+
+/// Fills the inputs (once per case) and prepares the plan of direction `q.dir`. A backward after a
+/// checked forward (fwd_bwd) takes the forward's own O and stats, exactly as it gave them; any
+/// other backward gets O and stats displaced from the reference forward. `tag` prefixes notes.
+void prepare_step(const Case& c, Backend& backend, const Problem& q, StepState& st, CaseResult& r,
+        const std::string& tag) {
+    if (!st.filled) {
+        st.in = timed(r, Phase::fill, [&] { return fill_inputs(c.prb); });
+        st.filled = true;
+        st.first_mask = vendor_mask(backend, q);
+        st.o_saturated = timed(r, Phase::displace, [&] { return displace(q, st.in, st.first_mask.get()); });
+    } else if (q.dir == Dir::bwd && st.checked_before) {
+        st.in.O = std::move(st.out.O);
+        st.in.stats = std::move(st.out.stats);
+        // Rows the forward leaves unspecified (Conventions: past the valid query length) hold whatever
+        // it left there, NaN included; the backward's inputs get the fully masked row's O = 0 and the
+        // backend's masked-row stats instead (the backward masks those rows either way).
+        const Conventions conv = backend.conventions();
+        if (conv.padded_rows_unspecified)
+            for (std::int64_t b = 0; b < q.dims.B; ++b)
+                for (std::int64_t h = 0; h < q.dims.H_q; ++h)
+                    for (std::int64_t i = valid_q(q, b); i < q.dims.S_q; ++i) {
+                        std::fill_n(&st.in.O.at(b, h, i, 0), q.dims.D_v, 0.f);
+                        st.in.stats.at(b, h, i, 0) = conv.masked_row_stats;
+                    }
     }
-    const RefForward rf = timed(r, Phase::reference, [&] { return ref_forward(pf, in, opt); });
-    r.checks = timed(r, Phase::compare, [&] { return check_outputs(pf, fo, &rf, nullptr, backend.conventions()); });
-    if (fmask) {
-        r.dropout = dropout_report(pf, *fmask);
-        r.notes.push_back(dropout_note(*r.dropout));
-        if (auto diff = first_mask_difference(p, *fmask, "forward", *bmask, "backward"))
-            r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
-        dropout_rerun_checks(pf, backend, in, fo, *fmask, *r.dropout);
+    st.plan.reset();  // one plan at a time
+    st.plan = prepare_plan(c, backend, q, st.in, r);
+    for (auto& n : st.plan->notes()) r.notes.push_back(tag + n);
+}
+
+/// Check step: runs the plan of `q.dir` once, computes the reference (fed the first direction's
+/// dropout mask, as the vendor's backward must regenerate it) and appends the output checks; the
+/// dropout checks go with it. Returns false when a later direction must not run: its reference
+/// would be fed a wrong forward.
+bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st, CaseResult& r,
+        const std::string& tag, bool more_directions) {
+    const bool chained = q.dir == Dir::bwd && st.checked_before;
+    prepare_step(c, backend, q, st, r, tag);
+    timed(r, Phase::vendor, [&] { st.plan->execute(); });
+    st.out = st.plan->read_outputs();
+    if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
+    const RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
+    std::vector<OutputCheck> checks;
+    if (q.dir == Dir::bwd) {
+        const RefBackward ref = timed(r, Phase::reference, [&] { return ref_backward(q, st.in, opt); });
+        checks = timed(r, Phase::compare, [&] { return check_outputs(q, st.out, nullptr, &ref, backend.conventions()); });
+    } else {
+        const RefForward ref = timed(r, Phase::reference, [&] { return ref_forward(q, st.in, opt); });
+        checks = timed(r, Phase::compare, [&] { return check_outputs(q, st.out, &ref, nullptr, backend.conventions()); });
     }
+    for (auto& chk : checks) r.checks.push_back(std::move(chk));
+    if (const auto mask = chained ? vendor_mask(backend, q) : st.first_mask) {
+        if (!r.dropout) {
+            r.dropout = dropout_report(q, *mask);
+            r.notes.push_back(dropout_note(*r.dropout));
+        }
+        if (chained)
+            if (auto diff = first_mask_difference(c.prb, *st.first_mask, "forward", *mask, "backward"))
+                r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
+        dropout_rerun_checks(q, backend, st.in, st.out, *mask, *r.dropout);
+    }
+    st.checked_before = true;
+    if (chained) r.reason.clear();
     judge(r);
-    if (r.status != Status::passed && r.status != Status::mistrusted) {
+    if (more_directions && r.status != Status::passed && r.status != Status::mistrusted) {
         r.reason += "; backward not run";
-        return;
+        return false;
     }
-    in.O = std::move(fo.O);
-    in.stats = std::move(fo.stats);
-    // Rows the forward leaves unspecified (Conventions: past the valid query length) hold whatever
-    // it left there, NaN included; the backward's inputs get the fully masked row's O = 0 and the
-    // backend's masked-row stats instead (the backward masks those rows either way).
-    const Conventions conv = backend.conventions();
-    if (conv.padded_rows_unspecified)
-        for (std::int64_t b = 0; b < p.dims.B; ++b)
-            for (std::int64_t h = 0; h < p.dims.H_q; ++h)
-                for (std::int64_t i = valid_q(p, b); i < p.dims.S_q; ++i) {
-                    std::fill_n(&in.O.at(b, h, i, 0), p.dims.D_v, 0.f);
-                    in.stats.at(b, h, i, 0) = conv.masked_row_stats;
-                }
-    std::unique_ptr<Plan> bwd = prepare_plan(c, backend, pb, in, r);
-    for (auto& n : bwd->notes()) r.notes.push_back("bwd: " + n);
-    timed(r, Phase::vendor, [&] { bwd->execute(); });
-    const SdpaOutputs bo = bwd->read_outputs();
-    const RefBackward rb = timed(r, Phase::reference, [&] { return ref_backward(pb, in, opt); });
-    for (auto& chk : timed(r, Phase::compare, [&] { return check_outputs(pb, bo, nullptr, &rb, backend.conventions()); }))
-        r.checks.push_back(std::move(chk));
-    if (fmask) dropout_rerun_checks(pb, backend, in, bo, *bmask, *r.dropout);
-    r.reason.clear();
-    r.checked = true;
-    judge(r);
+    r.checked = !more_directions;
+    if (st.o_saturated > 0 && (r.status == Status::passed || r.status == Status::mistrusted)) {
+        const float d = geometry(q).at(Role::O).descale;
+        r.reason += fmt::format("{}O input: {} value(s) of the reference forward past the {} range at descale_O {} "
+                "(largest {:.6g}), saturated (a larger --fp8-descale=O:... tells more)", r.reason.empty() ? "" : "; ",
+                st.o_saturated, q.dt, d, max_finite(q.dt) * d);
+        r.status = Status::mistrusted;
+    }
+    return true;
 }
 
 void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing,
@@ -312,60 +339,69 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         r.reason = *over;
         return;
     }
-    if (p.dir == Dir::fwd_bwd) {
-        if (c.mode != Mode::C) {  // a skip, not an error: a P sweep over a mixed file still exits 0
-            r.status = Status::skipped;
-            r.reason = fmt::format("--dir=fwd_bwd is checked in --mode=C only (got --mode={}); time fwd_t and bwd instead",
-                    c.mode);
-            return;
-        }
-        return run_fwd_bwd(c, p, backend, r);
-    }
-    if (!supported(backend, p, r)) return;
-    SdpaInputs in = timed(r, Phase::fill, [&] { return fill_inputs(p); });
-    const auto mask = vendor_mask(backend, p);
-    const std::int64_t o_saturated = timed(r, Phase::displace, [&] { return displace(p, in, mask.get()); });
-    std::unique_ptr<Plan> plan = prepare_plan(c, backend, p, in, r);
-    for (auto& n : plan->notes()) r.notes.push_back(std::move(n));
-    if (c.mode == Mode::P) {
-        measure(*plan, timing, backend.peak_tflops(p.dt), r);
-        r.status = Status::executed;  // ran, nothing checked: never PASSED
+    const auto steps = case_steps(c);
+    if (!steps) {  // a skip, not an error: a P sweep over a mixed file still exits 0
+        r.status = Status::skipped;
+        r.reason = fmt::format("--dir={} is checked in --mode=C only (got --mode={}); time fwd_t and bwd instead",
+                p.dir, c.mode);
         return;
     }
-    timed(r, Phase::vendor, [&] { plan->execute(); });
-    const SdpaOutputs out = plan->read_outputs();
-    if (auto seen = observed_masked_rows(p, out)) r.notes.push_back(std::move(*seen));
-    const RefOptions opt = default_ref_options(p, mask.get());
-    if (mask) {
-        r.dropout = dropout_report(p, *mask);
-        r.notes.push_back(dropout_note(*r.dropout));
-        dropout_rerun_checks(p, backend, in, out, *mask, *r.dropout);
+    const std::vector<Dir> dirs = directions(p.dir);
+    for (const Dir d : dirs) {
+        Problem q = p;
+        q.dir = d;
+        if (!supported(backend, q, r)) return;
     }
-    if (p.dir == Dir::bwd) {
-        const RefBackward ref = timed(r, Phase::reference, [&] { return ref_backward(p, in, opt); });
-        r.checks = timed(r, Phase::compare, [&] { return check_outputs(p, out, nullptr, &ref, backend.conventions()); });
-    } else {
-        const RefForward ref = timed(r, Phase::reference, [&] { return ref_forward(p, in, opt); });
-        r.checks = timed(r, Phase::compare, [&] { return check_outputs(p, out, &ref, nullptr, backend.conventions()); });
-    }
-    r.checked = true;
-    judge(r);
-    if (o_saturated > 0 && (r.status == Status::passed || r.status == Status::mistrusted)) {
-        const float d = geometry(p).at(Role::O).descale;
-        r.reason += fmt::format("{}O input: {} value(s) of the reference forward past the {} range at descale_O {} "
-                "(largest {:.6g}), saturated (a larger --fp8-descale=O:... tells more)", r.reason.empty() ? "" : "; ",
-                o_saturated, p.dt, d, max_finite(p.dt) * d);
-        r.status = Status::mistrusted;
-    }
-    if (c.mode == Mode::CP && !is_error(r.status)) measure(*plan, timing, backend.peak_tflops(p.dt), r);
-    if (c.mode == Mode::B && r.status != Status::failed)
-        if (auto diff = rerun_differs(*plan, out)) {
-            r.status = Status::failed;
-            r.reason = *diff;
+    StepState st;
+    for (std::size_t k = 0; k < steps->size(); ++k) {
+        const Step& s = (*steps)[k];
+        Problem q = p;
+        q.dir = s.dir;
+        const std::string tag = dirs.size() > 1 ? fmt::format("{}: ", s.dir == Dir::bwd ? "bwd" : "fwd") : "";
+        switch (s.kind) {
+        case Step::Kind::check: {
+            const bool more = k + 1 < steps->size() && (*steps)[k + 1].kind == Step::Kind::check;
+            if (!check_step(c, backend, q, st, r, tag, more)) return;
+            break;
         }
+        case Step::Kind::time:
+            if (!st.plan) {  // P: nothing checked, the plan is timed alone
+                prepare_step(c, backend, q, st, r, tag);
+                measure(*st.plan, timing, backend.peak_tflops(q.dt), r);
+                r.status = Status::executed;  // ran, nothing checked: never PASSED
+            } else if (!is_error(r.status)) {
+                measure(*st.plan, timing, backend.peak_tflops(q.dt), r);
+            }
+            break;
+        case Step::Kind::rerun:
+            if (r.status != Status::failed)
+                if (auto diff = rerun_differs(*st.plan, st.out)) {
+                    r.status = Status::failed;
+                    r.reason = *diff;
+                }
+            break;
+        }
+    }
 }
 
 }  // namespace
+
+std::optional<std::vector<Step>> case_steps(const Case& c) {
+    const std::vector<Dir> dirs = directions(c.prb.dir);
+    if (dirs.size() > 1 && c.mode != Mode::C && c.mode != Mode::L) return std::nullopt;
+    std::vector<Step> steps;
+    const Dir d = dirs.back();
+    switch (c.mode) {
+    case Mode::L: break;
+    case Mode::C:
+        for (const Dir x : dirs) steps.push_back({Step::Kind::check, x});
+        break;
+    case Mode::P: steps.push_back({Step::Kind::time, d}); break;
+    case Mode::CP: steps = {{Step::Kind::check, d}, {Step::Kind::time, d}}; break;
+    case Mode::B: steps = {{Step::Kind::check, d}, {Step::Kind::rerun, d}}; break;
+    }
+    return steps;
+}
 
 CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing,
         const RunLimits& limits) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "driver/case.hpp"
@@ -18,6 +20,19 @@ struct RunLimits {
     /// (with the estimate and the limit) before anything is filled; 0: no limit.
     std::uint64_t max_memory_bytes = 0;
 };
+
+/// One step of a case: check a direction against the reference, time the last checked (or a
+/// freshly prepared) plan, or rerun it and require bitwise-equal outputs (--mode=B).
+struct Step {
+    enum class Kind { check, time, rerun } kind;
+    Dir dir;  ///< fwd_i, fwd_t or bwd: what the backend sees (never fwd_bwd)
+    bool operator==(const Step&) const = default;
+};
+
+/// The steps run_case takes for `c`, in order. C: a check per direction (fwd_bwd: fwd_t, then bwd
+/// fed the forward's own O and stats); P: time; CP: check, then time; B: check, then rerun; L:
+/// none. fwd_bwd is checked in C only: nullopt in P, CP and B (the case is SKIPPED).
+std::optional<std::vector<Step>> case_steps(const Case& c);
 
 /// Runs case `c` on `backend` (which must be the backend c.backend names) and returns its
 /// result; `index` is its 0-based position in the batch. Never throws for a vendor or

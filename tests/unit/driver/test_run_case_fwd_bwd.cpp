@@ -192,3 +192,32 @@ TEST(RunCaseDropout, PZeroMustBeBitwiseNoDropout) {
 
 }  // namespace
 }  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+// The driver's steps (run_case.hpp case_steps): what each mode does with each direction; the
+// backend never sees fwd_bwd.
+TEST(CaseSteps, EachModeAndDirection) {
+    using K = Step::Kind;
+    auto steps = [](Mode m, Dir d) {
+        Case c;
+        c.mode = m;
+        c.prb.dir = d;
+        return case_steps(c);
+    };
+    EXPECT_EQ(steps(Mode::C, Dir::fwd_t), (std::vector<Step>{{K::check, Dir::fwd_t}}));
+    EXPECT_EQ(steps(Mode::C, Dir::fwd_bwd), (std::vector<Step>{{K::check, Dir::fwd_t}, {K::check, Dir::bwd}}));
+    EXPECT_EQ(steps(Mode::P, Dir::bwd), (std::vector<Step>{{K::time, Dir::bwd}}));
+    EXPECT_EQ(steps(Mode::CP, Dir::fwd_i), (std::vector<Step>{{K::check, Dir::fwd_i}, {K::time, Dir::fwd_i}}));
+    EXPECT_EQ(steps(Mode::B, Dir::bwd), (std::vector<Step>{{K::check, Dir::bwd}, {K::rerun, Dir::bwd}}));
+    EXPECT_EQ(steps(Mode::L, Dir::fwd_bwd), std::vector<Step>{});
+    for (const Mode m : {Mode::P, Mode::CP, Mode::B}) EXPECT_EQ(steps(m, Dir::fwd_bwd), std::nullopt);
+    for (const Dir d : {Dir::fwd_i, Dir::fwd_t, Dir::bwd, Dir::fwd_bwd})
+        for (const Mode m : {Mode::C, Mode::P, Mode::CP, Mode::B})
+            if (const auto s = steps(m, d))
+                for (const Step& x : *s) EXPECT_NE(x.dir, Dir::fwd_bwd);
+}
+
+}  // namespace
+}  // namespace sdpa
