@@ -42,20 +42,27 @@ std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt
     return out;
 }
 
+/// One value of a knob's list: its spelling (for messages) and its setter, parsed once when the
+/// knob was read (Knob::parse).
+struct KnobValue {
+    std::string text;
+    Knob::Setter set;
+};
+
 /// Current values of every knob (one list per row of knob_table()), and which knobs the input
 /// gave (--random draws the others).
 struct KnobState {
-    std::vector<std::vector<std::string>> values;
+    std::vector<std::vector<KnobValue>> values;
     std::vector<bool> given;
-    std::vector<std::string>& operator[](std::size_t k) { return values[k]; }
-    const std::vector<std::string>& operator[](std::size_t k) const { return values[k]; }
+    std::vector<KnobValue>& operator[](std::size_t k) { return values[k]; }
+    const std::vector<KnobValue>& operator[](std::size_t k) const { return values[k]; }
     std::size_t size() const { return values.size(); }
 };
 
 KnobState default_state() {
     KnobState s;
     for (const Knob& k : knob_table()) {
-        s.values.push_back({k.def()});
+        s.values.push_back({KnobValue{k.def(), k.parse(k.def())}});
         s.given.push_back(false);
     }
     return s;
@@ -161,8 +168,7 @@ public:
             if (table[k].name != name) continue;
             if (!has_value)
                 return error(loc, fmt::format("--{} needs a value (--{}={})", name, name, table[k].choices));
-            std::vector<std::string> values;
-            Case scratch;
+            std::vector<KnobValue> values;
             std::size_t pos = 0;
             while (true) {  // comma list; every element must be accepted, else the knob is unchanged
                 std::size_t comma = value.find(',', pos);
@@ -172,28 +178,26 @@ public:
                     const auto range = expand_range(v, table[k].range == Knob::Range::integer, &why);
                     if (!range) return error(loc, fmt::format("--{}: {}", name, why));
                     for (const std::string& x : *range) {
-                        if (!table[k].apply(x, scratch)) {
+                        Knob::Setter set = table[k].parse(x);
+                        if (!set) {
                             const std::string e = table[k].explain ? table[k].explain(x) : std::string();
                             return error(loc, !e.empty() ? e : fmt::format("--{}: range '{}' gives '{}', which is not a "
                                     "value (accepted: {})", name, v, x, table[k].choices));
                         }
-                        values.push_back(x);
+                        values.push_back({x, std::move(set)});
                     }
                     if (comma == value.npos) break;
                     pos = comma + 1;
                     continue;
                 }
-                bool ok = table[k].apply(v, scratch);
+                Knob::Setter set = table[k].parse(v);
                 // A value may itself hold commas (window:L,R): join pieces until one is accepted.
-                for (std::size_t c2 = comma; !ok && c2 != value.npos;) {
+                for (std::size_t c2 = comma; !set && c2 != value.npos;) {
                     c2 = value.find(',', c2 + 1);
                     v = value.substr(pos, c2 == value.npos ? value.npos : c2 - pos);
-                    if (table[k].apply(v, scratch)) {
-                        ok = true;
-                        comma = c2;
-                    }
+                    if ((set = table[k].parse(v))) comma = c2;
                 }
-                if (!ok) {
+                if (!set) {
                     v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
                     if (v.starts_with("window:") && comma != value.npos) {  // the whole window:L,R that was meant
                         const std::size_t next = value.find(',', comma + 1);
@@ -204,7 +208,7 @@ public:
                     return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
                                           table[k].choices));
                 }
-                values.emplace_back(v);
+                values.push_back({std::string(v), std::move(set)});
                 if (comma == value.npos) break;
                 pos = comma + 1;
             }
@@ -408,7 +412,7 @@ private:
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
             Case c;
-            for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
+            for (std::size_t k = 0; k < table.size(); ++k) st[k][idx[k]].set(c);
             c.graph_dropout = c.prb.dropout;
             GraphImport imp = import_onednn_json(shown,
                     GraphRewrites{c.graph_dt, c.in_shapes, c.mb, c.prb.dropout, c.dt_ids, c.op_kinds, c.properties,
@@ -442,7 +446,7 @@ private:
     /// in force for `target` (a descriptor or --random=N), which has no graph; nullopt when none is.
     static std::optional<std::string> graph_rewrite_given(const KnobState& st, std::string_view target) {
         for (std::size_t k = 0; k < st.size(); ++k)
-            for (const auto& v : st[k]) {
+            for (const auto& [v, set] : st[k]) {
                 const std::string_view n = knob_table()[k].name;
                 if (((n == "op-kind" || n == "op-attrs" || n == "tensor-property") && !v.empty()) ||
                         (n == "dt" && v.find(':') != std::string::npos))
@@ -486,9 +490,9 @@ private:
                                           over ? std::string("too many") : fmt::format("{}", expands),
                                           over ? std::string("more than that") : fmt::format("{}", total), kMaxCases));
         cases_ = total;
-        for (const std::string& seed_text : st[seed_k]) {
+        for (const KnobValue& seed_value : st[seed_k]) {
             Case seeded;
-            table[seed_k].apply(seed_text, seeded);
+            seed_value.set(seeded);
             const std::uint64_t seed = seeded.prb.seed;
             const RandomDraws draws(seed, n);
             for (std::size_t i = 0; i < n; ++i) {
@@ -498,7 +502,7 @@ private:
                 const auto apply_given = [&] {  // a given list: one of its values, drawn per case
                     for (const std::size_t k : given_k) {
                         const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
-                        table[k].apply(st[k][static_cast<std::size_t>(v)], c);
+                        st[k][static_cast<std::size_t>(v)].set(c);
                     }
                 };
                 apply_given();
@@ -542,7 +546,7 @@ private:
                 std::vector<std::size_t> idx(run_k.size(), 0);
                 while (true) {  // the run knobs' cross product
                     Case run = c;
-                    for (std::size_t j = 0; j < run_k.size(); ++j) table[run_k[j]].apply(st[run_k[j]][idx[j]], run);
+                    for (std::size_t j = 0; j < run_k.size(); ++j) st[run_k[j]][idx[j]].set(run);
                     entries.push_back(CaseEntry{std::move(run), {}, false});
                     std::size_t j = run_k.size();
                     while (j > 0 && ++idx[j - 1] == st[run_k[j - 1]].size()) idx[--j] = 0;
@@ -590,7 +594,7 @@ private:
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
             Case c;
-            for (std::size_t k = 0; k < table.size(); ++k) table[k].apply(st[k][idx[k]], c);
+            for (std::size_t k = 0; k < table.size(); ++k) st[k][idx[k]].set(c);
             c.prb.dims = *dims;
             c.prb.name = name;
             if (c.random_seq_len_q) c.prb.seq_len_q = random_seq_lens(c.prb.seed, 1, dims->B, dims->S_q);

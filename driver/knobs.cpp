@@ -21,31 +21,31 @@ namespace sdpa {
 
 namespace {
 
-/// Sets `out` to the enum value spelled `v` in `table`; false when no row matches.
-template <class E, std::size_t N>
-bool set_enum(const std::array<EnumName<E>, N>& table, std::string_view v, E& out) {
-    const auto e = enum_parse(table, v);
-    if (e) out = *e;
-    return e.has_value();
+using Setter = Knob::Setter;
+
+/// Parser of an enum member `Field` of the problem spelled as in `Table`.
+template <class E, std::size_t N, const std::array<EnumName<E>, N>& Table, E Problem::*Field>
+Setter parse_enum(std::string_view v) {
+    const auto e = enum_parse(Table, v);
+    if (!e) return {};
+    return [x = *e](Case& c) { c.prb.*Field = x; };
 }
 
-/// Setter of a two-valued knob: the value `On` sets the Problem flag `Field`, `Off` clears it.
+/// Parser of a two-valued knob: the value `On` sets the Problem flag `Field`, `Off` clears it.
 template <bool Problem::*Field, const char* Off, const char* On>
-bool set_flag(std::string_view v, Case& c) {
-    if (v != Off && v != On) return false;
-    c.prb.*Field = v == On;
-    return true;
+Setter parse_flag(std::string_view v) {
+    if (v != Off && v != On) return {};
+    return [on = v == On](Case& c) { c.prb.*Field = on; };
 }
 inline constexpr char kFalse[] = "false", kTrue[] = "true", kTensor[] = "tensor", kHostScalar[] = "host_scalar",
                       kImplicit[] = "implicit";
 
-/// Setter of a graph rewrite knob (--in-shapes, --op-kind, --op-attrs, --tensor-property): the
+/// Parser of a graph rewrite knob (--in-shapes, --op-kind, --op-attrs, --tensor-property): the
 /// value, when `Check` finds nothing wrong with it, goes to the Case string `Field`.
 template <std::string Case::*Field, std::optional<std::string> (*Check)(std::string_view)>
-bool set_rewrite(std::string_view v, Case& c) {
-    if (Check(v)) return false;
-    c.*Field = std::string(v);
-    return true;
+Setter parse_rewrite(std::string_view v) {
+    if (Check(v)) return {};
+    return [x = std::string(v)](Case& c) { c.*Field = x; };
 }
 /// Why `Check` refuses the value of knob `Name`.
 template <std::optional<std::string> (*Check)(std::string_view), const char* Name>
@@ -57,15 +57,10 @@ inline constexpr char kInShapes[] = "in-shapes", kOpKind[] = "op-kind", kOpAttrs
                       kTensorProperty[] = "tensor-property";
 
 /// Parses the whole of `v` as a finite float ("default" clears the scale).
-bool set_scale(std::string_view v, Case& c) {
-    if (v == "default") {
-        c.prb.scale.reset();
-        return true;
-    }
-    const auto f = parse_number<float>(v);
-    if (!f) return false;
-    c.prb.scale = *f;
-    return true;
+Setter parse_scale(std::string_view v) {
+    std::optional<float> f;
+    if (v != "default" && !(f = parse_number<float>(v))) return {};
+    return [f](Case& c) { c.prb.scale = f; };
 }
 
 /// Why a --scale value was refused: out of the f32 range, or not finite.
@@ -93,48 +88,54 @@ std::string explain_seed(std::string_view v) {
 }
 
 /// Parses the whole of `v` as an unsigned 64-bit seed.
-bool set_seed(std::string_view v, Case& c) {
+Setter parse_seed(std::string_view v) {
     const auto s = parse_number<std::uint64_t>(v);
-    if (!s) return false;
-    c.prb.seed = *s;
-    return true;
+    if (!s) return {};
+    return [x = *s](Case& c) { c.prb.seed = x; };
 }
 
-/// Parses the whole of `v` as a non-negative batch (0: keep the graph's).
-bool set_mb(std::string_view v, Case& c) {
-    const auto mb = parse_number<std::int64_t>(v);
-    if (!mb || *mb < 0) return false;
-    c.mb = *mb;
-    return true;
+/// Parses the whole of `v` as a non-negative count into the Case field `Field` (--mb: 0 keeps the
+/// graph's batch; --expected-n-partitions: 0 checks nothing).
+template <std::int64_t Case::*Field>
+Setter parse_count(std::string_view v) {
+    const auto n = parse_number<std::int64_t>(v);
+    if (!n || *n < 0) return {};
+    return [x = *n](Case& c) { c.*Field = x; };
 }
 
 /// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
-bool set_mask(std::string_view v, Case& c) {
-    c.prb.window_left = c.prb.window_right = 0;
-    if (const auto w = parse_window_mask(v)) {
-        c.prb.mask = Mask::window;
-        std::tie(c.prb.window_left, c.prb.window_right) = *w;
-        return true;
-    }
-    return v != "window" && set_enum(kMaskNames, v, c.prb.mask);
+Setter parse_mask(std::string_view v) {
+    Mask m = Mask::window;
+    std::pair<std::int64_t, std::int64_t> lr{0, 0};
+    if (const auto w = parse_window_mask(v)) lr = *w;
+    else if (const auto e = enum_parse(kMaskNames, v); e && v != "window") m = *e;
+    else return {};
+    return [m, lr](Case& c) {
+        c.prb.mask = m;
+        std::tie(c.prb.window_left, c.prb.window_right) = lr;
+    };
 }
 
-/// --seq-len-q / --seq-len-kv: "none" (no padding), "random" (drawn per batch from the seed
-/// when the problem is expanded) or a ':'-separated list of non-negative lengths, one per batch.
-bool set_seq_len(std::string_view v, std::vector<std::int64_t>& lens, bool& random) {
-    lens.clear();
-    random = v == "random";
-    if (v == "none" || random) return true;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t colon = v.find(':', pos);
-        const std::string_view t = v.substr(pos, colon == v.npos ? v.npos : colon - pos);
-        const auto n = parse_number<std::int64_t>(t);
-        if (!n || *n < 0) return false;
-        lens.push_back(*n);
-        if (colon == v.npos) return true;
-        pos = colon + 1;
-    }
+/// --seq-len-q / --seq-len-kv into `Lens` and `Random`: "none" (no padding), "random" (drawn per
+/// batch from the seed when the problem is expanded) or a ':'-separated list of non-negative
+/// lengths, one per batch.
+template <std::vector<std::int64_t> Problem::*Lens, bool Case::*Random>
+Setter parse_seq_len(std::string_view v) {
+    std::vector<std::int64_t> lens;
+    const bool random = v == "random";
+    if (v != "none" && !random)
+        for (std::size_t pos = 0;;) {
+            const std::size_t colon = v.find(':', pos);
+            const auto n = parse_number<std::int64_t>(v.substr(pos, colon == v.npos ? v.npos : colon - pos));
+            if (!n || *n < 0) return {};
+            lens.push_back(*n);
+            if (colon == v.npos) break;
+            pos = colon + 1;
+        }
+    return [lens = std::move(lens), random](Case& c) {
+        c.prb.*Lens = lens;
+        c.*Random = random;
+    };
 }
 
 /// Printer of a kNames-spelled enum member `Field` of the problem.
@@ -167,11 +168,18 @@ std::string print_seq_len(const std::vector<std::int64_t>& lens, bool random) {
     return lens.empty() ? "none" : fmt::format("{}", fmt::join(lens, ":"));
 }
 
-/// Accepts the name of a compiled-in backend (backends/registry.cpp).
-bool set_backend(std::string_view v, Case& c) {
-    if (!make_backend(v)) return false;
-    c.backend = std::string(v);
-    return true;
+/// Accepts the name of a backend of the registry (backends/registry.cpp).
+Setter parse_backend(std::string_view v) {
+    if (!make_backend(v)) return {};
+    return [x = std::string(v)](Case& c) { c.backend = x; };
+}
+
+/// Parser of an optional auxiliary type (--mask-dt, --scale-dt): "default" unsets it.
+template <std::optional<DType> Problem::*Field>
+Setter parse_aux_dt(std::string_view v) {
+    std::optional<DType> t;
+    if (v != "default" && !(t = enum_parse(kAuxDTypeNames, v))) return {};
+    return [t](Case& c) { c.prb.*Field = t; };
 }
 
 /// Every form --backend accepts: the compiled-in vendors and the fault-injection kinds.
@@ -198,28 +206,25 @@ std::vector<Knob> make_table() {
     std::vector<Knob> t{
         {"dir", enum_choices(kDirNames),
             "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
-            [](std::string_view v, Case& c) { return set_enum(kDirNames, v, c.prb.dir); },
+            parse_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>,
             print_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>},
         {"dt", enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]",
             "io data type of Q, K, V, O, dO, dQ, dK, dV (stats are f32; 'default': f32, or the types of a --case "
             "graph; a type rewrites the graph's); ID:DT+...: benchdnn's per-tensor form, for --case graphs only",
-            [](std::string_view v, Case& c) {
-                c.dt_ids.clear();
-                if (v == "default") {
-                    c.prb.dt = Problem{}.dt;
-                    c.graph_dt.reset();
-                    return true;
-                }
+            [](std::string_view v) -> Setter {
+                std::optional<DType> t;  // a type (which also rewrites a graph's), or the default / ID:DT form
+                std::string ids;
                 if (v.find(':') != v.npos) {
-                    if (check_id_rewrites(v)) return false;
-                    c.prb.dt = Problem{}.dt;
-                    c.graph_dt.reset();
-                    c.dt_ids = std::string(v);
-                    return true;
+                    if (check_id_rewrites(v)) return {};
+                    ids = std::string(v);
+                } else if (v != "default" && !(t = enum_parse(kDTypeNames, v))) {
+                    return {};
                 }
-                if (!set_enum(kDTypeNames, v, c.prb.dt)) return false;
-                c.graph_dt = c.prb.dt;
-                return true;
+                return [t, ids](Case& c) {
+                    c.prb.dt = t.value_or(Problem{}.dt);
+                    c.graph_dt = t;
+                    c.dt_ids = ids;
+                };
             },
             [](const Case& c) -> std::string {
                 if (!c.graph_file.empty()) {
@@ -237,120 +242,107 @@ std::vector<Knob> make_table() {
         {"mask", "none|causal_tl|causal_br|bias|window:L,R",
             "mask kind: causal_tl keeps key j for query i when j <= i, causal_br when j <= i + S_kv - S_q; bias adds "
             "a tensor; window:L,R keeps i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
-            set_mask,
+            parse_mask,
             [](const Case& c) {
                 return c.prb.mask == Mask::window ? fmt::format("window:{},{}", c.prb.window_left, c.prb.window_right)
                                                   : fmt::format("{}", c.prb.mask);
             }},
         {"mask-shape", enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
-            [](std::string_view v, Case& c) { return set_enum(kBiasShapeNames, v, c.prb.bias_shape); },
+            parse_enum<BiasShape, kBiasShapeNames.size(), kBiasShapeNames, &Problem::bias_shape>,
             [](const Case& c) {  // means nothing without a bias: the default's spelling then
                 return fmt::format("{}", c.prb.mask == Mask::bias ? c.prb.bias_shape : Problem{}.bias_shape);
             }},
         {"mask-dt", enum_choices(kAuxDTypeNames) + "|default",
             "data type of the bias ('default': the --dt type; f32 for fp8 io)",
-            [](std::string_view v, Case& c) {
-                DType t{};
-                if (v == "default") c.prb.mask_dt.reset();
-                else if (set_enum(kAuxDTypeNames, v, t)) c.prb.mask_dt = t;
-                else return false;
-                return true;
-            },
+            parse_aux_dt<&Problem::mask_dt>,
             print_aux_dt<&Problem::mask_dt>},
         {"mask-fill", enum_choices(kMaskFillNames),
             "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask with the "
             "last row fully masked)",
-            [](std::string_view v, Case& c) { return set_enum(kMaskFillNames, v, c.prb.mask_fill); },
+            parse_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>,
             print_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>},
         {"scale", "default|<finite float>",
             "scale tensor value, rounded to its type ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div); a range "
             "START:END[:STEP] (STEP +N or xN) gives a list",
-            set_scale, [](const Case& c) { return c.prb.scale ? fmt::format("{}", *c.prb.scale) : "default"; },
+            parse_scale, [](const Case& c) { return c.prb.scale ? fmt::format("{}", *c.prb.scale) : "default"; },
             S::descriptor, false, explain_scale, Knob::Range::real},
         {"scale-op", enum_choices(kScaleOpNames), "apply the scale by multiplying or dividing QK^T",
-            [](std::string_view v, Case& c) { return set_enum(kScaleOpNames, v, c.prb.scale_op); },
+            parse_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>,
             print_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>},
         {"scale-dt", enum_choices(kAuxDTypeNames) + "|default",
             "data type of the scale tensor ('default': the --dt type; f32 for fp8 io)",
-            [](std::string_view v, Case& c) {
-                DType t{};
-                if (v == "default") c.prb.scale_dt.reset();
-                else if (set_enum(kAuxDTypeNames, v, t)) c.prb.scale_dt = t;
-                else return false;
-                return true;
-            },
+            parse_aux_dt<&Problem::scale_dt>,
             print_aux_dt<&Problem::scale_dt>},
         {"scale-property", "tensor|host_scalar",
             "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's property_type "
             "host_scalar, as PyTorch's exported graphs have it)",
-            set_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>,
+            parse_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>,
             print_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>},
         {"mask-form", "tensor|implicit",
             "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
             "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
             "--scale-property)",
-            set_flag<&Problem::implicit_mask, kTensor, kImplicit>,
+            parse_flag<&Problem::implicit_mask, kTensor, kImplicit>,
             print_flag<&Problem::implicit_mask, kTensor, kImplicit>},
         {"dmask", "false|true",
             "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed over "
             "the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
-            set_flag<&Problem::dmask, kFalse, kTrue>, print_flag<&Problem::dmask, kFalse, kTrue>},
+            parse_flag<&Problem::dmask, kFalse, kTrue>, print_flag<&Problem::dmask, kFalse, kTrue>},
         {"fill", enum_choices(kFillNames), "input fill family: exact (integers in [-2, 2]: QK^T exact in f32), normal (N(0,1) rounded to the io type), "
             "and families that stress the softmax (docs/knobs_fill.md)",
-            [](std::string_view v, Case& c) { return set_enum(kFillNames, v, c.prb.fill); },
+            parse_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>,
             print_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>, S::both},
         {"seed", "<unsigned 64-bit integer>",
             "fill seed (a counter-based stream per tensor, the same for any thread count); a range "
             "START:END[:STEP] (e.g. 1:8) gives a list",
-            set_seed, [](const Case& c) { return fmt::format("{}", c.prb.seed); }, S::both, false, explain_seed,
+            parse_seed, [](const Case& c) { return fmt::format("{}", c.prb.seed); }, S::both, false, explain_seed,
             Knob::Range::integer},
         {"mb", "<batch, 0 keeps the graph's>",
             "--case graphs: rewrite the batch B (benchdnn --mb; docs/onednn_json.md); a range START:END[:STEP] gives a "
-            "list", set_mb,
+            "list", parse_count<&Case::mb>,
             [](const Case& c) { return fmt::format("{}", c.mb); }, S::graph, false, nullptr, Knob::Range::integer},
         {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]",
             "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
-            set_rewrite<&Case::in_shapes, check_in_shapes>, print_rewrite<&Case::in_shapes>, S::graph, false,
+            parse_rewrite<&Case::in_shapes, check_in_shapes>, print_rewrite<&Case::in_shapes>, S::graph, false,
             explain_rewrite<check_in_shapes, kInShapes>},
         {"op-kind", "ID:KIND[+ID:KIND...]",
             "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps it; "
             "empty: none)",
-            set_rewrite<&Case::op_kinds, check_id_rewrites>, print_rewrite<&Case::op_kinds>, S::graph, false,
+            parse_rewrite<&Case::op_kinds, check_id_rewrites>, print_rewrite<&Case::op_kinds>, S::graph, false,
             explain_rewrite<check_id_rewrites, kOpKind>},
         {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]",
             "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed like the "
             "op's attribute, else by the value; empty: none)",
-            set_rewrite<&Case::op_attrs, check_op_attrs>, print_rewrite<&Case::op_attrs>, S::graph, false,
+            parse_rewrite<&Case::op_attrs, check_op_attrs>, print_rewrite<&Case::op_attrs>, S::graph, false,
             explain_rewrite<check_op_attrs, kOpAttrs>},
         {"tensor-property", "ID:PROP[+ID:PROP...]",
             "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, constant, "
             "host_scalar; empty: none)",
-            set_rewrite<&Case::properties, check_id_rewrites>, print_rewrite<&Case::properties>, S::graph, false,
+            parse_rewrite<&Case::properties, check_id_rewrites>, print_rewrite<&Case::properties>, S::graph, false,
             explain_rewrite<check_id_rewrites, kTensorProperty>},
         {"seq-len-q", "none|random|N0:N1:...",
             "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed, the repro lists the "
             "drawn values; docs/knobs_masks.md)",
-            [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_q, c.random_seq_len_q); },
+            parse_seq_len<&Problem::seq_len_q, &Case::random_seq_len_q>,
             [](const Case& c) { return print_seq_len(c.prb.seq_len_q, c.random_seq_len_q); }},
         {"seq-len-kv", "none|random|N0:N1:...",
             "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed, as for --seq-len-q)",
-            [](std::string_view v, Case& c) { return set_seq_len(v, c.prb.seq_len_kv, c.random_seq_len_kv); },
+            parse_seq_len<&Problem::seq_len_kv, &Case::random_seq_len_kv>,
             [](const Case& c) { return print_seq_len(c.prb.seq_len_kv, c.random_seq_len_kv); }},
         {"layout", enum_choices(kLayoutNames),
             "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd; the "
             "reference is layout-free)",
-            [](std::string_view v, Case& c) { return set_enum(kLayoutNames, v, c.prb.layout); },
+            parse_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>,
             print_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>},
         {"strides", "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
             "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a dimension "
             "order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into one packed "
             "[B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = "
             "broadcast), e.g. --strides=dO:bshd+K:0x2048x64x1 (docs/knobs_layouts.md)",
-            [](std::string_view v, Case& c) {
+            [](std::string_view v) -> Setter {
                 auto l = parse_role_layouts(v);
-                if (!l) return false;
-                c.prb.strides = std::move(*l);
-                return true;
+                if (!l) return {};
+                return [x = std::move(*l)](Case& c) { c.prb.strides = x; };
             },
             [](const Case& c) { return role_layouts_name(c.prb.strides); }, S::descriptor, false,
             [](std::string_view v) {
@@ -359,20 +351,19 @@ std::vector<Knob> make_table() {
                 return why.empty() ? std::string() : fmt::format("--strides: {}", why);
             }},
         {"deterministic", "false|true", "ask the vendor for a deterministic backward (cuDNN)",
-            set_flag<&Problem::deterministic, kFalse, kTrue>, print_flag<&Problem::deterministic, kFalse, kTrue>},
+            parse_flag<&Problem::deterministic, kFalse, kTrue>, print_flag<&Problem::deterministic, kFalse, kTrue>},
         {"ragged", "false|true",
             "pack Q, K, V, O, dO and the gradients per batch, valid rows only, token-major (THD; cuDNN's ragged "
             "offsets); needs padding lengths and --layout=bshd",
-            set_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>},
+            parse_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>},
         {"fp8-descale", "default|T:V[+T:V...]",
             "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, dV, "
             "S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
             "(docs/knobs_types.md)",
-            [](std::string_view v, Case& c) {
+            [](std::string_view v) -> Setter {
                 auto f = parse_fp8_descales(v);
-                if (!f) return false;
-                c.prb.fp8 = *f;
-                return true;
+                if (!f) return {};
+                return [x = *f](Case& c) { c.prb.fp8 = x; };
             },
             [](const Case& c) {
                 const std::string f = fp8_descales_name(c.prb.fp8);
@@ -388,25 +379,15 @@ std::vector<Knob> make_table() {
             "the number of partitions the vendor must split its graph into (benchdnn --graph's knob, whose "
             "default is 1: sdpabench checks only when asked); another count is FAILED (a fusion regression); "
             "UNIMPLEMENTED on a backend that does not partition (only oneDNN does)",
-            [](std::string_view v, Case& c) {
-                const auto n = parse_number<std::int64_t>(v);
-                if (!n || *n < 0) return false;
-                c.expected_partitions = *n;
-                return true;
-            },
+            parse_count<&Case::expected_partitions>,
             [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both},
         {"dropout", "none|P[:SEED[:OFFSET]]",
             "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's SEED "
             "(default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); docs/knobs_dropout.md",
-            [](std::string_view v, Case& c) {
-                if (v == "none") {
-                    c.prb.dropout.reset();
-                    return true;
-                }
-                auto d = parse_dropout(v);
-                if (!d) return false;
-                c.prb.dropout = *d;
-                return true;
+            [](std::string_view v) -> Setter {
+                std::optional<Dropout> d;
+                if (v != "none" && !(d = parse_dropout(v))) return {};
+                return [d](Case& c) { c.prb.dropout = d; };
             },
             [](const Case& c) {
                 // An imported graph's repro names the --dropout given for it, not the graph's own.
@@ -422,7 +403,7 @@ std::vector<Knob> make_table() {
         {"dropout-property", "host_scalar|tensor",
             "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
             "property_type host_scalar) or [1] device tensors",
-            set_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>,
+            parse_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>,
             print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
         {"backend", backend_choices(),
             "vendor backend that runs the case: onednn (CPU), cudnn (NVIDIA GPU), torch:VARIANT (PyTorch's fused SDPA "
@@ -430,11 +411,15 @@ std::vector<Knob> make_table() {
             "harness against itself), faulty:KIND (fault injection, docs/trust.md), test:KIND (sdpabench's own "
             "tests: test:fp8 runs the reference on fp8 buffers; test:sleep, test:segv exercise --isolate); a backend "
             "this build lacks runs its cases SKIPPED with the reason (docs/knobs_run.md)",
-            set_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
+            parse_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
         {"mode", enum_choices(kModeNames),
             "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, then time; B: C, "
             "then a second run that must be bitwise equal",
-            [](std::string_view v, Case& c) { return set_enum(kModeNames, v, c.mode); },
+            [](std::string_view v) -> Setter {
+                const auto m = enum_parse(kModeNames, v);
+                if (!m) return {};
+                return [x = *m](Case& c) { c.mode = x; };
+            },
             // L only lists: its repro is the line that runs the case.
             [](const Case& c) { return fmt::format("{}", c.mode == Mode::L ? Mode::C : c.mode); }, S::both, true},
     };
@@ -454,6 +439,12 @@ std::string md_cell(std::string_view s) {
 }  // namespace
 
 std::string Knob::def() const { return print(Case{}); }
+
+bool Knob::apply(std::string_view v, Case& c) const {
+    const Setter set = parse(v);
+    if (set) set(c);
+    return static_cast<bool>(set);
+}
 
 bool Knob::applies_to(const Case& c) const {
     if (scope == Scope::both) return true;

@@ -5,6 +5,7 @@
 // read it, so adding a knob is one row here plus the code that uses its value.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,12 +24,16 @@ struct Knob {
     /// none, whole numbers or f32 numbers.
     enum class Range { none, integer, real };
 
+    /// Sets one parsed value on a case.
+    using Setter = std::function<void(Case&)>;
+
     std::string_view name;  ///< without the leading "--"
     std::string choices;    ///< accepted values, for errors, --help and README
     std::string_view what;  ///< one-line description for --help and README
-    /// Sets the value spelled `v` on `c`; false (and `c` partly set) when `v` is not accepted.
-    bool (*apply)(std::string_view v, Case& c);
-    /// The spelling of `c`'s value, which apply() parses back to the same value. The default is
+    /// Parses `v` once into the typed value and returns what sets it on a case; empty when `v` is
+    /// not accepted. The parser keeps these per knob value, so an expansion parses nothing again.
+    Setter (*parse)(std::string_view v);
+    /// The spelling of `c`'s value, which parse() reads back to the same value. The default is
     /// print(Case{}); the repro line names the knob when print(c) differs from it.
     std::string (*print)(const Case& c);
     Scope scope = Scope::descriptor;
@@ -40,6 +45,8 @@ struct Knob {
 
     /// The default spelling: print(Case{}).
     std::string def() const;
+    /// parse(v) applied to `c`; false (c unchanged) when `v` is not accepted.
+    bool apply(std::string_view v, Case& c) const;
     /// True when the knob means something for `c` (a --case graph or a descriptor case).
     bool applies_to(const Case& c) const;
 };
