@@ -3,18 +3,13 @@
 #include <cmath>
 
 #include "compare/compare.hpp"
+#include "tests/unit/compare/small_problem.hpp"
 
 using namespace sdpa;
 
 namespace {
 
-Problem small(Mask mask = Mask::none, DType dt = DType::bf16) {
-    Problem p;
-    p.dims = {1, 2, 2, 6, 4, 8, 8};
-    p.mask = mask;
-    p.dt = dt;
-    return p;
-}
+using test::small;
 
 Tensor filled(std::array<std::int64_t, 4> dims, float v) { return Tensor(dims, DType::f32, v); }
 

@@ -5,19 +5,14 @@
 #include <numbers>
 
 #include "compare/compare.hpp"
+#include "tests/unit/compare/small_problem.hpp"
 #include "compare/extra_checks.hpp"
 
 using namespace sdpa;
 
 namespace {
 
-Problem small(Mask mask = Mask::none, DType dt = DType::bf16) {
-    Problem p;
-    p.dims = {1, 2, 2, 6, 4, 8, 8};
-    p.mask = mask;
-    p.dt = dt;
-    return p;
-}
+using test::small;
 
 }  // namespace
 
