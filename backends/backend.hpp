@@ -57,7 +57,8 @@ public:
     /// Wall time of building and compiling the plan, in milliseconds.
     virtual double compile_ms() const { return 0.0; }
     /// How many partitions the vendor split the graph into (oneDNN's get_partitions); nullopt for
-    /// a backend that does not partition. Checked against --expected-n-partitions.
+    /// a backend that does not partition (Backend::partitions_graphs()). Checked against
+    /// --expected-n-partitions.
     virtual std::optional<std::size_t> partitions() const { return std::nullopt; }
 };
 
@@ -99,6 +100,10 @@ public:
     }
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
+    /// True when the vendor splits its graph into partitions that its plans count
+    /// (Plan::partitions(); oneDNN's get_partitions): --expected-n-partitions is UNIMPLEMENTED
+    /// elsewhere, before anything is filled.
+    virtual bool partitions_graphs() const { return false; }
     /// Host bytes this backend allocates for `p` beyond the harness's own tensors (its copies of
     /// the inputs, guarded outputs, masks, library intermediates), for the memory guard
     /// (core/memory_estimate.hpp). `threads`: the threads it may use. Default: nothing.

@@ -442,17 +442,21 @@ private:
         }
     }
 
-    /// The error for a graph rewrite by id (--op-kind, --op-attrs, --tensor-property, --dt=ID:DT)
-    /// in force for `target` (a descriptor or --random=N), which has no graph; nullopt when none is.
+    /// The error for a --case graph rewrite in force for `target` (a descriptor or --random=N),
+    /// which has no graph: a graph-scope knob (--mb, --in-shapes, --op-kind, ...) off its default, or
+    /// benchdnn's per-tensor --dt=ID:DT; nullopt when none is.
     static std::optional<std::string> graph_rewrite_given(const KnobState& st, std::string_view target) {
+        const auto& table = knob_table();
+        const std::string_view what =
+                target.starts_with("--random=") ? "draws problem descriptors" : "is a problem descriptor";
         for (std::size_t k = 0; k < st.size(); ++k)
             for (const auto& [v, set] : st[k]) {
-                const std::string_view n = knob_table()[k].name;
-                if (((n == "op-kind" || n == "op-attrs" || n == "tensor-property") && !v.empty()) ||
-                        (n == "dt" && v.find(':') != std::string::npos))
-                    return fmt::format("--{}={} rewrites tensors or ops of a --case graph by id; '{}' {} (use --reset, "
-                                       "or a plain --dt)", n, v, target,
-                            target.starts_with("--random=") ? "draws problem descriptors" : "is a problem descriptor");
+                if (table[k].name == "dt" && v.find(':') != std::string::npos)
+                    return fmt::format("--dt={} rewrites tensors of a --case graph by id; '{}' {} (use --reset, or a "
+                                       "plain --dt)", v, target, what);
+                if (table[k].scope == Knob::Scope::graph && v != table[k].def())
+                    return fmt::format("--{}={} rewrites a --case graph; '{}' {} (use --reset)", table[k].name, v,
+                            target, what);
             }
         return std::nullopt;
     }
@@ -473,10 +477,7 @@ private:
             } else if (table[k].run_knob) {
                 run_k.push_back(k);
                 runs *= st[k].size();
-            } else if (st.given[k]) {
-                if (table[k].scope == Knob::Scope::graph)
-                    return error(loc, fmt::format("--{} is for --case graphs and means nothing for {} (use --reset)",
-                                          table[k].name, tok));
+            } else if (st.given[k] && table[k].scope != Knob::Scope::graph) {  // graph ones: checked above
                 given_k.push_back(k);
                 given.push_back(table[k].name);
             }
@@ -625,7 +626,8 @@ std::string case_language_help() {
         "  continuation: the '\\' dropped, comment lines in between skipped).\n\n"
         "Knobs:\n";
     for (const Knob& k : knob_table())
-        s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what, k.def());
+        s += fmt::format("  --{}={}\n      {} (default: {})\n", k.name, k.choices, k.what,
+                k.def().empty() ? std::string("\"\"") : k.def());
     s += "  Strides and layouts (--layout, --strides): every tensor is 4-D in the logical order\n"
          "  [B,H,S,D] (stats [B,H_q,S_q,1], bias [1|B,1|H_q,1|S_q,S_kv]); --layout sets the memory order\n"
          "  of the io tensors, --strides that of single tensors (strides in elements, [B,H,S,D] order).\n"

@@ -227,6 +227,12 @@ CliOutcome parse_command_line(int argc, char** argv) {
         return out;
     }
     if (!list_knobs.empty()) {
+        if (!app.remaining().empty()) {
+            fmt::print(stderr, "command line: error: --list-knobs={} prints the knob table and runs nothing; got "
+                               "'{}' too\n", list_knobs, app.remaining().front());
+            out.exit_code = 2;
+            return out;
+        }
         fmt::print("{}", *knob_table_text(list_knobs));
         out.exit_code = 0;
         return out;

@@ -103,6 +103,19 @@ Setter parse_count(std::string_view v) {
     return [x = *n](Case& c) { c.*Field = x; };
 }
 
+/// Why a count (--mb, --expected-n-partitions) was refused: negative, or past the 64-bit range.
+template <const char* Name>
+std::string explain_count(std::string_view v) {
+    NumberError err{};
+    const auto n = parse_number<std::int64_t>(v, &err);
+    if (err == NumberError::out_of_range)
+        return fmt::format("--{}={} does not fit a 64-bit integer (at most {})", Name, v,
+                std::numeric_limits<std::int64_t>::max());
+    if (n && *n < 0) return fmt::format("--{}={} must be 0 or more", Name, v);
+    return "";
+}
+inline constexpr char kMb[] = "mb", kExpectedPartitions[] = "expected-n-partitions";
+
 /// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
 Setter parse_mask(std::string_view v) {
     Mask m = Mask::window;
@@ -300,7 +313,8 @@ std::vector<Knob> make_table() {
         {"mb", "<batch, 0 keeps the graph's>",
             "--case graphs: rewrite the batch B (benchdnn --mb; docs/onednn_json.md); a range START:END[:STEP] gives a "
             "list", parse_count<&Case::mb>,
-            [](const Case& c) { return fmt::format("{}", c.mb); }, S::graph, false, nullptr, Knob::Range::integer},
+            [](const Case& c) { return fmt::format("{}", c.mb); }, S::graph, false, explain_count<kMb>,
+            Knob::Range::integer},
         {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]",
             "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
             parse_rewrite<&Case::in_shapes, check_in_shapes>, print_rewrite<&Case::in_shapes>, S::graph, false,
@@ -380,7 +394,8 @@ std::vector<Knob> make_table() {
             "default is 1: sdpabench checks only when asked); another count is FAILED (a fusion regression); "
             "UNIMPLEMENTED on a backend that does not partition (only oneDNN does)",
             parse_count<&Case::expected_partitions>,
-            [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both},
+            [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both, false,
+            explain_count<kExpectedPartitions>},
         {"dropout", "none|P[:SEED[:OFFSET]]",
             "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's SEED "
             "(default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); docs/knobs_dropout.md",

@@ -212,21 +212,17 @@ bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
     return true;
 }
 
-/// Backend::prepare on the prepare phase's clock, then --expected-n-partitions (benchdnn --graph's
-/// knob) on the plan: another partition count is FAILED, a backend that does not partition
-/// UNIMPLEMENTED. Throws BackendError.
+/// Backend::prepare on the prepare phase's clock, the plan's notes (prefixed by `tag`), then
+/// --expected-n-partitions (benchdnn --graph's knob; a backend that does not partition was refused
+/// before filling): another partition count is FAILED. Throws BackendError.
 std::unique_ptr<Plan> prepare_plan(const Case& c, Backend& backend, const Problem& p, const SdpaInputs& in,
-        CaseResult& r) {
+        CaseResult& r, const std::string& tag) {
     std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
-    if (c.expected_partitions > 0) {
-        const auto n = plan->partitions();
-        if (!n)
-            throw BackendError(Status::unimplemented, fmt::format("--expected-n-partitions={}: backend {} does not "
-                    "partition its graph", c.expected_partitions, backend.name()));
-        if (static_cast<std::int64_t>(*n) != c.expected_partitions)
+    for (auto& n : plan->notes()) r.notes.push_back(tag + n);
+    if (c.expected_partitions > 0)
+        if (const std::size_t n = plan->partitions().value_or(0); static_cast<std::int64_t>(n) != c.expected_partitions)
             throw BackendError(Status::failed, fmt::format("{} split the {} graph into {} partition(s), "
-                    "--expected-n-partitions={}", backend.name(), p.dir, *n, c.expected_partitions));
-    }
+                    "--expected-n-partitions={}", backend.name(), p.dir, n, c.expected_partitions));
     return plan;
 }
 
@@ -267,8 +263,7 @@ void prepare_step(const Case& c, Backend& backend, const Problem& q, StepState& 
                     }
     }
     st.plan.reset();  // one plan at a time
-    st.plan = prepare_plan(c, backend, q, st.in, r);
-    for (auto& n : st.plan->notes()) r.notes.push_back(tag + n);
+    st.plan = prepare_plan(c, backend, q, st.in, r, tag);
 }
 
 /// Check step: runs the plan of `q.dir` once, computes the reference (fed the first direction's
@@ -344,6 +339,12 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         r.status = Status::skipped;
         r.reason = fmt::format("--dir={} is checked in --mode=C only (got --mode={}); time fwd_t and bwd instead",
                 p.dir, c.mode);
+        return;
+    }
+    if (c.expected_partitions > 0 && !backend.partitions_graphs()) {
+        r.status = Status::unimplemented;
+        r.reason = fmt::format("--expected-n-partitions={}: backend {} does not partition its graph",
+                c.expected_partitions, backend.name());
         return;
     }
     const std::vector<Dir> dirs = directions(p.dir);

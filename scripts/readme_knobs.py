@@ -24,16 +24,30 @@ def main() -> int:
     ap.add_argument("readme", nargs="?", default=str(pathlib.Path(__file__).resolve().parent.parent / "README.md"))
     args = ap.parse_args()
 
-    table = subprocess.run([args.sdpabench, "--list-knobs=md"], check=True, capture_output=True, text=True).stdout
-    path = pathlib.Path(args.readme)
-    text = path.read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
     try:
-        b = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
-        e = next(i for i, l in enumerate(lines) if l.strip() == END and i > b)
-    except StopIteration:
-        print(f"{path}: no '{BEGIN}' ... '{END}' pair of lines", file=sys.stderr)
+        run = subprocess.run([args.sdpabench, "--list-knobs=md"], capture_output=True, text=True)
+    except OSError as e:
+        print(f"readme_knobs.py: cannot run '{args.sdpabench}': {e.strerror}", file=sys.stderr)
         return 2
+    table = run.stdout
+    if run.returncode != 0 or not table.startswith("| knob |"):
+        print(f"readme_knobs.py: '{args.sdpabench} --list-knobs=md' did not print the knob table (exit "
+              f"{run.returncode}): is it sdpabench?", file=sys.stderr)
+        return 2
+    path = pathlib.Path(args.readme)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        print(f"readme_knobs.py: cannot read '{path}': {e.strerror}", file=sys.stderr)
+        return 2
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, l in enumerate(lines) if l.strip() == BEGIN]
+    ends = [i for i, l in enumerate(lines) if l.strip() == END]
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        print(f"{path}: needs exactly one '{BEGIN}' line and one '{END}' line after it (found {len(begins)} and "
+              f"{len(ends)})", file=sys.stderr)
+        return 2
+    b, e = begins[0], ends[0]
     new = "".join(lines[: b + 1]) + table + "".join(lines[e:])
     if new == text:
         return 0

@@ -8,7 +8,7 @@ bash scripts/setup.sh
 bash scripts/build.sh
 has_cases=0
 for a in "$@"; do
-  case $a in --batch=*|[!-]*) has_cases=1 ;; esac
+  case $a in --batch=*|--case=*|--random=*|[!-]*) has_cases=1 ;; esac
 done
 [ "$has_cases" = 1 ] || set -- "$@" --batch=cases/ci/smoke.cases
 exec build/${SDPABENCH_PRESET:-release}/sdpabench --backend=onednn "$@"

@@ -300,6 +300,7 @@ public:
     }
 
     Conventions conventions() const override { return Conventions{0.0f}; }
+    bool partitions_graphs() const override { return true; }
 
     /// oneDNN's own generator, replicated bit for bit (core/dropout.hpp onednn_dropout_mask).
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return onednn_dropout_mask(p); }

@@ -350,10 +350,10 @@ TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
 // The joined token is located at its first piece; a case's "where" is its descriptor's first line.
 TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
     const std::string f = write("cont.cases",
-        "--in-shapes=\\\n"                                    // 1
-        "# 0:256x16x...,\\\n"                                 // 2: a comment line in between
-        "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd,\\\n"       // 3
-        "0:4x16x128x64\n"                                     // 4
+        "--strides=\\\n"                                      // 1
+        "# Q:bhsd,\\\n"                                       // 2: a comment line in between
+        "K:bhds+V:bshd,\\\n"                                  // 3
+        "Q:bshd\n"                                            // 4
         "b1hq1sq4d8\n"                                        // 5
         "--dt=bf\\\n"                                         // 6: a value split mid-word
         "16 --dir=fwd_t, \\\n"                                // 7: a lone '\' joins 'fwd_t,' and 'bwd'
@@ -364,8 +364,8 @@ TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
     ASSERT_TRUE(errors_of(es).empty()) << errors_of(es)[0].error;
     const auto cs = cases_of(es);
     ASSERT_EQ(cs.size(), 6u);
-    EXPECT_EQ(cs[0].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
-    EXPECT_EQ(cs[1].in_shapes, "0:4x16x128x64");
+    EXPECT_EQ(role_layouts_name(cs[0].prb.strides), "K:bhds+V:bshd");
+    EXPECT_EQ(role_layouts_name(cs[1].prb.strides), "Q:bshd");
     EXPECT_EQ(cs[0].where, f + ":5:1");
     EXPECT_EQ(cs[0].prb.dt, DType::f32);
     for (std::size_t i = 2; i < 6; ++i) {
@@ -374,8 +374,8 @@ TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
         EXPECT_EQ(cs[i].prb.name, "joined");
         EXPECT_EQ(cs[i].where, f + ":8:8");  // the first piece of the joined token
     }
-    EXPECT_EQ(cs[2].in_shapes, "0:2x12x2048x64*acbd+1:2x12x2048x64*acbd");
-    EXPECT_EQ(cs[3].in_shapes, "0:4x16x128x64");
+    EXPECT_EQ(role_layouts_name(cs[2].prb.strides), "K:bhds+V:bshd");
+    EXPECT_EQ(role_layouts_name(cs[3].prb.strides), "Q:bshd");
     EXPECT_EQ(cs[3].prb.dir, Dir::fwd_t);  // --dir varies slowest
     EXPECT_EQ(cs[4].prb.dir, Dir::bwd);
 }

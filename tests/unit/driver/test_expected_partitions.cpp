@@ -22,6 +22,7 @@ public:
     void poison_outputs() override { inner_->poison_outputs(); }
     SdpaOutputs read_outputs() override { return inner_->read_outputs(); }
     std::optional<std::size_t> partitions() const override { return n_; }
+    std::vector<std::string> notes() const override { return {"parted plan"}; }
 
 private:
     std::unique_ptr<Plan> inner_;
@@ -32,10 +33,14 @@ private:
 class PartitionedBackend final : public Backend {
 public:
     std::optional<std::size_t> fwd = 1, bwd = 1;
+    bool partitions = true;  ///< partitions_graphs()
+    int prepared = 0;
     std::string_view name() const override { return "parted"; }
+    bool partitions_graphs() const override { return partitions; }
     std::string version() const override { return "test"; }
     std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        ++prepared;
         return std::make_unique<PartitionedPlan>(ref_.prepare(p, in), p.dir == Dir::bwd ? bwd : fwd);
     }
 
@@ -59,6 +64,7 @@ TEST(ExpectedPartitions, SameCountPassesAnotherFailsNamingBoth) {
     EXPECT_EQ(r.status, Status::failed);
     EXPECT_EQ(r.reason, "parted split the fwd_t graph into 2 partition(s), --expected-n-partitions=1");
     EXPECT_TRUE(r.checks.empty());  // nothing was run or checked
+    EXPECT_EQ(r.notes, std::vector<std::string>{"parted plan"});  // -v still shows the plan
 }
 
 TEST(ExpectedPartitions, ZeroChecksNothing) {
@@ -69,12 +75,14 @@ TEST(ExpectedPartitions, ZeroChecksNothing) {
     EXPECT_EQ(run_case(make_case(Dir::bwd, 0), be, 0).status, Status::passed);
 }
 
-TEST(ExpectedPartitions, BackendWithoutPartitionsIsUnimplemented) {
+TEST(ExpectedPartitions, BackendWithoutPartitionsIsUnimplementedBeforeAnything) {
     PartitionedBackend be;
-    be.bwd = std::nullopt;
+    be.partitions = false;
     const CaseResult r = run_case(make_case(Dir::bwd, 1), be, 0);
     EXPECT_EQ(r.status, Status::unimplemented);
     EXPECT_EQ(r.reason, "--expected-n-partitions=1: backend parted does not partition its graph");
+    EXPECT_EQ(be.prepared, 0);
+    EXPECT_EQ(r.phases_ms[static_cast<std::size_t>(Phase::fill)], 0.0);  // nothing filled
     RefBackend ref;  // the real reference backend does not partition either
     EXPECT_EQ(run_case(make_case(Dir::fwd_t, 1), ref, 0).status, Status::unimplemented);
 }

@@ -66,8 +66,11 @@ TEST(KnobTable, GraphCaseReproNamesGraphScopeKnobsOnly) {
     c.in_shapes = "0:4x16x128x64";
     c.prb.seed = 9;
     EXPECT_EQ(repro(c), "--dt=bf16 --seed=9 --mb=4 --in-shapes=0:4x16x128x64 --case=g.json");
-    for (const Knob& k : knob_table())
-        if (k.scope == Knob::Scope::graph) EXPECT_FALSE(k.applies_to(Case{})) << k.name;
+    for (const Knob& k : knob_table()) {
+        if (k.scope == Knob::Scope::graph) {
+            EXPECT_FALSE(k.applies_to(Case{})) << k.name;
+        }
+    }
 }
 
 TEST(KnobTable, ListKnobsHasOneRowPerKnob) {

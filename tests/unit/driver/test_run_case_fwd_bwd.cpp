@@ -215,8 +215,9 @@ TEST(CaseSteps, EachModeAndDirection) {
     for (const Mode m : {Mode::P, Mode::CP, Mode::B}) EXPECT_EQ(steps(m, Dir::fwd_bwd), std::nullopt);
     for (const Dir d : {Dir::fwd_i, Dir::fwd_t, Dir::bwd, Dir::fwd_bwd})
         for (const Mode m : {Mode::C, Mode::P, Mode::CP, Mode::B})
-            if (const auto s = steps(m, d))
+            if (const auto s = steps(m, d)) {
                 for (const Step& x : *s) EXPECT_NE(x.dir, Dir::fwd_bwd);
+            }
 }
 
 }  // namespace

@@ -987,7 +987,7 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     EXPECT_EQ(repro(*es[1].c), fmt::format("--op-kind={}:Divide --case={}", scale_op, f.string()));
     const auto bad = parse_cases({"--dt=0:f16", "b1hq1sq4d4"});
     ASSERT_EQ(bad.size(), 1u);
-    EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors or ops of a --case graph by id; "
+    EXPECT_EQ(bad[0].error, "command line: error: --dt=0:f16 rewrites tensors of a --case graph by id; "
                             "'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
 
     // A graph that fails to import still carries the repro of its case (one benchdnn line's
@@ -1032,8 +1032,19 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
             << off[0].error;
     const auto desc = parse_cases({"--op-attrs=0:transpose_b:1", "b1hq1sq4d4"});
     ASSERT_EQ(desc.size(), 1u);
-    EXPECT_EQ(desc[0].error, "command line: error: --op-attrs=0:transpose_b:1 rewrites tensors or ops of a --case "
-                             "graph by id; 'b1hq1sq4d4' is a problem descriptor (use --reset, or a plain --dt)");
+    EXPECT_EQ(desc[0].error, "command line: error: --op-attrs=0:transpose_b:1 rewrites a --case graph; "
+                             "'b1hq1sq4d4' is a problem descriptor (use --reset)");
+    // Every graph-scope knob off its default, --mb and --in-shapes included (never ignored).
+    for (const std::string k : {"--mb=2", "--in-shapes=0:1x2x16x16", "--op-kind=1:Divide", "--tensor-property=1:constant"}) {
+        const auto es = parse_cases({k, "b1hq1sq4d4"});
+        ASSERT_EQ(es.size(), 1u) << k;
+        EXPECT_EQ(es[0].error, "command line: error: " + k + " rewrites a --case graph; 'b1hq1sq4d4' is a problem "
+                                                             "descriptor (use --reset)");
+        const auto rnd = parse_cases({k, "--random=2"});
+        ASSERT_EQ(rnd.size(), 1u) << k;
+        EXPECT_NE(rnd[0].error.find(k + " rewrites a --case graph; '--random=2' draws problem descriptors"),
+                std::string::npos) << rnd[0].error;
+    }
     const auto malformed = parse_cases({"--op-attrs=0:transpose_b", "--case=" + f.string()});
     ASSERT_FALSE(malformed.empty());
     EXPECT_EQ(malformed[0].error,
