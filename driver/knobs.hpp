@@ -42,9 +42,10 @@ struct Knob {
     /// number out of range); "" falls back to the generic message.
     std::string (*explain)(std::string_view v) = nullptr;
     Range range = Range::none;
+    std::string def_{};  ///< set by knob_table() from print(Case{}); read through def()
 
-    /// The default spelling: print(Case{}).
-    std::string def() const;
+    /// The default spelling: print(Case{}), computed once when the table is built.
+    const std::string& def() const { return def_; }
     /// parse(v) applied to `c`; false (c unchanged) when `v` is not accepted.
     bool apply(std::string_view v, Case& c) const;
     /// True when the knob means something for `c` (a --case graph or a descriptor case).
