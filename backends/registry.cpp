@@ -71,13 +71,10 @@ std::vector<BackendRow> make_table() {
         t.push_back(std::move(r));
     }
     for (const TorchVariantInfo& v : kTorchVariants) {
-        BackendRow r = row(fmt::format("torch:{}", v.name), v.cpu ? Engine::cpu : Engine::gpu, nullptr);
+        BackendRow r = row(fmt::format("torch:{}", v.name), v.device == TorchDevice::cpu ? Engine::cpu : Engine::gpu,
+                nullptr);
 #ifdef SDPABENCH_HAVE_TORCH
-        if (v.cpu)
-            r.make = make_torch_backend;
-        else  // the plugin links libtorch_cpu only (cmake/torch.cmake): no CUDA variant in this build
-            r.missing = fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch plugin links libtorch's "
-                                    "CPU library only", v.name, v.op);
+        r.make = make_torch_backend;  // a CUDA row without a device is SKIPPED by the backend, with why
 #else
         r.missing = "configured without libtorch (scripts/setup.sh installs it unless SDPABENCH_NO_TORCH=1; "
                     "cmake/torch.cmake)";

@@ -44,7 +44,8 @@ target_include_directories(sdpabench_torch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(sdpabench_torch PRIVATE _GLIBCXX_USE_CXX11_ABI=1)
 # Glue around library calls, and libtorch's headers are heavy: -O1 keeps the build short.
 target_compile_options(sdpabench_torch PRIVATE -O1)
-# Only the CPU library and c10: no CUDA library of torch's is loaded.
+# Only the CPU library and c10: the CUDA rows load libtorch_cuda.so at run time, when a case needs
+# it (backends/torch/torch_plugin.cpp sdpabench_torch_cuda), so a machine without a GPU never does.
 target_link_libraries(sdpabench_torch PRIVATE "${SDPABENCH_TORCH_ROOT}/lib/libtorch_cpu.so"
   "${SDPABENCH_TORCH_ROOT}/lib/libc10.so")
 set_target_properties(sdpabench_torch PROPERTIES BUILD_RPATH "${SDPABENCH_TORCH_ROOT}/lib"

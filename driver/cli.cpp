@@ -11,6 +11,7 @@
 #include "backends/registry.hpp"
 #include "backends/faulty/faulty_backend.hpp"
 #include "backends/test/test_backends.hpp"
+#include "backends/torch/torch_backend.hpp"
 #include "core/memory_estimate.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
@@ -141,6 +142,10 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
             "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob)")
         ->check(CLI::IsMember({"md", "tsv"}));
+    bool list_torch = false;
+    app.add_flag("--list-torch-variants", list_torch,
+            "Print the PyTorch backend's variant table (each torch:VARIANT's operator and conventions, "
+            "README's) as markdown and exit");
     std::string perf_template{kDefaultPerfTemplate};
     std::vector<std::string> reports;
     add_perf_options(app, out.opts, perf_template, reports);
@@ -224,6 +229,17 @@ CliOutcome parse_command_line(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         fmt::print(stderr, "command line: error: {}\n", e.what());
         out.exit_code = 2;
+        return out;
+    }
+    if (list_torch) {
+        if (!app.remaining().empty() || !list_knobs.empty()) {
+            fmt::print(stderr, "command line: error: --list-torch-variants prints the variant table and runs "
+                               "nothing; got '{}' too\n", list_knobs.empty() ? app.remaining().front() : "--list-knobs");
+            out.exit_code = 2;
+            return out;
+        }
+        fmt::print("{}", torch_variant_table_md());
+        out.exit_code = 0;
         return out;
     }
     if (!list_knobs.empty()) {

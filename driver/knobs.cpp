@@ -422,7 +422,7 @@ std::vector<Knob> make_table() {
             print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
         {"backend", backend_choices(),
             "vendor backend that runs the case: onednn (CPU), cudnn (NVIDIA GPU), torch:VARIANT (PyTorch's fused SDPA "
-            "variants; math, flash on the CPU, efficient, cudnn on a GPU), ref (the reference as a backend: the "
+            "variants; math, flash on the CPU; efficient, cudnn, math:cuda, flash:cuda on a CUDA GPU), ref (the reference as a backend: the "
             "harness against itself), faulty:KIND (fault injection, docs/trust.md), test:KIND (sdpabench's own "
             "tests: test:fp8 runs the reference on fp8 buffers; test:sleep, test:segv exercise --isolate); a backend "
             "this build lacks runs its cases SKIPPED with the reason (docs/knobs_run.md)",

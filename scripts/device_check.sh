@@ -7,7 +7,10 @@
 #   3. runs cases/gpu/perf.cases in P mode, warm and with --cold-cache;
 #   4. times PyTorch's scaled_dot_product_attention on the same shapes with the cuDNN backend and
 #      with the flash backend forced, fwd and bwd apart, warm and cold, and prints the table:
-#      TFLOP/s of each, the ratio to sdpabench, and the percentage of the device's bf16 dense peak.
+#      TFLOP/s of each, the ratio to sdpabench, and the percentage of the device's bf16 dense peak;
+#   5. builds the PyTorch plugin against the machine's own torch package and runs
+#      cases/torch/{conventions,conventions_cuda,smoke}.cases on torch:efficient, torch:cudnn, torch:flash:cuda and
+#      torch:math:cuda (about 2 more minutes).
 # Exit 0 only when the smoke run has no FAILED, INVALID_ARGUMENTS or SKIPPED case and something
 # PASSED (an UNIMPLEMENTED case, a form cuDNN refuses with its message, is listed, not fatal), and
 # the perf runs timed every case.
@@ -219,5 +222,39 @@ for r in rows:
           f"{r['torch_tflops']:.1f} | {r['ratio']:.3f} |")
 json.dump(rows, open(f"{out}/comparison.json", "w"), indent=1)
 PY
+# --- 5. PyTorch's CUDA variants (docs/torch.md): the plugin built against this machine's own torch
+# package (its libtorch_cuda.so and NVIDIA's pip libraries, the layout scripts/setup.sh installs),
+# then cases/torch/conventions.cases and cases/torch/smoke.cases on each CUDA row: the status
+# counts, every FAILED line and what each variant wrote in fully masked rows. Not fatal to the
+# verdict unless a case FAILED or a row was SKIPPED (the plugin found no GPU).
+torch_step() {
+  local torch_root
+  torch_root=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))' 2>/dev/null) || {
+    log "torch: no PyTorch for python3 here; the CUDA rows are not checked"; return 0; }
+  # cmake_args without its -S/-B pair; the later -D settings win.
+  if ! timeout 60 cmake -S "$root" -B "$root/build/device-torch" "${cmake_args[@]:4}" -DSDPABENCH_TORCH=ON \
+      -DSDPABENCH_CUDNN=OFF -DSDPABENCH_TORCH_ROOT="$torch_root" >"$out/torch-configure.log" 2>&1 ||
+     ! timeout 150 cmake --build "$root/build/device-torch" --target sdpabench sdpabench_torch -j "$(nproc)" \
+      >"$out/torch-build.log" 2>&1; then
+    log "torch: the plugin did not build against $torch_root"; tail -n 20 "$out/torch-configure.log" "$out/torch-build.log"
+    verdict=1; return 0
+  fi
+  local texe=$root/build/device-torch/sdpabench
+  "$texe" --version | grep '^torch:' | tee -a "$out/version.txt"
+  for v in efficient cudnn flash:cuda math:cuda; do
+    for f in conventions conventions_cuda smoke; do
+      local o="$out/torch-${v/:/-}-$f.txt"
+      if [ $(( $(date +%s) - t0 )) -gt 450 ]; then log "torch:$v $f: not run (the check's time is spent)"; continue; fi
+      timeout 45 "$texe" -v --backend=torch:$v --batch="$root/cases/torch/$f.cases" >"$o" 2>&1
+      log "torch:$v $f: exit $?; $(grep -E '^tests:' "$o" | tail -n 1)"
+      grep -E '^[0-9]+:(FAILED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$o" | cut -c1-300 | head -n 15
+      grep -oE 'it returned its log-sum-exp [^;]*' "$o" | sort | uniq -c | head -n 3
+      grep -E '^ +(fwd: )?observed:' "$o" | sort | uniq -c | sort -rn | head -n 4
+      [ "$(summary "$o" failed)" = 0 ] && [ "$(summary "$o" skipped)" = 0 ] || verdict=1
+    done
+  done
+}
+torch_step
+
 log "done (smoke exit $smoke_rc; verdict $verdict); reports in $out"
 exit "$verdict"

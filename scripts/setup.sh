@@ -4,6 +4,7 @@
 #   SDPABENCH_DEPS   where the oneDNN venv goes (default /opt/sdpabench-deps)
 #   SDPABENCH_NO_PY  set to 1 to skip the Python venv for scripts/plot.py
 #   SDPABENCH_NO_TORCH  set to 1 to skip libtorch (the PyTorch backend is then not built)
+#   SDPABENCH_NO_TORCH_CUDA  set to 1 to skip libtorch's CUDA libraries on a machine with a GPU
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -62,6 +63,20 @@ if [ "${SDPABENCH_NO_TORCH:-0}" != 1 ] && [ ! -f "$torch_dir/torch/lib/libtorch_
   $sudo "$onednn_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
       --target "$torch_dir" "torch==$torch_version"
   test -f "$torch_dir/torch/include/ATen/ATen.h"
+fi
+
+# On a machine with an NVIDIA GPU, the CUDA rows (torch:efficient, torch:cudnn, torch:flash:cuda,
+# torch:math:cuda) need the NVIDIA libraries libtorch_cuda.so loads: the PyPI wheels the torch
+# wheel itself requires (its METADATA's Linux requirements named nvidia-* and cuda-toolkit, pins
+# included), installed with their dependencies into the same folder, where libtorch_cuda.so's
+# RPATH ($ORIGIN/../../nvidia/...) looks. Several GB; SDPABENCH_NO_TORCH_CUDA=1 skips it.
+if [ "${SDPABENCH_NO_TORCH:-0}" != 1 ] && [ "${SDPABENCH_NO_TORCH_CUDA:-0}" != 1 ] &&
+    command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && [ ! -f "$torch_dir/.sdpabench-cuda-ok" ]; then
+  mapfile -t cuda_reqs < <(sed -n 's/^Requires-Dist: \(\(nvidia-\|cuda-toolkit\)[^; ]*\) *;.*platform_system == "Linux".*/\1/p' \
+    "$torch_dir"/torch-"$torch_version".dist-info/METADATA)
+  echo "setup.sh: a GPU is here: installing libtorch's CUDA libraries (${cuda_reqs[*]}) into $torch_dir"
+  $sudo "$onednn_venv/bin/python" -m pip install -q --disable-pip-version-check --target "$torch_dir" "${cuda_reqs[@]}"
+  $sudo touch "$torch_dir/.sdpabench-cuda-ok"
 fi
 
 # Python packages for scripts/plot.py (matplotlib) and scripts/compare_runs.py (SciPy's U test),

@@ -11,12 +11,19 @@
 extern "C" {
 
 /// Bumped when a struct below changes; the plugin refuses a call of another version.
-inline constexpr std::int32_t kSdpaTorchAbi = 2;
+inline constexpr std::int32_t kSdpaTorchAbi = 3;
 
 /// PyTorch's fused SDPA variant: the ATen operator called.
-/// math: at::_scaled_dot_product_attention_math (backward by autograd through it);
-/// flash: at::_scaled_dot_product_flash_attention_for_cpu and its _backward.
-enum SdpaTorchVariant : std::int32_t { kSdpaTorchMath = 0, kSdpaTorchFlash = 1 };
+/// math: at::_scaled_dot_product_attention_math (backward by autograd through it), CPU or CUDA;
+/// flash: at::_scaled_dot_product_flash_attention_for_cpu and its _backward on the CPU,
+///        at::_scaled_dot_product_flash_attention and its _backward on CUDA;
+/// efficient: at::_scaled_dot_product_efficient_attention and its _backward (CUDA);
+/// cudnn: at::_scaled_dot_product_cudnn_attention and its _backward (CUDA).
+enum SdpaTorchVariant : std::int32_t { kSdpaTorchMath = 0, kSdpaTorchFlash = 1, kSdpaTorchEfficient = 2, kSdpaTorchCudnn = 3 };
+
+/// Where the operator runs: the host's memory as is (CPU), or copies on CUDA device 0 with the
+/// same dims and strides (the results are copied back into the output views).
+enum SdpaTorchDevice : std::int32_t { kSdpaTorchCpu = 0, kSdpaTorchCuda = 1 };
 
 /// Element types of the views (PyTorch's float, bfloat16, half, bool).
 enum SdpaTorchDtype : std::int32_t { kSdpaTorchF32 = 0, kSdpaTorchBf16 = 1, kSdpaTorchF16 = 2, kSdpaTorchBool = 3 };
@@ -31,17 +38,23 @@ struct SdpaTorchView {
     std::int64_t strides[4] = {0, 0, 0, 0};
 };
 
-/// One operator call. Forward: O (and, for flash, the log-sum-exp [B,H_q,S_q] f32) from Q, K, V
-/// and the optional additive attn_mask. Backward: dQ, dK, dV (and, for math with mask_grad, the
-/// mask's gradient) from dO; flash reads the given O and log-sum-exp, math recomputes its forward
-/// under autograd.
+/// One operator call. Forward: O (and, for the fused variants, the log-sum-exp, delivered as
+/// [B,H_q,S_q] f32 whatever shape the operator returns it in) from Q, K, V and the optional
+/// additive attn_mask. Backward: dQ, dK, dV (and, for math and efficient with mask_grad, the
+/// mask's gradient, summed to the mask's shape) from dO; the fused variants read the given O and
+/// log-sum-exp (on CUDA after an untimed forward that supplies the operator's other outputs: its
+/// RNG state, sequence tensors and log-sum-exp layout), math recomputes its forward under autograd.
 struct SdpaTorchCall {
     std::int32_t abi = kSdpaTorchAbi;
     std::int32_t variant = kSdpaTorchMath;
+    std::int32_t device = kSdpaTorchCpu;
     std::int32_t backward = 0;
     std::int32_t threads = 1;      ///< at::set_num_threads
     std::int32_t is_causal = 0;    ///< the operator's is_causal
     std::int32_t enable_gqa = 0;   ///< math's enable_gqa (H_kv < H_q)
+    /// efficient, cudnn: K and V heads repeated H_q / H_kv times (repeat_interleave, as enable_gqa
+    /// does) before the call, and dK, dV summed over each group after it.
+    std::int32_t expand_gqa = 0;
     std::int32_t has_scale = 0;    ///< 0: scale=None (the operator's default)
     std::int32_t mask_grad = 0;    ///< math backward: also the attn_mask's gradient
     double scale = 0.0;            ///< the operator's scale (multiplies QK^T) when has_scale
@@ -54,19 +67,28 @@ struct SdpaTorchCall {
 };
 
 /// status: 0 ran; 1 PyTorch rejected the call (a c10::Error: its message, without backtrace);
-/// 2 another error. kernel_ms: host wall time of the operator call alone (CPU: synchronous),
-/// without the copies into the output views.
+/// 2 another error. kernel_ms: host wall time of the operator call alone (CPU: synchronous; CUDA:
+/// from a synchronized device to the device synchronized after the call), without the copies
+/// between the views and the device. info: what the operator returned that the views do not show
+/// (the log-sum-exp's own shape), for -v.
 struct SdpaTorchResult {
     std::int32_t status = 2;
     double kernel_ms = 0.0;
     char message[2048] = {};
+    char info[256] = {};
 };
 
 /// The plugin's entry points (dlsym names "sdpabench_torch_abi", "sdpabench_torch_run",
-/// "sdpabench_torch_version"). The ABI it speaks (kSdpaTorchAbi when it was built), checked on load.
+/// "sdpabench_torch_version", "sdpabench_torch_cuda"). The ABI it speaks (kSdpaTorchAbi when it
+/// was built), checked on load.
 typedef std::int32_t (*SdpaTorchAbiFn)();
 typedef void (*SdpaTorchRunFn)(const SdpaTorchCall* call, SdpaTorchResult* result);
 /// libtorch's version, e.g. "2.15.0".
 typedef const char* (*SdpaTorchVersionFn)();
+/// Whether CUDA runs: loads libtorch_cuda.so from libtorch_cpu.so's folder once (its kernels
+/// register with the dispatcher) and asks for a device. 1: yes, `what` holds the CUDA runtime,
+/// cuDNN and device count; 0: no, `what` says why (the loader's error, or no device). `n` is the
+/// size of `what`.
+typedef std::int32_t (*SdpaTorchCudaFn)(char* what, std::int32_t n);
 
 }  // extern "C"

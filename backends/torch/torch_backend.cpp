@@ -21,41 +21,76 @@
 
 namespace sdpa {
 
-const std::array<TorchVariantInfo, 4> kTorchVariants{{
-    {TorchVariant::math, "math", "at::_scaled_dot_product_attention_math", true,
+const std::array<TorchVariantInfo, 6> kTorchVariants{{
+    {TorchVariant::math, TorchDevice::cpu, "math", "at::_scaled_dot_product_attention_math",
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
-        "none (the second output is the attention weights)",
-        "autograd through the composite forward; dropout with the keep mask it is given (dropout_mask)"},
-    {TorchVariant::flash, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)", true,
-        "top-left on the CPU", "native: H_kv < H_q taken as is (query head h reads key head h / (H_q / H_kv))",
+        "none (its second output is the attention weights): fwd_t, fwd_bwd UNIMPLEMENTED",
+        "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
+        "f32, bf16, f16", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
+        "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
+        "conventions.cases", 0.0f, true},
+    {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)",
+        "top-left on the CPU", "native: query head h reads key head h / (H_q / H_kv)",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
-        "the fused backward, fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)"},
-    {TorchVariant::efficient, "efficient", "at::_scaled_dot_product_efficient_attention (+ _backward)", false,
-        "CUDA only: not in this build", "CUDA only", "CUDA only ([B,H_q,S_q] padded to a multiple of 32)",
-        "CUDA only"},
-    {TorchVariant::cudnn, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)", false,
-        "CUDA only: not in this build", "CUDA only", "CUDA only ([B,H_q,S_q,1])", "CUDA only"},
+        "the fused backward fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)",
+        "f32, bf16, f16; D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
+        true},
+    {TorchVariant::efficient, TorchDevice::cuda, "efficient",
+        "at::_scaled_dot_product_efficient_attention (+ _backward)", "top-left",
+        "K, V heads repeated by the plugin (repeat_interleave, as enable_gqa does), dK, dV summed per group",
+        "[B,H_q,S_q rounded up to 32] f32; -inf for a fully masked row",
+        "the fused backward fed O and the log-sum-exp, with the attn_mask gradient; the bias stored with rows "
+        "padded to 16 elements (as scaled_dot_product_attention pads it)", "f32, bf16, f16",
+        "as math; --dropout only with p = 0", "conventions.cases, conventions_cuda.cases", -INFINITY, false},
+    {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)",
+        "top-left", "K, V heads repeated by the plugin, dK, dV summed per group",
+        "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
+        "bf16, f16", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
+    {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math on CUDA",
+        "top-left", "enable_gqa=True", "none: fwd_t, fwd_bwd UNIMPLEMENTED", "autograd through the composite forward",
+        "f32, bf16, f16", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
+    {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention (+ _backward)",
+        "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
+        "native: query head h reads key head h / (H_q / H_kv)", "[B,H_q,S_q] f32; +inf for a fully masked row",
+        "the fused backward fed O and the log-sum-exp; no mask gradient", "bf16, f16",
+        "causal_br, and causal_tl with S_q = S_kv -> is_causal; no attn_mask: bias, window, padding and causal_tl "
+        "with S_q != S_kv UNIMPLEMENTED; --dropout only with p = 0", "conventions_cuda.cases", INFINITY, false},
 }};
 
-std::optional<TorchVariant> torch_variant(std::string_view name) {
+std::string torch_variant_table_md() {
+    std::string t = "| backend | device | operator | `is_causal` with S_q != S_kv | GQA | default scale (`scale=None`) | "
+                    "log-sum-exp | backward | dtypes | knobs | held by (`cases/torch/`) | measured |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const TorchVariantInfo& v : kTorchVariants)
-        if (v.name == name) return v.variant;
-    return std::nullopt;
+        t += fmt::format("| `torch:{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {} | {} | {} | {} |\n", v.name,
+                v.device == TorchDevice::cpu ? "CPU" : "CUDA", v.op, v.causal, v.gqa, v.lse, v.backward, v.dtypes,
+                v.knobs, v.cases, v.measured ? "yes (CPU, CTest e2e.torch.*)" : "not yet: no GPU run");
+    return t;
+}
+
+const TorchVariantInfo* torch_variant(std::string_view name) {
+    for (const TorchVariantInfo& v : kTorchVariants)
+        if (v.name == name) return &v;
+    return nullptr;
+}
+
+const TorchVariantInfo* torch_variant(TorchVariant variant, TorchDevice d) {
+    for (const TorchVariantInfo& v : kTorchVariants)
+        if (v.variant == variant && v.device == d) return &v;
+    return nullptr;
 }
 
 namespace {
-
-const TorchVariantInfo& info(TorchVariant v) { return kTorchVariants[static_cast<std::size_t>(v)]; }
 
 Unsupported unimplemented(std::string reason) { return Unsupported{Status::unimplemented, std::move(reason)}; }
 
 }  // namespace
 
-std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v) {
-    const TorchVariantInfo& vi = info(v);
-    if (!vi.cpu)
-        return Unsupported{Status::skipped, fmt::format("torch:{} runs on a CUDA GPU ({}); this build's PyTorch "
-                "plugin links libtorch's CPU library only", vi.name, vi.op)};
+std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v, TorchDevice d) {
+    const TorchVariantInfo* row = torch_variant(v, d);
+    if (!row) throw std::invalid_argument("torch_mapping: this variant has no row for this device");
+    const TorchVariantInfo& vi = *row;
+    const bool cuda = d == TorchDevice::cuda;
     if (is_fp8(p.dt))
         return unimplemented(fmt::format("torch:{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
                 "descales (--dt={})", vi.name, p.dt));
@@ -76,31 +111,40 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         for (const Role r : {Role::Q, Role::K, Role::V, Role::O, Role::dO}) {
             const TensorGeom* t = g.find(r);
             if (t && t->input && t->dims[3] > 1 && t->strides[3] != 1)
-                return unimplemented(fmt::format("torch:flash: {} has stride {} in its last dimension; PyTorch's "
+                return unimplemented(fmt::format("torch:{}: {} has stride {} in its last dimension; PyTorch's "
                         "dispatcher takes flash only for a last-dimension stride of 1 "
-                        "(check_last_dim_stride_equals_1_dense), and the operator misreads others", r, t->strides[3]));
+                        "(check_last_dim_stride_equals_1_dense), and the operator misreads others", vi.name, r,
+                        t->strides[3]));
         }
     if (v == TorchVariant::math && p.dir == Dir::bwd)  // it recomputes O and stats, the reference reads them
         for (const Role r : {Role::O, Role::stats})
             if (!non_overlapping(g.at(r)))
-                return unimplemented(fmt::format("torch:math recomputes O and stats from Q, K, V, so an aliased {} "
+                return unimplemented(fmt::format("torch:{} recomputes O and stats from Q, K, V, so an aliased {} "
                         "input (a 0 stride or overlapping rows), which the reference backward reads as given, "
-                        "has no counterpart there", r));
+                        "has no counterpart there", vi.name, r));
     const bool stats_out = p.dir == Dir::fwd_t || p.dir == Dir::fwd_bwd;
     if (v == TorchVariant::math && stats_out)
-        return unimplemented("torch:math returns no log-sum-exp (its second output is the attention weights): "
-                "--dir=fwd_i and --dir=bwd run on it");
-    if (v == TorchVariant::flash && p.dmask)
-        return unimplemented("torch:flash's backward returns no attn_mask gradient (--dmask runs on torch:math)");
+        return unimplemented(fmt::format("torch:{} returns no log-sum-exp (its second output is the attention "
+                "weights): --dir=fwd_i and --dir=bwd run on it", vi.name));
+    if ((v == TorchVariant::flash || v == TorchVariant::cudnn) && p.dmask)
+        return unimplemented(fmt::format("torch:{}'s backward returns no attn_mask gradient (--dmask runs on "
+                "torch:math and torch:efficient)", vi.name));
     TorchMapping m;
     const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
     const bool square = p.dims.S_q == p.dims.S_kv;
-    if (padded || p.mask == Mask::window || (p.mask == Mask::causal_br && !square))
+    // is_causal's own alignment: top-left, except FlashAttention-2's bottom-right on CUDA.
+    const Mask own_causal = v == TorchVariant::flash && cuda ? Mask::causal_br : Mask::causal_tl;
+    const bool causal = p.mask == Mask::causal_tl || p.mask == Mask::causal_br;
+    if (padded || p.mask == Mask::window || (causal && !square && p.mask != own_causal))
         m.mask = TorchMapping::MaskArg::merged;
     else if (p.mask == Mask::bias)
         m.mask = TorchMapping::MaskArg::bias;
-    else if (p.mask == Mask::causal_tl || p.mask == Mask::causal_br)
+    else if (causal)
         m.is_causal = true;
+    if (v == TorchVariant::flash && cuda && m.mask != TorchMapping::MaskArg::none)
+        return unimplemented(fmt::format("torch:flash:cuda: at::_scaled_dot_product_flash_attention takes no "
+                "attn_mask, and this case needs one ({}{}; its is_causal is bottom-right)",
+                p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}", p.mask), padded ? " with padding" : ""));
     m.mask_grad = p.dmask;
     if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
         m.scale = std::nullopt;  // the operator's default, 1/sqrt(D_qk): what sdpabench's default is
@@ -109,6 +153,7 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         m.scale = p.scale_op == ScaleOp::mul ? s : 1.0 / s;
     }
     m.enable_gqa = v == TorchVariant::math && p.dims.H_kv != p.dims.H_q;
+    m.expand_gqa = (v == TorchVariant::efficient || v == TorchVariant::cudnn) && p.dims.H_kv != p.dims.H_q;
     return m;
 }
 
@@ -117,6 +162,7 @@ namespace {
 /// The plugin's entry points, loaded once per process on first use.
 struct TorchPlugin {
     SdpaTorchRunFn run = nullptr;
+    SdpaTorchCudaFn cuda = nullptr;
     std::string version;  ///< libtorch's, as the plugin reports it
     std::string path;     ///< where it was loaded from
     std::string error;    ///< why it is not loaded (every place tried)
@@ -158,6 +204,7 @@ const TorchPlugin& torch_plugin() {
             const auto abi = reinterpret_cast<SdpaTorchAbiFn>(dlsym(h, "sdpabench_torch_abi"));
             const auto run = reinterpret_cast<SdpaTorchRunFn>(dlsym(h, "sdpabench_torch_run"));
             const auto version = reinterpret_cast<SdpaTorchVersionFn>(dlsym(h, "sdpabench_torch_version"));
+            const auto cuda = reinterpret_cast<SdpaTorchCudaFn>(dlsym(h, "sdpabench_torch_cuda"));
             const char* v = version ? version() : nullptr;
             if (!abi || !run || !v) {
                 why.push_back(fmt::format("{}: not an sdpabench PyTorch plugin (no sdpabench_torch_abi, _run or _version)",
@@ -165,8 +212,12 @@ const TorchPlugin& torch_plugin() {
             } else if (abi() != kSdpaTorchAbi) {
                 why.push_back(fmt::format("{}: speaks plugin ABI {}, this sdpabench {} (rebuild them together)",
                         path.string(), abi(), kSdpaTorchAbi));
+            } else if (!cuda) {
+                why.push_back(fmt::format("{}: no sdpabench_torch_cuda (an older plugin: rebuild them together)",
+                        path.string()));
             } else {
                 pl.run = run;
+                pl.cuda = cuda;
                 pl.version = v;
                 pl.path = path.string();
                 return pl;
@@ -180,6 +231,24 @@ const TorchPlugin& torch_plugin() {
         return pl;
     }();
     return plugin;
+}
+
+/// Whether the plugin runs CUDA (libtorch_cuda loaded, a device found), and its one-line account:
+/// the runtime and device count, or why not. Asked once per process, on the first CUDA case.
+struct TorchCuda {
+    bool ok = false;
+    std::string what;
+};
+
+const TorchCuda& torch_cuda(const TorchPlugin& pl) {
+    static const TorchCuda cuda = [&pl] {
+        TorchCuda c;
+        char what[512] = {};
+        c.ok = pl.cuda(what, sizeof what) == 1;
+        c.what = what;
+        return c;
+    }();
+    return cuda;
 }
 
 /// Why `pl` cannot run: INVALID_ARGUMENTS for a plugin the user named, SKIPPED otherwise.
@@ -207,9 +276,9 @@ SdpaTorchView view(void* data, const TensorGeom& t, int rank = 4) {
 /// Strided inputs, the merged mask, guarded outputs, and the call that runs between them.
 class TorchPlan final : public Plan {
 public:
-    TorchPlan(const Problem& p, const SdpaInputs& in, TorchVariant v, const TorchMapping& m, SdpaTorchRunFn run,
-            const DropoutMask* keep)
-        : p_(p), geo_(geometry(p)), v_(v), m_(m), run_(run), outputs_(geo_) {
+    TorchPlan(const Problem& p, const SdpaInputs& in, const TorchVariantInfo& vi, const TorchMapping& m,
+            SdpaTorchRunFn run, const DropoutMask* keep)
+        : p_(p), geo_(geometry(p)), vi_(vi), m_(m), run_(run), outputs_(geo_) {
         if (keep) {  // the keep flags math applies: dense bool [B,H_q,S_q,S_kv]
             const Dims& d = p.dims;
             keep_.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q * d.S_kv));
@@ -236,11 +305,16 @@ public:
 
     void execute() override {
         SdpaTorchCall c;
-        c.variant = v_ == TorchVariant::flash ? kSdpaTorchFlash : kSdpaTorchMath;
+        c.variant = vi_.variant == TorchVariant::flash       ? kSdpaTorchFlash
+                    : vi_.variant == TorchVariant::efficient ? kSdpaTorchEfficient
+                    : vi_.variant == TorchVariant::cudnn     ? kSdpaTorchCudnn
+                                                             : kSdpaTorchMath;
+        c.device = vi_.device == TorchDevice::cuda ? kSdpaTorchCuda : kSdpaTorchCpu;
         c.backward = p_.dir == Dir::bwd ? 1 : 0;
         c.threads = omp_get_max_threads();
         c.is_causal = m_.is_causal;
         c.enable_gqa = m_.enable_gqa;
+        c.expand_gqa = m_.expand_gqa;
         c.mask_grad = m_.mask_grad;
         c.has_scale = m_.scale.has_value();
         c.scale = m_.scale.value_or(0.0);
@@ -269,13 +343,15 @@ public:
         SdpaTorchResult r;
         run_(&c, &r);
         if (r.status == 1)
-            throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", info(v_).op, r.message));
-        if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", info(v_).op, r.message));
+            throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", vi_.op, r.message));
+        if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", vi_.op, r.message));
         kernel_ms_ = r.kernel_ms;
+        info_ = r.info;
     }
 
-    /// The operator call alone (host clock; the CPU operators are synchronous), without the copies
-    /// of its results into the guarded buffers.
+    /// The operator call alone (host clock; the CPU operators are synchronous, a CUDA call is timed
+    /// from a synchronized device to the device synchronized after it), without the copies of its
+    /// results into the guarded buffers (and, on CUDA, of the inputs to the device).
     double execute_timed_ms() override {
         execute();
         return kernel_ms_;
@@ -288,10 +364,12 @@ public:
         const char* mask = m_.mask == TorchMapping::MaskArg::bias     ? "the bias"
                            : m_.mask == TorchMapping::MaskArg::merged ? "a merged 0/-inf mask"
                                                                       : "None";
-        return {fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}; PyTorch allocates its outputs, "
-                "sdpabench copies them into its guarded buffers", info(v_).op, m_.is_causal ? "True" : "False", mask,
+        return {fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}{}{}; PyTorch allocates its outputs{}, "
+                "sdpabench copies them into its guarded buffers", vi_.op, m_.is_causal ? "True" : "False", mask,
                 m_.scale ? fmt::format("{}", *m_.scale) : std::string("None"), m_.enable_gqa ? " enable_gqa=True" : "",
-                m_.mask_grad ? " (with the attn_mask gradient)" : "")};
+                m_.expand_gqa ? " (K, V heads repeated for GQA)" : "", m_.mask_grad ? " (with the attn_mask gradient)" : "",
+                info_.empty() ? "" : "; it returned its " + info_,
+                vi_.device == TorchDevice::cuda ? " on CUDA device 0 (inputs copied there with their strides)" : "")};
     }
 
 private:
@@ -306,7 +384,7 @@ private:
 
     Problem p_;
     Geometry geo_;
-    TorchVariant v_;
+    const TorchVariantInfo& vi_;
     TorchMapping m_;
     SdpaTorchRunFn run_;
     std::map<Role, std::vector<std::byte>> inputs_;
@@ -315,34 +393,38 @@ private:
     std::vector<std::byte> merged_;
     std::vector<std::uint8_t> keep_;  ///< dropout keep flags (bool bytes), empty without dropout
     double kernel_ms_ = 0.0;
+    std::string info_;  ///< what the operator returned that the outputs do not show (SdpaTorchResult::info)
 };
 
 class TorchBackend final : public Backend {
 public:
-    explicit TorchBackend(TorchVariant v) : v_(v), name_(fmt::format("torch:{}", info(v).name)) {}
+    explicit TorchBackend(const TorchVariantInfo& vi) : vi_(vi), name_(fmt::format("torch:{}", vi.name)) {}
 
     std::string_view name() const override { return name_; }
 
     std::string version() const override {
-        const TorchVariantInfo& vi = info(v_);
-        if (!vi.cpu) return fmt::format("{}: {}, not in this build (CUDA only; the plugin links libtorch_cpu)", name_, vi.op);
         const TorchPlugin& pl = torch_plugin();
-        if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, vi.op, pl.error);
-        return fmt::format("{}: libtorch {} (built against {}), {}, CPU, plugin {}", name_, pl.version,
-                SDPABENCH_TORCH_VERSION, vi.op, pl.path);
+        if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, vi_.op, pl.error);
+        std::string device = "CPU";
+        if (vi_.device == TorchDevice::cuda) {
+            const TorchCuda& cuda = torch_cuda(pl);
+            device = cuda.ok ? fmt::format("CUDA ({})", cuda.what) : fmt::format("CUDA, unavailable: {}", cuda.what);
+        }
+        return fmt::format("{}: libtorch {} (built against {}), {}, {}, plugin {}", name_, pl.version,
+                SDPABENCH_TORCH_VERSION, vi_.op, device, pl.path);
     }
 
     /// The libtorch the plugin was built against (known without loading it: the run context asks
     /// every backend, and loading libtorch costs a fifth of a second).
-    std::string library_version() const override { return info(v_).cpu ? SDPABENCH_TORCH_VERSION : ""; }
+    std::string library_version() const override { return SDPABENCH_TORCH_VERSION; }
 
-    /// flash writes 0 as the log-sum-exp of a fully masked row (math has no log-sum-exp).
-    Conventions conventions() const override { return Conventions{0.0f}; }
+    /// The log-sum-exp of a fully masked row, as the row states it (kTorchVariants).
+    Conventions conventions() const override { return Conventions{vi_.masked_row_lse}; }
 
     /// math applies the mask it is given (its dropout_mask argument, "for testing purposes" in
     /// PyTorch's words): sdpabench's own generator, as the ref and cuDNN backends use.
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override {
-        if (!p.dropout || (v_ != TorchVariant::math && p.dropout->p > 0.f)) return nullptr;
+        if (!p.dropout || (vi_.variant != TorchVariant::math && p.dropout->p > 0.f)) return nullptr;
         return ref_dropout_mask(p);  // flash: only p = 0 runs (dropout_p = 0, every element kept)
     }
 
@@ -358,30 +440,34 @@ public:
                     double(md[3]) * double(size_of(elem_type(mask_dtype(p))))});
         if (p.dropout)
             items.push_back({"PyTorch backend: the dropout keep mask (bool)", scores});
-        if (v_ == TorchVariant::math)  // scores, weights and the masked scores; autograd keeps and doubles them
+        if (vi_.variant == TorchVariant::math)  // scores, weights and the masked scores; autograd keeps and doubles them
             items.push_back({"PyTorch math: S_q x S_kv score matrices per head (f32)",
                     scores * 4.0 * (p.dir == Dir::bwd ? 6.0 : 3.0)});
         return items;
     }
 
+    /// The mapping's refusal, else the plugin's absence, else (a CUDA row) no CUDA: SKIPPED with
+    /// the plugin's reason (libtorch_cuda.so or a library it needs not loadable, or no device).
     std::optional<Unsupported> support(const Problem& p) const override {
-        auto m = torch_mapping(p, v_);
+        auto m = torch_mapping(p, vi_.variant, vi_.device);
         if (auto* u = std::get_if<Unsupported>(&m)) return *u;
-        if (!torch_plugin().run) return plugin_missing(torch_plugin());
+        const TorchPlugin& pl = torch_plugin();
+        if (!pl.run) return plugin_missing(pl);
+        if (vi_.device == TorchDevice::cuda && !torch_cuda(pl).ok)
+            return Unsupported{Status::skipped, fmt::format("{} runs on a CUDA GPU and PyTorch has none here: {}",
+                    name_, torch_cuda(pl).what)};
         return std::nullopt;
     }
 
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        auto m = torch_mapping(p, v_);
-        if (auto* u = std::get_if<Unsupported>(&m)) throw BackendError(u->status, u->reason);
-        const TorchPlugin& pl = torch_plugin();
-        if (!pl.run) throw BackendError(plugin_missing(pl).status, pl.error);
-        const std::shared_ptr<const DropoutMask> keep = v_ == TorchVariant::math ? dropout_mask(p) : nullptr;
-        return std::make_unique<TorchPlan>(p, in, v_, std::get<TorchMapping>(m), pl.run, keep.get());
+        if (auto u = support(p)) throw BackendError(u->status, u->reason);
+        auto m = torch_mapping(p, vi_.variant, vi_.device);
+        const std::shared_ptr<const DropoutMask> keep = vi_.variant == TorchVariant::math ? dropout_mask(p) : nullptr;
+        return std::make_unique<TorchPlan>(p, in, vi_, std::get<TorchMapping>(m), torch_plugin().run, keep.get());
     }
 
 private:
-    TorchVariant v_;
+    const TorchVariantInfo& vi_;
     std::string name_;
 };
 

@@ -19,25 +19,45 @@ namespace sdpa {
 /// PyTorch's SDPA variants: math (the composite fallback), flash, memory-efficient, cuDNN.
 enum class TorchVariant { math, flash, efficient, cudnn };
 
-/// One variant's documented and measured conventions (the table of docs/torch.md#how-a-case-runs is
-/// this table; each row's claims are held by a case of cases/torch/conventions.cases that fails if
-/// the claim is wrong).
+/// Where a variant's operator runs: the CPU, or CUDA device 0 (libtorch_cuda, loaded by the plugin
+/// when the first CUDA case needs it).
+enum class TorchDevice { cpu, cuda };
+
+/// One variant on one device, with its documented and measured conventions (the table of
+/// docs/torch.md#how-a-case-runs is this table; each row's claims are held by a case of
+/// cases/torch/conventions.cases that fails if the claim is wrong).
 struct TorchVariantInfo {
     TorchVariant variant;
-    std::string_view name;        ///< "math": --backend=torch:math
+    TorchDevice device;
+    std::string_view name;        ///< "flash:cuda": --backend=torch:flash:cuda
     std::string_view op;          ///< the ATen operator(s) called
-    bool cpu;                     ///< runs on the CPU (this build's plugin links libtorch_cpu only)
     std::string_view causal;      ///< alignment of is_causal when S_q != S_kv
     std::string_view gqa;         ///< how H_kv < H_q is passed
     std::string_view lse;         ///< the log-sum-exp output: shape, type, masked-row value
     std::string_view backward;    ///< how the backward is computed
+    std::string_view dtypes;      ///< the io types the operator takes
+    std::string_view knobs;       ///< which sdpabench knobs map to which operator arguments
+    std::string_view cases;       ///< the case files in cases/torch/ that hold the row's claims
+    /// The log-sum-exp the operator writes for a fully masked row (backends/backend.hpp Conventions).
+    float masked_row_lse;
+    /// Whether the row's conventions were measured on its device (false: read from PyTorch's
+    /// sources and documentation, not yet run; docs/torch.md says so).
+    bool measured;
 };
 
-/// The four variants, in --help order.
-extern const std::array<TorchVariantInfo, 4> kTorchVariants;
+/// The six rows: math and flash on the CPU, then the four variants on CUDA, in --help order.
+extern const std::array<TorchVariantInfo, 6> kTorchVariants;
 
-/// The variant called `name` ("math", "flash", "efficient", "cudnn"), or nullopt.
-std::optional<TorchVariant> torch_variant(std::string_view name);
+/// The row called `name` ("math", "flash", "efficient", "cudnn", "math:cuda", "flash:cuda"), or
+/// nullptr.
+const TorchVariantInfo* torch_variant(std::string_view name);
+
+/// The rows as a markdown table (README's, between its torch-table markers; --list-torch-variants
+/// prints it and scripts/readme_knobs.py keeps README equal to it): one row per backend name.
+std::string torch_variant_table_md();
+
+/// The row of variant `v` on device `d`, or nullptr (efficient and cudnn exist on CUDA only).
+const TorchVariantInfo* torch_variant(TorchVariant v, TorchDevice d);
 
 /// How one case maps onto a variant's operator arguments (torch_mapping).
 struct TorchMapping {
@@ -51,18 +71,25 @@ struct TorchMapping {
     /// 1/sqrt(D_qk), which sdpabench uses for the default scale in f32.
     std::optional<double> scale;
     bool enable_gqa = false;      ///< math: enable_gqa=True for H_kv < H_q (flash groups natively)
+    /// efficient, cudnn: the plugin repeats K and V heads for H_kv < H_q (as enable_gqa does) and
+    /// sums dK, dV over each group.
+    bool expand_gqa = false;
     bool mask_grad = false;       ///< math backward with --dmask: autograd's gradient of the attn_mask
     friend bool operator==(const TorchMapping&, const TorchMapping&) = default;
 };
 
-/// The mapping of `p` onto variant `v`, or why `v` cannot run it: SKIPPED for the GPU variants in
-/// this CPU build; UNIMPLEMENTED for what the operator has no argument for (dropout: PyTorch's own
-/// generator; math has no log-sum-exp output for fwd_t; flash has no mask gradient). What the
-/// operator itself rejects (flash with D_qk != D_v, a mask dtype it refuses) is left to PyTorch,
-/// whose message becomes the UNIMPLEMENTED reason when the case runs.
-std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v);
+/// The mapping of `p` onto variant `v` on device `d`, or why it cannot run it: UNIMPLEMENTED for
+/// what the operator has no argument for (dropout: PyTorch's own generator; math has no
+/// log-sum-exp output for fwd_t; flash and cudnn have no mask gradient; CUDA flash has no
+/// attn_mask). What the operator itself rejects (flash with D_qk != D_v, a dtype or head size it
+/// lacks) is left to PyTorch, whose message becomes the UNIMPLEMENTED reason when the case runs.
+/// Whether a CUDA device is there is not the mapping's question (the backend asks the plugin).
+/// Throws std::invalid_argument for a (variant, device) pair that has no row.
+std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v,
+        TorchDevice d = TorchDevice::cpu);
 
-/// The backend for --backend=torch:VARIANT; nullptr for an unknown variant.
+/// The backend for --backend=torch:VARIANT (torch:math, torch:flash, torch:efficient,
+/// torch:cudnn, torch:math:cuda, torch:flash:cuda); nullptr for an unknown one.
 std::unique_ptr<Backend> make_torch_backend(std::string_view name);
 
 }  // namespace sdpa

@@ -1,12 +1,18 @@
 // libsdpabench_torch.so: the only translation unit that includes libtorch (cmake/torch.cmake).
-// It wraps the caller's buffers as ATen tensors (at::from_blob, no copy), calls one of PyTorch's
-// SDPA operators and copies the results into the caller's output buffers (backends/torch/torch_abi.hpp).
+// It wraps the caller's buffers as ATen tensors (at::from_blob, no copy; on CUDA, copies on device 0
+// with the same strides), calls one of PyTorch's SDPA operators and copies the results into the
+// caller's output buffers (backends/torch/torch_abi.hpp). It links libtorch_cpu and c10 only; the
+// CUDA rows load libtorch_cuda.so at run time (sdpabench_torch_cuda).
 // The operators' signatures are those of the wheel's ATen/ops headers (native_functions.yaml).
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -14,6 +20,13 @@
 #include <ATen/ops/_scaled_dot_product_attention_math.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_backward.h>
+#include <ATen/ops/_scaled_dot_product_efficient_attention.h>
+#include <ATen/ops/_scaled_dot_product_efficient_attention_backward.h>
+#include <ATen/ops/_scaled_dot_product_cudnn_attention.h>
+#include <ATen/ops/_scaled_dot_product_cudnn_attention_backward.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/headeronly/version.h>
 
@@ -48,57 +61,211 @@ void deliver(const at::Tensor& result, const SdpaTorchView& v, const char* what)
     dst.copy_(result);
 }
 
+/// The number of elements from a view's first to its last (1 + sum of (dim - 1) * stride): the
+/// block that holds it whatever its strides.
+std::int64_t span(const SdpaTorchView& v) {
+    std::int64_t last = 0;
+    for (int k = 0; k < v.rank; ++k) {
+        if (v.dims[k] == 0) return 0;
+        last += (v.dims[k] - 1) * v.strides[k];
+    }
+    return last + 1;
+}
+
+/// The view as a tensor on `dev`: itself on the CPU; on CUDA a copy of its whole span, viewed with
+/// the same dims and strides, so that the operator sees the geometry sdpabench built.
+std::optional<at::Tensor> place(const SdpaTorchView& v, const at::Device& dev) {
+    if (!v.data) return std::nullopt;
+    if (dev.is_cpu()) return wrap(v);
+    const at::Tensor block = at::from_blob(v.data, {span(v)}, at::TensorOptions().dtype(scalar_type(v.dtype)));
+    return block.to(dev).as_strided(at::IntArrayRef(v.dims, static_cast<std::size_t>(v.rank)),
+            at::IntArrayRef(v.strides, static_cast<std::size_t>(v.rank)));
+}
+
+at::Tensor need_on(const SdpaTorchView& v, const at::Device& dev, const char* what) {
+    if (auto t = place(v, dev)) return *t;
+    throw std::invalid_argument(std::string("sdpabench torch plugin: missing ") + what);
+}
+
+/// The log-sum-exp rows [B,H,S_q] of an operator's log-sum-exp, as a view of it: cuDNN's
+/// [B,H,S_q,1] without its last dimension, efficient's [B,H,S_q rounded up to 32] narrowed.
+at::Tensor lse_rows(const at::Tensor& lse, std::int64_t s_q) {
+    const at::Tensor rows = lse.dim() == 4 ? lse.select(3, 0) : lse;
+    return rows.narrow(2, 0, s_q);
+}
+
+/// dK or dV of heads repeated `group` times, summed back over each group: [B,H_q,S,D] ->
+/// [B,H_q/group,S,D] (the gradient of repeat_interleave).
+at::Tensor sum_groups(const at::Tensor& g, std::int64_t group) {
+    if (group == 1) return g;
+    return g.reshape({g.size(0), g.size(1) / group, group, g.size(2), g.size(3)}).sum(2);
+}
+
+/// What the fused CUDA forward returns besides O that its backward takes.
+struct FusedForward {
+    at::Tensor o, lse, philox_seed, philox_offset, cum_seq_q, cum_seq_k;
+    std::int64_t max_q = 0, max_k = 0;
+};
+
+/// flash's and cudnn's forward outputs (output, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k,
+/// philox_seed, philox_offset, debug_attn_mask: the same nine in both operators' schemas).
+template <class Nine>
+FusedForward from_nine(const Nine& t) {
+    FusedForward f;
+    f.o = std::get<0>(t);
+    f.lse = std::get<1>(t);
+    f.cum_seq_q = std::get<2>(t);
+    f.cum_seq_k = std::get<3>(t);
+    f.max_q = std::get<4>(t).expect_int();
+    f.max_k = std::get<5>(t).expect_int();
+    f.philox_seed = std::get<6>(t);
+    f.philox_offset = std::get<7>(t);
+    return f;
+}
+
+/// One fused CUDA forward (flash, efficient, cudnn) with dropout_p = 0.
+FusedForward fused_forward(std::int32_t variant, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+        const std::optional<at::Tensor>& bias, bool lse, bool causal, std::optional<double> scale) {
+    if (variant == kSdpaTorchFlash)
+        return from_nine(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, scale));
+    if (variant == kSdpaTorchCudnn)
+        return from_nine(at::_scaled_dot_product_cudnn_attention(q, k, v, bias, lse, 0.0, causal, false, scale));
+    FusedForward f;
+    auto t = at::_scaled_dot_product_efficient_attention(q, k, v, bias, lse, 0.0, causal, scale);
+    f.o = std::get<0>(t);
+    f.lse = std::get<1>(t);
+    f.philox_seed = std::get<2>(t);
+    f.philox_offset = std::get<3>(t);
+    return f;
+}
+
+/// efficient's attn_bias: broadcast to [B,H,S_q,S_kv] and stored with rows padded to a multiple
+/// of 16 elements, the alignment its kernel reads (PyTorch's own scaled_dot_product_attention
+/// pads it the same way before the call).
+at::Tensor efficient_bias(const at::Tensor& bias, const at::Tensor& q, const at::Tensor& k) {
+    const std::int64_t s_kv = k.size(2), padded = (s_kv + 15) / 16 * 16;
+    at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2), padded}, bias.options()).narrow(3, 0, s_kv);
+    out.copy_(bias.expand({q.size(0), q.size(1), q.size(2), s_kv}));
+    return out;
+}
+
 void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
     at::set_num_threads(c.threads > 0 ? c.threads : 1);
-    const at::Tensor q = need(c.q, "Q"), k = need(c.k, "K"), v = need(c.v, "V");
-    const std::optional<at::Tensor> mask = wrap(c.mask);
-    const std::optional<at::Tensor> keep = wrap(c.dropout_mask);  // math: PyTorch applies it for dropout_p > 0
+    const bool cuda = c.device == kSdpaTorchCuda;
+    const at::Device dev = cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    at::Tensor q = need_on(c.q, dev, "Q"), k = need_on(c.k, dev, "K"), v = need_on(c.v, dev, "V");
+    std::optional<at::Tensor> mask = place(c.mask, dev);
+    const std::optional<at::Tensor> keep = place(c.dropout_mask, dev);  // math: applied for dropout_p > 0
     const std::optional<double> scale = c.has_scale ? std::optional<double>(c.scale) : std::nullopt;
     const bool causal = c.is_causal != 0;
+    const std::int64_t group = c.expand_gqa ? q.size(1) / k.size(1) : 1;
+    if (group > 1) {
+        k = k.repeat_interleave(group, 1);
+        v = v.repeat_interleave(group, 1);
+    }
+    const std::vector<std::int64_t> mask_sizes = mask ? mask->sizes().vec() : std::vector<std::int64_t>{};
+    if (mask && c.variant == kSdpaTorchEfficient) mask = efficient_bias(*mask, q, k);
+    auto sync = [&] {
+        if (cuda) at::detail::getCUDAHooks().deviceSynchronize(dev.index());
+    };
     using clock = std::chrono::steady_clock;
-    auto t0 = clock::now();
-    auto stop = [&] { r.kernel_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+    clock::time_point t0;
+    auto start = [&] {
+        sync();
+        t0 = clock::now();
+    };
+    auto stop = [&] {
+        sync();
+        r.kernel_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    };
+    auto say_lse = [&](const at::Tensor& lse) {
+        std::snprintf(r.info, sizeof r.info, "log-sum-exp %s %s", c10::str(lse.sizes()).c_str(),
+                c10::str(lse.scalar_type()).c_str());
+    };
+    const std::int64_t s_q = q.size(2);
     if (!c.backward) {
-        if (c.variant == kSdpaTorchFlash) {
-            auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, mask, scale);
-            stop();
-            deliver(o, c.out_o, "O");
-            deliver(lse, c.out_lse, "the log-sum-exp");
-        } else {
+        const bool want_lse = c.out_lse.data != nullptr;
+        if (c.variant == kSdpaTorchMath) {
+            start();
             auto [o, weights] = at::_scaled_dot_product_attention_math(q, k, v, mask, c.dropout_p, causal, keep, scale,
                     c.enable_gqa != 0);
             stop();
             deliver(o, c.out_o, "O");
+        } else if (c.variant == kSdpaTorchFlash && !cuda) {
+            start();
+            auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, mask, scale);
+            stop();
+            say_lse(lse);
+            deliver(o, c.out_o, "O");
+            deliver(lse, c.out_lse, "the log-sum-exp");
+        } else {
+            start();
+            const FusedForward f = fused_forward(c.variant, q, k, v, mask, want_lse, causal, scale);
+            stop();
+            deliver(f.o, c.out_o, "O");
+            if (want_lse) {
+                say_lse(f.lse);
+                deliver(lse_rows(f.lse, s_q), c.out_lse, "the log-sum-exp");
+            }
         }
         return;
     }
-    const at::Tensor d_o = need(c.d_o, "dO");
-    if (c.variant == kSdpaTorchFlash) {
-        const at::Tensor o = need(c.o, "O"), lse = need(c.lse, "the log-sum-exp");
-        auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(d_o, q, k, v, o, lse, 0.0, causal,
-                mask, scale);
+    const at::Tensor d_o = need_on(c.d_o, dev, "dO");
+    if (c.variant == kSdpaTorchMath) {
+        // autograd through the composite forward (leaves that alias the inputs).
+        at::Tensor qa = q.detach().requires_grad_(true), ka = k.detach().requires_grad_(true),
+                   va = v.detach().requires_grad_(true);
+        std::optional<at::Tensor> ma;
+        if (mask) ma = c.mask_grad ? mask->detach().requires_grad_(true) : *mask;
+        start();
+        auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, c.dropout_p, causal, keep, scale,
+                c.enable_gqa != 0);
+        std::vector<at::Tensor> wrt{qa, ka, va};
+        if (c.mask_grad && ma) wrt.push_back(*ma);
+        const std::vector<at::Tensor> g = torch::autograd::grad({o}, wrt, {d_o});
+        stop();
+        deliver(g[0], c.out_dq, "dQ");
+        deliver(g[1], c.out_dk, "dK");
+        deliver(g[2], c.out_dv, "dV");
+        if (c.mask_grad && ma) deliver(g[3].sum_to_size(mask_sizes), c.out_dmask, "the mask gradient");
+        return;
+    }
+    const at::Tensor o = need_on(c.o, dev, "O"), lse_in = need_on(c.lse, dev, "the log-sum-exp");
+    if (c.variant == kSdpaTorchFlash && !cuda) {
+        start();
+        auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(d_o, q, k, v, o, lse_in, 0.0,
+                causal, mask, scale);
         stop();
         deliver(dq, c.out_dq, "dQ");
         deliver(dk, c.out_dk, "dK");
         deliver(dv, c.out_dv, "dV");
         return;
     }
-    // math: autograd through the composite forward (leaves that alias the caller's inputs).
-    at::Tensor qa = q.detach().requires_grad_(true), ka = k.detach().requires_grad_(true),
-               va = v.detach().requires_grad_(true);
-    std::optional<at::Tensor> ma;
-    if (mask) ma = c.mask_grad ? mask->detach().requires_grad_(true) : *mask;
-    t0 = clock::now();
-    auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, c.dropout_p, causal, keep, scale,
-            c.enable_gqa != 0);
-    std::vector<at::Tensor> wrt{qa, ka, va};
-    if (c.mask_grad && ma) wrt.push_back(*ma);
-    const std::vector<at::Tensor> g = torch::autograd::grad({o}, wrt, {d_o});
+    // The fused CUDA backward: its forward's other outputs, and the given log-sum-exp in its layout.
+    const FusedForward f = fused_forward(c.variant, q, k, v, mask, true, causal, scale);
+    at::Tensor lse = f.lse.clone();
+    lse_rows(lse, s_q).copy_(lse_in);
+    say_lse(lse);
+    const at::Tensor bias = mask ? *mask : at::Tensor();
+    at::Tensor dq, dk, dv, dbias;
+    start();
+    if (c.variant == kSdpaTorchFlash) {
+        std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_backward(d_o, q, k, v, o, lse, f.cum_seq_q,
+                f.cum_seq_k, f.max_q, f.max_k, 0.0, causal, f.philox_seed, f.philox_offset, scale);
+    } else if (c.variant == kSdpaTorchEfficient) {
+        std::tie(dq, dk, dv, dbias) = at::_scaled_dot_product_efficient_attention_backward(d_o, q, k, v, bias, o, lse,
+                f.philox_seed, f.philox_offset, 0.0, {true, true, true, c.mask_grad != 0 && mask.has_value()}, causal,
+                scale);
+    } else {
+        std::tie(dq, dk, dv) = at::_scaled_dot_product_cudnn_attention_backward(d_o, q, k, v, o, lse, f.philox_seed,
+                f.philox_offset, bias, f.cum_seq_q, f.cum_seq_k, f.max_q, f.max_k, 0.0, causal, scale);
+    }
     stop();
-    deliver(g[0], c.out_dq, "dQ");
-    deliver(g[1], c.out_dk, "dK");
-    deliver(g[2], c.out_dv, "dV");
-    if (c.mask_grad && ma) deliver(g[3], c.out_dmask, "the mask gradient");
+    deliver(dq, c.out_dq, "dQ");
+    deliver(sum_groups(dk, group), c.out_dk, "dK");
+    deliver(sum_groups(dv, group), c.out_dv, "dV");
+    if (c.mask_grad && dbias.defined())
+        deliver(dbias.narrow(3, 0, k.size(2)).sum_to_size(mask_sizes), c.out_dmask, "the mask gradient");
 }
 
 void say(SdpaTorchResult& r, int status, const std::string& msg) {
@@ -130,6 +297,29 @@ extern "C" __attribute__((visibility("default"))) void sdpabench_torch_run(const
 
 /// The ABI this plugin was built with (backends/torch/torch_abi.hpp).
 extern "C" __attribute__((visibility("default"))) std::int32_t sdpabench_torch_abi() { return kSdpaTorchAbi; }
+
+/// Loads libtorch_cuda.so once and asks for a device (backends/torch/torch_abi.hpp SdpaTorchCudaFn).
+extern "C" __attribute__((visibility("default"))) std::int32_t sdpabench_torch_cuda(char* what, std::int32_t n) {
+    static const std::pair<bool, std::string> state = []() -> std::pair<bool, std::string> {
+        try {
+            Dl_info self{};
+            if (!dladdr(reinterpret_cast<void*>(&at::set_num_threads), &self) || !self.dli_fname)
+                return {false, "cannot tell where libtorch_cpu.so was loaded from"};
+            std::string lib = self.dli_fname;
+            lib = lib.substr(0, lib.find_last_of('/') + 1) + "libtorch_cuda.so";
+            if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL))
+                return {false, std::string("libtorch_cuda.so could not be loaded: ") + dlerror()};
+            if (!at::hasCUDA()) return {false, "libtorch_cuda.so is loaded but finds no CUDA device"};
+            const auto& hooks = at::detail::getCUDAHooks();
+            return {true, "CUDA runtime " + std::to_string(hooks.versionCUDART()) + ", cuDNN " +
+                    std::to_string(hooks.versionCuDNN()) + ", " + std::to_string(at::getNumGPUs()) + " device(s)"};
+        } catch (const std::exception& e) {
+            return {false, std::string("libtorch's CUDA check failed: ") + e.what()};
+        }
+    }();
+    if (what && n > 0) std::snprintf(what, static_cast<std::size_t>(n), "%s", state.second.c_str());
+    return state.first ? 1 : 0;
+}
 
 /// libtorch's version string (torch/headeronly/version.h).
 extern "C" __attribute__((visibility("default"))) const char* sdpabench_torch_version() { return TORCH_VERSION; }

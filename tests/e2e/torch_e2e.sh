@@ -58,17 +58,34 @@ faults)
   run --backend=torch:flash --dir=fwd_t b1hq2sq16dqk32dv16
   [ "$rc" -eq 3 ] || fail "flash with D_qk != D_v: exit $rc, expected 3"
   grep -qE '^0:UNIMPLEMENTED \(PyTorch \(at::_scaled_dot_product_flash_attention_for_cpu.*\): .*should have the same head size' "$tmp/out" || fail "PyTorch's message not the reason"
-  for v in efficient cudnn; do
-    run --backend=torch:$v b1hq2sq16d16
-    grep -qE "^0:SKIPPED \(backend torch:$v is not compiled into this build: torch:$v runs on a CUDA GPU" "$tmp/out" ||
-      fail "torch:$v must be SKIPPED on this build"
-  done
+  # Without a CUDA device (or the CUDA libraries libtorch_cuda.so needs) the CUDA rows are
+  # SKIPPED with the loader's or libtorch's reason; a case their mapping refuses is UNIMPLEMENTED
+  # before that question is asked.
+  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    for v in efficient cudnn math:cuda flash:cuda; do
+      run --backend=torch:$v --dir=fwd_i --dt=bf16 b1hq2sq16d16
+      grep -qE "^0:SKIPPED \(torch:$v runs on a CUDA GPU and PyTorch has none here: (libtorch_cuda.so could not be loaded: .+|libtorch_cuda.so is loaded but finds no CUDA device)\)" "$tmp/out" ||
+        fail "torch:$v must be SKIPPED without a GPU, saying why"
+    done
+    "$exe" --version >"$tmp/out" 2>&1
+    grep -qE '^torch:efficient: libtorch 2\.[0-9]+\.[0-9]+ .*CUDA, unavailable: ' "$tmp/out" ||
+      fail "--version must say why the CUDA rows cannot run"
+  fi
+  # The CUDA rows' conventions file: where the mapping refuses a case (flash:cuda has no attn_mask
+  # for top-left causal with S_q != S_kv) UNIMPLEMENTED, never FAILED; the rest SKIPPED without a GPU.
+  run --backend=torch:flash:cuda --batch=cases/torch/conventions_cuda.cases
+  [ "$(summary_field failed)" = 0 ] && [ "$(summary_field invalid_arguments)" = 0 ] || fail "conventions_cuda: FAILED or INVALID_ARGUMENTS"
+  [ "$(grep -cE '^[0-9]+:UNIMPLEMENTED \(torch:flash:cuda: .*takes no attn_mask.*--mask=causal_tl' "$tmp/out")" = 6 ] ||
+    fail "conventions_cuda: the six top-left causal cases with S_q != S_kv must be UNIMPLEMENTED on flash:cuda"
+  run --backend=torch:flash:cuda --mask=causal_tl b1hq2sq16skv24d16
+  grep -q '^0:UNIMPLEMENTED (torch:flash:cuda: at::_scaled_dot_product_flash_attention takes no attn_mask' "$tmp/out" ||
+    fail "top-left causal with S_q != S_kv on CUDA flash must be UNIMPLEMENTED"
   run --backend=torch:bogus b1hq2sq16d16
   [ "$rc" -eq 2 ] || fail "--backend=torch:bogus: exit $rc, expected 2"
-  grep -q 'torch:math|torch:flash|torch:efficient|torch:cudnn' "$tmp/out" || fail "the backend list must name the torch variants"
+  grep -q 'torch:math|torch:flash|torch:efficient|torch:cudnn|torch:math:cuda|torch:flash:cuda' "$tmp/out" || fail "the backend list must name the torch variants"
   "$exe" --version >"$tmp/out" 2>&1
   grep -qE '^torch:math: libtorch 2\.[0-9]+\.[0-9]+ ' "$tmp/out" || fail "--version must name libtorch's version"
-  [ "$(grep -c '^torch:' "$tmp/out")" = 4 ] || fail "--version must list the four variants"
+  [ "$(grep -c '^torch:' "$tmp/out")" = 6 ] || fail "--version must list the six rows (four variants, two devices)"
   # A plugin named by SDPABENCH_TORCH_PLUGIN that cannot be loaded: INVALID_ARGUMENTS (exit 3) with
   # the path and why; an unrelated library is not taken for one; the batch goes on.
   SDPABENCH_TORCH_PLUGIN=/nonexistent/libsdpabench_torch.so "$exe" --backend=torch:flash b1hq2sq16d16 --backend=ref b1hq2sq8d8 >"$tmp/out" 2>&1

@@ -20,12 +20,14 @@ TEST(Registry, EveryBackendHasOneRowAndItsEngine) {
         EXPECT_EQ(r.family, r.name.ends_with(':')) << r.name;
         EXPECT_EQ(r.compiled_in(), r.missing.empty()) << r.name;  // a row lacking its factory says why
     }
-    for (const char* n : {"onednn", "cudnn", "torch:math", "torch:flash", "torch:efficient", "torch:cudnn", "ref",
-             "faulty:", "test:"})
+    for (const char* n : {"onednn", "cudnn", "torch:math", "torch:flash", "torch:efficient", "torch:cudnn", "torch:math:cuda",
+             "torch:flash:cuda", "ref", "faulty:", "test:"})
         EXPECT_TRUE(names.count(n)) << n;
     EXPECT_EQ(engine_of("cudnn"), Engine::gpu);
     EXPECT_EQ(engine_of("torch:cudnn"), Engine::gpu);
     EXPECT_EQ(engine_of("torch:efficient"), Engine::gpu);
+    EXPECT_EQ(engine_of("torch:flash:cuda"), Engine::gpu);
+    EXPECT_EQ(engine_of("torch:math:cuda"), Engine::gpu);
     EXPECT_EQ(engine_of("onednn"), Engine::cpu);
     EXPECT_EQ(engine_of("torch:flash"), Engine::cpu);
     EXPECT_EQ(engine_of("faulty:stats_log2"), Engine::cpu);

@@ -23,14 +23,14 @@ Problem make(const char* desc, Dir dir = Dir::fwd_t, Mask mask = Mask::none) {
     return p;
 }
 
-TorchMapping mapped(const Problem& p, TorchVariant v) {
-    auto m = torch_mapping(p, v);
+TorchMapping mapped(const Problem& p, TorchVariant v, TorchDevice d = TorchDevice::cpu) {
+    auto m = torch_mapping(p, v, d);
     if (auto* u = std::get_if<Unsupported>(&m)) ADD_FAILURE() << "unsupported: " << u->reason;
     return std::get<TorchMapping>(m);
 }
 
-Unsupported refused(const Problem& p, TorchVariant v) {
-    auto m = torch_mapping(p, v);
+Unsupported refused(const Problem& p, TorchVariant v, TorchDevice d = TorchDevice::cpu) {
+    auto m = torch_mapping(p, v, d);
     EXPECT_TRUE(std::holds_alternative<Unsupported>(m));
     return std::holds_alternative<Unsupported>(m) ? std::get<Unsupported>(m) : Unsupported{};
 }
@@ -89,10 +89,9 @@ TEST(TorchMapping, GqaFlagForMathOnlyAndMaskGradient) {
 }
 
 TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
-    const Unsupported gpu = refused(make("b1hq2sq8d8"), TorchVariant::efficient);
-    EXPECT_EQ(gpu.status, Status::skipped);
-    EXPECT_NE(gpu.reason.find("CUDA GPU"), std::string::npos);
-    EXPECT_EQ(refused(make("b1hq2sq8d8"), TorchVariant::cudnn).status, Status::skipped);
+    // efficient and cudnn have CUDA rows only; asking for a CPU one is a programming error.
+    EXPECT_THROW(torch_mapping(make("b1hq2sq8d8"), TorchVariant::efficient), std::invalid_argument);
+    EXPECT_THROW(torch_mapping(make("b1hq2sq8d8"), TorchVariant::cudnn, TorchDevice::cpu), std::invalid_argument);
     const Unsupported lse = refused(make("b1hq2sq8d8", Dir::fwd_t), TorchVariant::math);
     EXPECT_EQ(lse.status, Status::unimplemented);
     EXPECT_NE(lse.reason.find("no log-sum-exp"), std::string::npos);
@@ -106,8 +105,13 @@ TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
     EXPECT_EQ(make_torch_backend("torch:flash")->dropout_mask(drop), nullptr);
     // D_qk != D_v is left to PyTorch (flash rejects it with its own message when it runs).
     EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(make("b1hq2sq8dqk16dv8"), TorchVariant::flash)));
-    EXPECT_EQ(torch_variant("flash"), TorchVariant::flash);
-    EXPECT_EQ(torch_variant("flashy"), std::nullopt);
+    ASSERT_NE(torch_variant("flash"), nullptr);
+    EXPECT_EQ(torch_variant("flash")->variant, TorchVariant::flash);
+    EXPECT_EQ(torch_variant("flash")->device, TorchDevice::cpu);
+    ASSERT_NE(torch_variant("flash:cuda"), nullptr);
+    EXPECT_EQ(torch_variant("flash:cuda")->device, TorchDevice::cuda);
+    EXPECT_EQ(torch_variant("flashy"), nullptr);
+    EXPECT_EQ(torch_variant("efficient:cuda"), nullptr);  // CUDA only: one spelling, torch:efficient
     EXPECT_EQ(make_torch_backend("torch:nope"), nullptr);
     EXPECT_EQ(make_torch_backend("math"), nullptr);
     ASSERT_NE(make_torch_backend("torch:cudnn"), nullptr);
@@ -153,6 +157,47 @@ TEST(MergedMask, BiasWhereVisibleMinusInfinityElsewhere) {
     Problem c = make("b1hq1sq2skv3d8", Dir::fwd_t, Mask::causal_br);
     const std::vector<float> cm = merged_mask_values(c, Tensor{}, {1, 1, 2, 3});
     EXPECT_EQ(cm, (std::vector<float>{0.f, 0.f, -INFINITY, 0.f, 0.f, 0.f}));  // j <= i + 1
+}
+
+TEST(TorchMapping, CudaRowsMapByTheirOwnConventions) {
+    using MaskArg = TorchMapping::MaskArg;
+    const TorchDevice cuda = TorchDevice::cuda;
+    // FlashAttention-2's is_causal is bottom-right, and its operator takes no attn_mask: causal_br
+    // with S_q != S_kv is is_causal=True there, causal_tl with S_q != S_kv cannot be said.
+    EXPECT_TRUE(mapped(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), TorchVariant::flash, cuda).is_causal);
+    EXPECT_TRUE(mapped(make("b1hq2sq8d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda).is_causal);
+    const Unsupported tl = refused(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda);
+    EXPECT_EQ(tl.status, Status::unimplemented);
+    EXPECT_NE(tl.reason.find("takes no attn_mask"), std::string::npos);
+    EXPECT_NE(tl.reason.find("--mask=causal_tl"), std::string::npos);
+    EXPECT_EQ(refused(make("b1hq2sq8d8", Dir::fwd_t, Mask::bias), TorchVariant::flash, cuda).status,
+            Status::unimplemented);
+    EXPECT_FALSE(mapped(make("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::flash, cuda).expand_gqa);  // native
+    // efficient and cudnn: top-left is_causal, an explicit mask for bottom-right, heads repeated.
+    for (TorchVariant v : {TorchVariant::efficient, TorchVariant::cudnn}) {
+        EXPECT_TRUE(mapped(make("b1hq2sq16skv8d8", Dir::fwd_t, Mask::causal_tl), v, cuda).is_causal);
+        const TorchMapping br = mapped(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), v, cuda);
+        EXPECT_FALSE(br.is_causal);
+        EXPECT_EQ(br.mask, MaskArg::merged);
+        const TorchMapping gqa = mapped(make("b1hq8hkv2sq8d8", Dir::bwd), v, cuda);
+        EXPECT_TRUE(gqa.expand_gqa);
+        EXPECT_FALSE(gqa.enable_gqa);
+        EXPECT_FALSE(mapped(make("b1hq8sq8d8", Dir::bwd), v, cuda).expand_gqa);
+    }
+    Problem dm = make("b1hq2sq8d8", Dir::bwd, Mask::bias);
+    dm.dmask = true;
+    EXPECT_TRUE(mapped(dm, TorchVariant::efficient, cuda).mask_grad);  // its backward's grad_bias
+    EXPECT_EQ(refused(dm, TorchVariant::cudnn, cuda).status, Status::unimplemented);
+    EXPECT_EQ(refused(dm, TorchVariant::flash, cuda).status, Status::unimplemented);
+    // math on CUDA maps as on the CPU.
+    EXPECT_TRUE(mapped(make("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::math, cuda).enable_gqa);
+    EXPECT_EQ(refused(make("b1hq2sq8d8", Dir::fwd_t), TorchVariant::math, cuda).status, Status::unimplemented);
+    // The masked-row log-sum-exp each row states is the backend's convention.
+    EXPECT_EQ(make_torch_backend("torch:flash")->conventions().masked_row_stats, 0.0f);
+    EXPECT_EQ(make_torch_backend("torch:flash:cuda")->conventions().masked_row_stats, INFINITY);
+    EXPECT_EQ(make_torch_backend("torch:efficient")->conventions().masked_row_stats, -INFINITY);
+    ASSERT_NE(make_torch_backend("torch:math:cuda"), nullptr);
+    EXPECT_EQ(make_torch_backend("torch:math:cuda")->name(), "torch:math:cuda");
 }
 
 }  // namespace
