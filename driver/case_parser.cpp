@@ -690,7 +690,7 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
     Parser p;
     KnobState st = default_state();
     std::string dangling;               // last knob after the last problem, --case or --batch
-    std::vector<std::string> batches;   // --batch files named on the command line
+    std::vector<std::string> batches;   // --batch files named on the command line that held no problem
     bool targets = false;               // a problem or --batch was given
     std::vector<std::string_view> toks;
     for (const std::string& arg : tokens)
@@ -704,8 +704,10 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
                 continue;
             }
         {
+            const std::size_t before = p.entries.size();
             p.token(tok, st, Loc{});
-            if (tok.starts_with("--batch=")) batches.emplace_back(std::string(tok.substr(8)));
+            if (tok.starts_with("--batch=") && p.entries.size() == before)  // a file without a problem
+                batches.emplace_back(std::string(tok.substr(8)));
             if (tok.starts_with("--batch=") || tok.starts_with("--case=") || tok.starts_with("--random=") ||
                     !tok.starts_with("-")) {
                 dangling.clear();
@@ -721,10 +723,10 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
                                                "apply to nothing (knobs apply to the problems, --case and --batch "
                                                "files after them)", dangling)),
                 true});
-    if (p.entries.empty() && !batches.empty())
+    if (!batches.empty())  // a usage error even beside other problems: a file meant to hold cases holds none
         p.entries.push_back(CaseEntry{std::nullopt,
-                escape_for_message(fmt::format("command line: error: no problem given: --batch file '{}' holds no "
-                                               "problem descriptor", fmt::join(batches, "', '"))),
+                escape_for_message(fmt::format("command line: error: {}--batch file '{}' holds no problem descriptor",
+                        p.entries.empty() ? "no problem given: " : "", fmt::join(batches, "', '"))),
                 true});
     return std::move(p.entries);
 }

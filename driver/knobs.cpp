@@ -129,6 +129,17 @@ Setter parse_mask(std::string_view v) {
     };
 }
 
+/// Why a window form was refused: FlashAttention's -1 (no bound) and other negatives, or a form
+/// that is not "window:L,R" with two integers.
+std::string explain_mask(std::string_view v) {
+    if (!v.starts_with("window")) return "";
+    if (v.find('-') != v.npos)
+        return fmt::format("--mask={}: window bounds are counts >= 0; FlashAttention's -1 (no bound on that side) "
+                "is a bound of S_kv or more here (e.g. window:L,1048576)", v);
+    return fmt::format("--mask={}: a window is window:L,R with two integers >= 0 (keys i+S_kv-S_q-L to "
+            "i+S_kv-S_q+R stay visible)", v);
+}
+
 /// --seq-len-q / --seq-len-kv into `Lens` and `Random`: "none" (no padding), "random" (drawn per
 /// batch from the seed when the problem is expanded) or a ':'-separated list of non-negative
 /// lengths, one per batch.
@@ -259,7 +270,8 @@ std::vector<Knob> make_table() {
             [](const Case& c) {
                 return c.prb.mask == Mask::window ? fmt::format("window:{},{}", c.prb.window_left, c.prb.window_right)
                                                   : fmt::format("{}", c.prb.mask);
-            }},
+            },
+            S::descriptor, false, explain_mask},
         {"mask-shape", enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
             parse_enum<BiasShape, kBiasShapeNames.size(), kBiasShapeNames, &Problem::bias_shape>,
             [](const Case& c) {  // means nothing without a bias: the default's spelling then

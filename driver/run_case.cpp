@@ -93,12 +93,19 @@ void judge(CaseResult& r) {
     }
 }
 
+/// Appends the plan's notes that r does not hold yet, each prefixed by `tag`: what running it found
+/// (a GPU's launch gate dropped, the log-sum-exp shape PyTorch returned and its warnings).
+void add_run_notes(const Plan& plan, CaseResult& r, const std::string& tag = "") {
+    for (const std::string& n : plan.notes())
+        if (std::string line = tag + n; std::find(r.notes.begin(), r.notes.end(), line) == r.notes.end())
+            r.notes.push_back(std::move(line));
+}
+
 /// P/CP: times the plan and stores the stats and rates in r.perf, with the device's peak rate for
 /// the io type `dt` (0 unknown).
 void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseResult& r) {
     std::vector<double> samples = timed(r, Phase::vendor, [&] { return time_plan(plan, timing); });
-    for (auto& n : plan.notes())  // what the timing itself found (a GPU's launch gate dropped)
-        if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(std::move(n));
+    add_run_notes(plan, r);
     const TimingStats t = summarize(samples);
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
     r.perf->samples_ms = std::move(samples);
@@ -275,6 +282,7 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
     const bool chained = q.dir == Dir::bwd && st.checked_before;
     prepare_step(c, backend, q, st, r, tag);
     timed(r, Phase::vendor, [&] { st.plan->execute(); });
+    add_run_notes(*st.plan, r, tag);
     st.out = st.plan->read_outputs();
     if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
     const RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
@@ -337,8 +345,9 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     const auto steps = case_steps(c);
     if (!steps) {  // a skip, not an error: a P sweep over a mixed file still exits 0
         r.status = Status::skipped;
-        r.reason = fmt::format("--dir={} is checked in --mode=C only (got --mode={}); time fwd_t and bwd instead",
-                p.dir, c.mode);
+        r.reason = fmt::format("--dir={} is checked in --mode=C only (got --mode={}); {}", p.dir, c.mode,
+                c.mode == Mode::B ? "check --dir=fwd_t and --dir=bwd for bitwise reruns instead"
+                                  : "time fwd_t and bwd instead");
         return;
     }
     if (c.expected_partitions > 0 && !backend.partitions_graphs()) {

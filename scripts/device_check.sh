@@ -248,7 +248,7 @@ torch_step() {
       timeout 45 "$texe" -v --backend=torch:$v --batch="$root/cases/torch/$f.cases" >"$o" 2>&1
       log "torch:$v $f: exit $?; $(grep -E '^tests:' "$o" | tail -n 1)"
       grep -E '^[0-9]+:(FAILED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$o" | cut -c1-300 | head -n 15
-      grep -oE 'it returned its log-sum-exp [^;]*' "$o" | sort | uniq -c | head -n 3
+      grep -oE 'PyTorch returned its log-sum-exp as [^;]*' "$o" | sort | uniq -c | head -n 3
       grep -E '^ +(fwd: )?observed:' "$o" | sort | uniq -c | sort -rn | head -n 4
       [ "$(summary "$o" failed)" = 0 ] && [ "$(summary "$o" skipped)" = 0 ] || verdict=1
     done

@@ -70,12 +70,13 @@ struct SdpaTorchCall {
 /// 2 another error. kernel_ms: host wall time of the operator call alone (CPU: synchronous; CUDA:
 /// from a synchronized device to the device synchronized after the call), without the copies
 /// between the views and the device. info: what the operator returned that the views do not show
-/// (the log-sum-exp's own shape), for -v.
+/// (the log-sum-exp's own shape) and the warnings PyTorch issued during the call (kept off stderr),
+/// for -v.
 struct SdpaTorchResult {
     std::int32_t status = 2;
     double kernel_ms = 0.0;
     char message[2048] = {};
-    char info[256] = {};
+    char info[1024] = {};
 };
 
 /// The plugin's entry points (dlsym names "sdpabench_torch_abi", "sdpabench_torch_run",

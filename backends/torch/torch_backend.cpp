@@ -26,33 +26,33 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
         "none (its second output is the attention weights): fwd_t, fwd_bwd UNIMPLEMENTED",
         "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
-        "f32, bf16, f16", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
+        "f32, bf16, f16", true, "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
         "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
         "conventions.cases", 0.0f, true},
     {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)",
         "top-left on the CPU", "native: query head h reads key head h / (H_q / H_kv)",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
         "the fused backward fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)",
-        "f32, bf16, f16; D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
+        "f32, bf16, f16; D_qk = D_v", true, "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
         true},
     {TorchVariant::efficient, TorchDevice::cuda, "efficient",
         "at::_scaled_dot_product_efficient_attention (+ _backward)", "top-left",
         "K, V heads repeated by the plugin (repeat_interleave, as enable_gqa does), dK, dV summed per group",
         "[B,H_q,S_q rounded up to 32] f32; -inf for a fully masked row",
         "the fused backward fed O and the log-sum-exp, with the attn_mask gradient; the bias stored with rows "
-        "padded to 16 elements (as scaled_dot_product_attention pads it)", "f32, bf16, f16",
+        "padded to 16 elements (as scaled_dot_product_attention pads it)", "f32, bf16, f16", true,
         "as math; --dropout only with p = 0", "conventions.cases, conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)",
         "top-left", "K, V heads repeated by the plugin, dK, dV summed per group",
         "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
-        "bf16, f16", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
+        "bf16, f16", false, "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math on CUDA",
         "top-left", "enable_gqa=True", "none: fwd_t, fwd_bwd UNIMPLEMENTED", "autograd through the composite forward",
-        "f32, bf16, f16", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
+        "f32, bf16, f16", true, "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
     {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention (+ _backward)",
         "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
         "native: query head h reads key head h / (H_q / H_kv)", "[B,H_q,S_q] f32; +inf for a fully masked row",
-        "the fused backward fed O and the log-sum-exp; no mask gradient", "bf16, f16",
+        "the fused backward fed O and the log-sum-exp; no mask gradient", "bf16, f16", false,
         "causal_br, and causal_tl with S_q = S_kv -> is_causal; no attn_mask: bias, window, padding and causal_tl "
         "with S_q != S_kv UNIMPLEMENTED; --dropout only with p = 0", "conventions_cuda.cases", INFINITY, false},
 }};
@@ -94,6 +94,8 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     if (is_fp8(p.dt))
         return unimplemented(fmt::format("torch:{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
                 "descales (--dt={})", vi.name, p.dt));
+    if (!vi.takes_f32 && p.dt == DType::f32)
+        return unimplemented(fmt::format("torch:{}: {} takes bf16 and f16 inputs only (--dt=f32)", vi.name, vi.op));
     if (p.ragged)
         return unimplemented(fmt::format("torch:{}: the dense SDPA operators take no ragged (packed) tensors "
                 "(--ragged=true; PyTorch's varlen path is its nested tensors)", vi.name));
@@ -364,12 +366,14 @@ public:
         const char* mask = m_.mask == TorchMapping::MaskArg::bias     ? "the bias"
                            : m_.mask == TorchMapping::MaskArg::merged ? "a merged 0/-inf mask"
                                                                       : "None";
-        return {fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}{}{}; PyTorch allocates its outputs{}, "
-                "sdpabench copies them into its guarded buffers", vi_.op, m_.is_causal ? "True" : "False", mask,
-                m_.scale ? fmt::format("{}", *m_.scale) : std::string("None"), m_.enable_gqa ? " enable_gqa=True" : "",
-                m_.expand_gqa ? " (K, V heads repeated for GQA)" : "", m_.mask_grad ? " (with the attn_mask gradient)" : "",
-                info_.empty() ? "" : "; it returned its " + info_,
+        std::vector<std::string> n{fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}{}; PyTorch "
+                "allocates its outputs{}, sdpabench copies them into its guarded buffers", vi_.op,
+                m_.is_causal ? "True" : "False", mask, m_.scale ? fmt::format("{}", *m_.scale) : std::string("None"),
+                m_.enable_gqa ? " enable_gqa=True" : "", m_.expand_gqa ? " (K, V heads repeated for GQA)" : "",
+                m_.mask_grad ? " (with the attn_mask gradient)" : "",
                 vi_.device == TorchDevice::cuda ? " on CUDA device 0 (inputs copied there with their strides)" : "")};
+        if (!info_.empty()) n.push_back(info_);  // after a run: its log-sum-exp shape, its warnings
+        return n;
     }
 
 private:

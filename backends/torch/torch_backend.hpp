@@ -36,6 +36,7 @@ struct TorchVariantInfo {
     std::string_view lse;         ///< the log-sum-exp output: shape, type, masked-row value
     std::string_view backward;    ///< how the backward is computed
     std::string_view dtypes;      ///< the io types the operator takes
+    bool takes_f32;               ///< f32 among them (cuDNN's and FlashAttention-2's take 16-bit only)
     std::string_view knobs;       ///< which sdpabench knobs map to which operator arguments
     std::string_view cases;       ///< the case files in cases/torch/ that hold the row's claims
     /// The log-sum-exp the operator writes for a fully masked row (backends/backend.hpp Conventions).

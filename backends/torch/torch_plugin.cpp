@@ -6,6 +6,7 @@
 // The operators' signatures are those of the wheel's ATen/ops headers (native_functions.yaml).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -179,7 +180,7 @@ void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
         r.kernel_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     };
     auto say_lse = [&](const at::Tensor& lse) {
-        std::snprintf(r.info, sizeof r.info, "log-sum-exp %s %s", c10::str(lse.sizes()).c_str(),
+        std::snprintf(r.info, sizeof r.info, "PyTorch returned its log-sum-exp as %s %s", c10::str(lse.sizes()).c_str(),
                 c10::str(lse.scalar_type()).c_str());
     };
     const std::int64_t s_q = q.size(2);
@@ -268,6 +269,17 @@ void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
         deliver(dbias.narrow(3, 0, k.size(2)).sum_to_size(mask_sizes), c.out_dmask, "the mask gradient");
 }
 
+/// Collects the warnings PyTorch issues on the calling thread (TORCH_WARN: e.g. math's "Dropout
+/// mask should only be used for testing purposes"), so that they reach -v with the case instead of
+/// stderr between the result lines.
+class CollectWarnings final : public c10::WarningHandler {
+public:
+    void process(const c10::Warning& w) override {
+        if (std::find(msgs.begin(), msgs.end(), w.msg()) == msgs.end()) msgs.push_back(w.msg());
+    }
+    std::vector<std::string> msgs;
+};
+
 void say(SdpaTorchResult& r, int status, const std::string& msg) {
     r.status = status;
     std::snprintf(r.message, sizeof r.message, "%s", msg.c_str());
@@ -285,9 +297,14 @@ extern "C" __attribute__((visibility("default"))) void sdpabench_torch_run(const
                 std::to_string(kSdpaTorchAbi) + " (rebuild sdpabench and the plugin together)");
         return;
     }
+    CollectWarnings warnings;
+    c10::WarningUtils::WarningHandlerGuard guard(&warnings);
     try {
         run(*call, r);
         r.status = 0;
+        std::string info = r.info;
+        for (const std::string& m : warnings.msgs) info += (info.empty() ? "" : "; ") + ("PyTorch warned: " + m);
+        std::snprintf(r.info, sizeof r.info, "%s", info.c_str());
     } catch (const c10::Error& e) {
         say(r, 1, e.what_without_backtrace());
     } catch (const std::exception& e) {

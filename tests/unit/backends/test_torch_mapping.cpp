@@ -29,6 +29,13 @@ TorchMapping mapped(const Problem& p, TorchVariant v, TorchDevice d = TorchDevic
     return std::get<TorchMapping>(m);
 }
 
+/// As make(), with bf16 io (what every CUDA row takes).
+Problem make16(const char* desc, Dir dir = Dir::fwd_t, Mask mask = Mask::none) {
+    Problem p = make(desc, dir, mask);
+    p.dt = DType::bf16;
+    return p;
+}
+
 Unsupported refused(const Problem& p, TorchVariant v, TorchDevice d = TorchDevice::cpu) {
     auto m = torch_mapping(p, v, d);
     EXPECT_TRUE(std::holds_alternative<Unsupported>(m));
@@ -162,36 +169,44 @@ TEST(MergedMask, BiasWhereVisibleMinusInfinityElsewhere) {
 TEST(TorchMapping, CudaRowsMapByTheirOwnConventions) {
     using MaskArg = TorchMapping::MaskArg;
     const TorchDevice cuda = TorchDevice::cuda;
+    // cuDNN's and FlashAttention-2's operators take 16-bit inputs only: f32 is refused before any
+    // device is asked, so a case gets the same status with a GPU and without one.
+    for (TorchVariant v : {TorchVariant::cudnn, TorchVariant::flash}) {
+        const Unsupported f32 = refused(make("b1hq2sq8d8", Dir::fwd_t), v, cuda);
+        EXPECT_EQ(f32.status, Status::unimplemented);
+        EXPECT_NE(f32.reason.find("takes bf16 and f16 inputs only"), std::string::npos);
+    }
+    EXPECT_TRUE(std::holds_alternative<TorchMapping>(torch_mapping(make("b1hq2sq8d8"), TorchVariant::efficient, cuda)));
     // FlashAttention-2's is_causal is bottom-right, and its operator takes no attn_mask: causal_br
     // with S_q != S_kv is is_causal=True there, causal_tl with S_q != S_kv cannot be said.
-    EXPECT_TRUE(mapped(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), TorchVariant::flash, cuda).is_causal);
-    EXPECT_TRUE(mapped(make("b1hq2sq8d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda).is_causal);
-    const Unsupported tl = refused(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda);
+    EXPECT_TRUE(mapped(make16("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), TorchVariant::flash, cuda).is_causal);
+    EXPECT_TRUE(mapped(make16("b1hq2sq8d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda).is_causal);
+    const Unsupported tl = refused(make16("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_tl), TorchVariant::flash, cuda);
     EXPECT_EQ(tl.status, Status::unimplemented);
     EXPECT_NE(tl.reason.find("takes no attn_mask"), std::string::npos);
     EXPECT_NE(tl.reason.find("--mask=causal_tl"), std::string::npos);
-    EXPECT_EQ(refused(make("b1hq2sq8d8", Dir::fwd_t, Mask::bias), TorchVariant::flash, cuda).status,
+    EXPECT_EQ(refused(make16("b1hq2sq8d8", Dir::fwd_t, Mask::bias), TorchVariant::flash, cuda).status,
             Status::unimplemented);
-    EXPECT_FALSE(mapped(make("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::flash, cuda).expand_gqa);  // native
+    EXPECT_FALSE(mapped(make16("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::flash, cuda).expand_gqa);  // native
     // efficient and cudnn: top-left is_causal, an explicit mask for bottom-right, heads repeated.
     for (TorchVariant v : {TorchVariant::efficient, TorchVariant::cudnn}) {
-        EXPECT_TRUE(mapped(make("b1hq2sq16skv8d8", Dir::fwd_t, Mask::causal_tl), v, cuda).is_causal);
-        const TorchMapping br = mapped(make("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), v, cuda);
+        EXPECT_TRUE(mapped(make16("b1hq2sq16skv8d8", Dir::fwd_t, Mask::causal_tl), v, cuda).is_causal);
+        const TorchMapping br = mapped(make16("b1hq2sq8skv16d8", Dir::fwd_t, Mask::causal_br), v, cuda);
         EXPECT_FALSE(br.is_causal);
         EXPECT_EQ(br.mask, MaskArg::merged);
-        const TorchMapping gqa = mapped(make("b1hq8hkv2sq8d8", Dir::bwd), v, cuda);
+        const TorchMapping gqa = mapped(make16("b1hq8hkv2sq8d8", Dir::bwd), v, cuda);
         EXPECT_TRUE(gqa.expand_gqa);
         EXPECT_FALSE(gqa.enable_gqa);
-        EXPECT_FALSE(mapped(make("b1hq8sq8d8", Dir::bwd), v, cuda).expand_gqa);
+        EXPECT_FALSE(mapped(make16("b1hq8sq8d8", Dir::bwd), v, cuda).expand_gqa);
     }
-    Problem dm = make("b1hq2sq8d8", Dir::bwd, Mask::bias);
+    Problem dm = make16("b1hq2sq8d8", Dir::bwd, Mask::bias);
     dm.dmask = true;
     EXPECT_TRUE(mapped(dm, TorchVariant::efficient, cuda).mask_grad);  // its backward's grad_bias
     EXPECT_EQ(refused(dm, TorchVariant::cudnn, cuda).status, Status::unimplemented);
     EXPECT_EQ(refused(dm, TorchVariant::flash, cuda).status, Status::unimplemented);
     // math on CUDA maps as on the CPU.
-    EXPECT_TRUE(mapped(make("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::math, cuda).enable_gqa);
-    EXPECT_EQ(refused(make("b1hq2sq8d8", Dir::fwd_t), TorchVariant::math, cuda).status, Status::unimplemented);
+    EXPECT_TRUE(mapped(make16("b1hq8hkv2sq8d8", Dir::bwd), TorchVariant::math, cuda).enable_gqa);
+    EXPECT_EQ(refused(make16("b1hq2sq8d8", Dir::fwd_t), TorchVariant::math, cuda).status, Status::unimplemented);
     // The masked-row log-sum-exp each row states is the backend's convention.
     EXPECT_EQ(make_torch_backend("torch:flash")->conventions().masked_row_stats, 0.0f);
     EXPECT_EQ(make_torch_backend("torch:flash:cuda")->conventions().masked_row_stats, INFINITY);

@@ -86,6 +86,12 @@ TEST(BadInput, EmptyBatchFileIsNamed) {
     EXPECT_TRUE(es[0].usage);
     EXPECT_EQ(es[0].error,
             fmt::format("command line: error: no problem given: --batch file '{}' holds no problem descriptor", f.string()));
+    // Beside other problems it is still a usage error (not silently skipped), and only it is named.
+    const auto full = write_file("full.cases", "b1sq4d4\n");
+    const auto mixed = errors({"--batch=" + f.string(), "b1sq8d8", "--batch=" + full.string()});
+    ASSERT_EQ(mixed.size(), 1u);
+    EXPECT_TRUE(mixed[0].usage);
+    EXPECT_EQ(mixed[0].error, fmt::format("command line: error: --batch file '{}' holds no problem descriptor", f.string()));
 }
 
 TEST(BadInput, OutOfRangeNumbersSaySo) {
