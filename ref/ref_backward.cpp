@@ -605,13 +605,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
             for (i64 k = 0; k < d.D_qk; ++k) q2 += static_cast<double>(q[k]) * static_cast<double>(q[k]);
             c.qn[n(row)] = std::sqrt(q2);
         }
-#pragma omp for schedule(static)
-        for (i64 row = 0; row < d.B * d.H_kv * d.S_kv; ++row) {
-            const float* k = &in.K.data[n(row * d.D_qk)];
-            double k2 = 0.0;
-            for (i64 x = 0; x < d.D_qk; ++x) k2 += static_cast<double>(k[x]) * static_cast<double>(k[x]);
-            c.kn[n(row)] = std::sqrt(k2);
-        }
+        row_norms(in.K, c.kn.data());
         transpose_panels(in.K, c.kt.data());
         transpose_panels(in.V, c.vt.data());
 #pragma omp for collapse(2) schedule(static)

@@ -1,7 +1,12 @@
 // The tiled reference forward: O, stats and the magnitudes M_O, M_stats (with the scores' own
-// magnitudes |scale| |Q||K|^T, which bound the f32 rounding of Q K^T), one query block of
-// one head per task, key blocks streamed flash-style (Dao et al. 2022, 2023): a running row
-// max m and sum l, the O accumulators rescaled by exp(m_old - m_new) when the max grows.
+// magnitudes mag_ij = |scale| ||q_i|| ||k_j|| + |bias_ij|, which bound the f32 rounding of
+// Q K^T by Cauchy-Schwarz, as in ref_backward.cpp), one query block of one head per task, key
+// blocks streamed flash-style (Dao et al. 2022, 2023): a running row max m and sum l, the O
+// accumulators rescaled by exp(m_old - m_new) when the max grows.
+// Per tile it runs three products: S = Q K^T, P V and P |V|; the score errors' share of M_O,
+// sum_j P_ij mag_ij |V_jd|, is bounded per key block by alpha_i (P |V|)_id with alpha_i the
+// largest mag_ij of the row's visible keys in the block, added from P |V|'s own chunk sums
+// (gemm_acc_pair, which forms P V and P |V| in one pass over V) instead of a product of its own.
 // With rounding emulation (bf16/f16) the vendor rounds the *normalised* P, which a single
 // pass cannot know, so a first pass over the key blocks finds m and l and a second forms
 // P = exp(s - m) / l exactly (one extra Q*K^T per tile, no rescaling).
@@ -30,8 +35,12 @@ struct FwdCtx {
     float v;
     i64 group, Dqkp, Dvp, nkb;
     double sqrt_skv;
-    std::vector<float> kt;  ///< K as transposed key-block panels (transpose_panels)
-    std::vector<float> kt_abs;  ///< |K| in the same panels: the scores' magnitudes |Q||K|^T
+    std::vector<float> kt{};  ///< K as transposed key-block panels (transpose_panels)
+    std::vector<float> vpad{};  ///< V with rows padded to Dvp floats, when D_v is not a multiple of kNR
+    const float* vrows = nullptr;  ///< V's rows as the kernels read them (row stride Dvp)
+    double gabs = 1;  ///< |d op(x, v) / dx|: |v| for mul, 1/|v| for div
+    /// ||Q_i||_2 per (b, h_q, i) and ||K_j||_2 per (b, h_kv, j), in f64 (mag's factors).
+    std::vector<double> qn{}, kn{};
     double kappa = 1;       ///< u_f32 / u_dt: the score-error term of M_O in units of the io roundoff
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
@@ -41,16 +50,54 @@ struct FwdCtx {
 
 /// Per-thread scratch, O(kB * (D_qk + D_v) + kB * kB): nothing grows with S_q or S_kv.
 struct FwdScratch {
-    std::vector<float> q, qabs, vb, vabs, s, mag, pmag, pw, pm, pd, m;
+    std::vector<float> q, s, mag, pw, pm, pd, m;
     std::vector<std::uint8_t> keep;
-    std::vector<double> s64, sabs64, acc, macc, msacc, l, mst;
+    std::vector<double> s64, acc, macc, msacc, l, mst, amag;
     explicit FwdScratch(const FwdCtx& c)
-        : q(static_cast<std::size_t>(kB * c.Dqkp)), qabs(q.size()),
-          vb(static_cast<std::size_t>(kB * c.Dvp)), vabs(vb.size()), s(static_cast<std::size_t>(kB * kB)),
-          mag(s.size()), pmag(s.size()), pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0),
-          m(static_cast<std::size_t>(kB)), keep(c.drop ? s.size() : 0), s64(s.size()), sabs64(s.size()),
-          acc(vb.size()), macc(vb.size()), msacc(vb.size()), l(m.size()), mst(m.size()) {}
+        : q(static_cast<std::size_t>(kB * c.Dqkp)), s(static_cast<std::size_t>(kB * kB)), mag(s.size()),
+          pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0), m(static_cast<std::size_t>(kB)),
+          keep(c.drop ? s.size() : 0), s64(s.size()), acc(static_cast<std::size_t>(kB * c.Dvp)), macc(acc.size()),
+          msacc(acc.size()), l(m.size()), mst(m.size()), amag(m.size()) {}
 };
+
+/// The scores' magnitudes of one tile: w.mag[ii, jj] = |scale| ||q_i|| ||k_j|| + |bias_ij| for
+/// the visible (finite) scores of w.s (Cauchy-Schwarz: at least |scale| sum_d |q_d k_d|, what
+/// the f32 rounding of the score scales with), 0 elsewhere; and w.amag[ii], the largest of row
+/// ii (0 for rows past ni). qn: ||Q_i|| of the block's rows.
+SDPA_REF_INLINE void score_magnitudes(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0,
+    i64 nj, const double* qn) {
+    const Dims& d = c.p.dims;
+    const double* kn = &c.kn[static_cast<std::size_t>((b * d.H_kv + h / c.group) * d.S_kv + j0)];
+    for (i64 ii = 0; ii < kB; ++ii) {
+        float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
+        if (ii >= ni) {
+            std::fill(mrow, mrow + kB, 0.f);
+            w.amag[static_cast<std::size_t>(ii)] = 0.0;
+            continue;
+        }
+        const float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
+        const double qs = c.gabs * qn[ii];
+#pragma omp simd
+        for (i64 jj = 0; jj < nj; ++jj) mrow[jj] = static_cast<float>(qs * kn[jj]);
+        std::fill(mrow + nj, mrow + kB, 0.f);
+        if (c.bias) {
+            const float* brow = &c.bias->data[c.bias->broadcast_offset(b, h, i0 + ii, j0)];
+            for (i64 jj = 0; jj < nj; ++jj) mrow[jj] += std::fabs(brow[jj]);
+        }
+        // Masked scores (-inf: invisible, or a -inf bias entry) have P = 0: no term.
+        const v16f ninf = v16f{} - kInf;
+        v16f mx{};
+        for (i64 jj = 0; jj < kB; jj += 16) {
+            v16f m = load16(mrow + jj);
+            m = load16(srow + jj) == ninf ? v16f{} : m;
+            store16(mrow + jj, m);
+            mx = m > mx ? m : mx;
+        }
+        float amax = 0.f;
+        for (int k = 0; k < 16; ++k) amax = std::max(amax, static_cast<float>(mx[k]));
+        w.amag[static_cast<std::size_t>(ii)] = amax;
+    }
+}
 
 /// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
 SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0) {
@@ -58,7 +105,7 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
     const i64 ni = std::min(kB, d.S_q - i0), hk = h / c.group;
     const i64 Dqk = d.D_qk, Dv = d.D_v, Dqkp = c.Dqkp, Dvp = c.Dvp;
     pack_rows(w.q.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
-    pack_rows(w.qabs.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk, true);
+    const double* qn = &c.qn[c.in.Q.offset(b, h, i0, 0) / static_cast<std::size_t>(Dqk)];
     std::fill(w.msacc.begin(), w.msacc.end(), 0.0);
     std::fill(w.m.begin(), w.m.end(), -kInf);
     std::fill(w.l.begin(), w.l.end(), 0.0);
@@ -89,23 +136,8 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             const float* kt = &c.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
             std::fill(w.s64.begin(), w.s64.end(), 0.0);
             gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
-            scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(),
-                last ? w.mag.data() : nullptr);
-            if (last) {
-                // The scores' own magnitude |scale| |Q||K|^T (what bounds an f32 dot product's
-                // rounding) replaces |s| in the magnitudes: mag = |scale| |q||k| + |bias|.
-                std::fill(w.sabs64.begin(), w.sabs64.end(), 0.0);
-                gemm_acc(kB, kB, Dqk, w.qabs.data(), Dqkp, &c.kt_abs[static_cast<std::size_t>(kt - c.kt.data())], kB,
-                    w.sabs64.data(), kB);
-                const double av = std::fabs(static_cast<double>(c.v));
-                for (i64 ii = 0; ii < ni; ++ii)
-                    for (i64 jj = 0; jj < nj; ++jj) {
-                        const std::size_t e = static_cast<std::size_t>(ii * kB + jj);
-                        const double sigma = c.mul ? w.sabs64[e] * av : w.sabs64[e] / av;
-                        const float x = c.mul ? static_cast<float>(w.s64[e]) * c.v : static_cast<float>(w.s64[e]) / c.v;
-                        w.mag[e] += static_cast<float>(std::max(0.0, sigma - std::fabs(static_cast<double>(x))));
-                    }
-            }
+            scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr);
+            if (last) score_magnitudes(c, w, b, h, i0, ni, j0, nj, qn);
 
             if (last && c.drop) {
                 std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
@@ -178,16 +210,14 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                 for (std::size_t e = 0; e < w.pd.size(); ++e) w.pd[e] = w.keep[e] ? w.pm[e] * c.inv_q : 0.f;
                 pexact = w.pd.data();
             }
-            // O uses P as the vendor's TypeCast rounds it; M_O the exact P.
-            const float* vsrc = &c.in.V.data[c.in.V.offset(b, hk, j0, 0)];
-            pack_rows(w.vb.data(), Dvp, kB, vsrc, Dv, nj, Dv);
-            pack_rows(w.vabs.data(), Dvp, kB, vsrc, Dv, nj, Dv, true);
-            gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, w.vb.data(), Dvp, w.acc.data(), Dvp);
-            gemm_acc(kB, Dvp, nj, pexact, kB, w.vabs.data(), Dvp, w.macc.data(), Dvp);
-            // The score errors' share of O's error: sum_j P_ij mag_ij |V_j| (the other share,
+            // O uses P as the vendor's TypeCast rounds it; M_O the exact P. The kernels read the
+            // block's nj rows of V only.
+            const float* vb = c.vrows + static_cast<std::size_t>(((b * d.H_kv + hk) * d.S_kv + j0) * Dvp);
+            // With O's P V, in the same pass over V: M_O's P|V|, and the score errors' share of
+            // O's error, sum_j P_ij mag_ij |V_jd| <= amag_i sum_j P_ij |V_jd| (the other share,
             // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
-            for (std::size_t e = 0; e < w.pmag.size(); ++e) w.pmag[e] = pexact[e] * w.mag[e];
-            gemm_acc(kB, Dvp, nj, w.pmag.data(), kB, w.vabs.data(), Dvp, w.msacc.data(), Dvp);
+            gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pexact, kB, vb, Dvp, w.acc.data(), w.macc.data(),
+                Dvp, w.msacc.data(), w.amag.data());
         }
     }
 
@@ -232,11 +262,15 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
     FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, (opt.emulate_rounding && p.dt != DType::f32) || is_fp8(p.dt),
         p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
-        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)), {}, {}, 1.0};
+        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv))};
+    c.gabs = std::fabs(c.mul ? static_cast<double>(c.v) : 1.0 / static_cast<double>(c.v));
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     const i64 nqb = (d.S_q + kB - 1) / kB;
     c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
-    c.kt_abs.resize(c.kt.size());
+    if (c.Dvp != d.D_v) c.vpad.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv * c.Dvp));
+    c.vrows = c.vpad.empty() ? in.V.data.data() : c.vpad.data();
+    c.qn.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q));
+    c.kn.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv));
     c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
     std::vector<float> row_pmax;
     if (is_fp8(p.dt)) {
@@ -247,9 +281,15 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
 
 #pragma omp parallel if (work(d) >= kParallelWork)
     {
-        transpose_panels(in.K, c.kt.data());  // implicit barrier after
+        transpose_panels(in.K, c.kt.data());
+        row_norms(in.Q, c.qn.data());
+        row_norms(in.K, c.kn.data());
+        if (!c.vpad.empty()) {
 #pragma omp for schedule(static)
-        for (std::size_t e = 0; e < c.kt.size(); ++e) c.kt_abs[e] = std::fabs(c.kt[e]);
+            for (i64 row = 0; row < d.B * d.H_kv * d.S_kv; ++row)
+                pack_rows(&c.vpad[static_cast<std::size_t>(row * c.Dvp)], c.Dvp, 1,
+                    &in.V.data[static_cast<std::size_t>(row * d.D_v)], d.D_v, 1, d.D_v);
+        }  // implicit barrier after
         FwdScratch w(c);
         // Tasks are independent and each writes its own rows, so the result does not depend
         // on the thread count; causal tasks differ in cost, hence the dynamic schedule.

@@ -180,18 +180,81 @@ SDPA_REF_INLINE void gemm_acc_at(i64 m, i64 n, i64 k, const float* At, i64 lda, 
     gemm_run<true>(m, n, k, At, lda, B, ldb, C, ldc, abs_b);
 }
 
+/// Rows of C per register tile in gemm_pair_kernel (two products: half of kMR's rows).
+inline constexpr i64 kPairMR = 4;
+
+/// Two products over one pass of B: C1 += A1 B and C2 += A2 |B| (A1, A2 [m x k] row-major, lda;
+/// kSameA: A2 is A1, loaded once), and with kScaled also C3 += diag(alpha) A2 |B|. B's rows and
+/// |B| are loaded once for both, so the pair costs the FMAs of two products but about the loads
+/// of one. Each output's chunk sums are those of gemm_kernel, in the same order, so C1 and C2
+/// are bitwise what gemm_acc(A1, B, C1) and gemm_acc(A2, B, C2, abs_b) give.
+template <bool kSameA, bool kScaled>
+SDPA_REF_INLINE void gemm_pair_kernel(i64 m, i64 n, i64 k, const float* A1, const float* A2, i64 lda, const float* B,
+    i64 ldb, double* C1, double* C2, double* C3, i64 ldc, const double* alpha) {
+    for (i64 j0 = 0; j0 < n; j0 += kNR)
+        for (i64 i0 = 0; i0 < m; i0 += kPairMR)
+            for (i64 k0 = 0; k0 < k; k0 += kKC) {
+                const i64 k1 = std::min(k, k0 + kKC);
+                v16f c[kPairMR][2], e[kPairMR][2];
+                for (i64 r = 0; r < kPairMR; ++r) c[r][0] = c[r][1] = e[r][0] = e[r][1] = v16f{};
+                i64 kk = k0;
+                do {  // k1 > k0: a do-while keeps the accumulators in registers (see gemm_kernel)
+                    const v16f b0 = load16(B + kk * ldb + j0), b1 = load16(B + kk * ldb + j0 + 16);
+                    const v16f a0 = abs16(b0), a1 = abs16(b1);
+                    for (i64 r = 0; r < kPairMR; ++r) {
+                        const float x = A1[(i0 + r) * lda + kk];
+                        const float y = kSameA ? x : A2[(i0 + r) * lda + kk];
+                        c[r][0] += x * b0;
+                        c[r][1] += x * b1;
+                        e[r][0] += y * a0;
+                        e[r][1] += y * a1;
+                    }
+                } while (++kk < k1);
+                for (i64 r = 0; r < kPairMR; ++r)
+                    for (i64 h = 0; h < 2; ++h) {
+                        float t[16], u[16];
+                        store16(t, c[r][h]);
+                        store16(u, e[r][h]);
+                        const i64 at = (i0 + r) * ldc + j0 + 16 * h;
+                        double* c1 = C1 + at;
+                        double* c2 = C2 + at;
+#pragma omp simd
+                        for (i64 l = 0; l < 16; ++l) c1[l] += static_cast<double>(t[l]);
+#pragma omp simd
+                        for (i64 l = 0; l < 16; ++l) c2[l] += static_cast<double>(u[l]);
+                        if constexpr (kScaled) {
+                            double* c3 = C3 + at;
+                            const double al = alpha[i0 + r];
+#pragma omp simd
+                            for (i64 l = 0; l < 16; ++l) c3[l] += al * static_cast<double>(u[l]);
+                        }
+                    }
+            }
+}
+
+/// C1 += A1 B and C2 += A2 |B| (A1, A2 [m x k], row stride lda; A2 may be A1) in one pass of B:
+/// bitwise gemm_acc(A1, B, C1) and gemm_acc(A2, B, C2, abs_b). With alpha (not null), also
+/// C3 += diag(alpha) A2 |B| (alpha[i] for row i) from the same chunk sums. m % kPairMR == 0,
+/// n % kNR == 0.
+SDPA_REF_INLINE void gemm_acc_pair(i64 m, i64 n, i64 k, const float* A1, const float* A2, i64 lda, const float* B,
+    i64 ldb, double* C1, double* C2, i64 ldc, double* C3 = nullptr, const double* alpha = nullptr) {
+    if (alpha) {
+        if (A1 == A2) gemm_pair_kernel<true, true>(m, n, k, A1, A2, lda, B, ldb, C1, C2, C3, ldc, alpha);
+        else gemm_pair_kernel<false, true>(m, n, k, A1, A2, lda, B, ldb, C1, C2, C3, ldc, alpha);
+    } else {
+        if (A1 == A2) gemm_pair_kernel<true, false>(m, n, k, A1, A2, lda, B, ldb, C1, C2, C3, ldc, alpha);
+        else gemm_pair_kernel<false, false>(m, n, k, A1, A2, lda, B, ldb, C1, C2, C3, ldc, alpha);
+    }
+}
+
 /// dst[r * ldd + c] = src[r * lds + c] for r < rows, c < cols; zero for rows <= r < prow or
-/// cols <= c < ldd. With `absolute`, |src|.
-SDPA_REF_INLINE void pack_rows(float* dst, i64 ldd, i64 prow, const float* src, i64 lds, i64 rows, i64 cols,
-    bool absolute = false) {
+/// cols <= c < ldd.
+SDPA_REF_INLINE void pack_rows(float* dst, i64 ldd, i64 prow, const float* src, i64 lds, i64 rows, i64 cols) {
     for (i64 r = 0; r < prow; ++r) {
         float* d = dst + r * ldd;
         if (r < rows) {
             const float* s = src + r * lds;
-            if (absolute)
-                for (i64 c = 0; c < cols; ++c) d[c] = std::fabs(s[c]);
-            else
-                std::memcpy(d, s, static_cast<std::size_t>(cols) * sizeof(float));
+            std::memcpy(d, s, static_cast<std::size_t>(cols) * sizeof(float));
             std::fill(d + cols, d + ldd, 0.f);
         } else {
             std::fill(d, d + ldd, 0.f);
@@ -218,6 +281,19 @@ inline void transpose_panels(const Tensor& X, float* dst) {
         for (i64 kb = 0; kb < nb; ++kb)
             pack_transposed(dst + (bh * nb + kb) * D * kB, kB, &X.data[static_cast<std::size_t>((bh * S + kb * kB) * D)],
                 D, std::min(kB, S - kb * kB), D);
+}
+
+/// norms[row] = ||X[row, :]||_2 (f64 sum of squares in index order) for every row of a dense
+/// [B, H, S, D] tensor X. Worksharing (omp for) when called inside a parallel region.
+inline void row_norms(const Tensor& X, double* norms) {
+    const i64 rows = X.dims[0] * X.dims[1] * X.dims[2], D = X.dims[3];
+#pragma omp for schedule(static)
+    for (i64 row = 0; row < rows; ++row) {
+        const float* x = &X.data[static_cast<std::size_t>(row * D)];
+        double s2 = 0.0;
+        for (i64 k = 0; k < D; ++k) s2 += static_cast<double>(x[k]) * static_cast<double>(x[k]);
+        norms[row] = std::sqrt(s2);
+    }
 }
 
 /// True when some (i, j) with i0 <= i < i1, j0 <= j < j1 is visible. Every mask leaves each

@@ -39,11 +39,12 @@ inline RefOptions default_ref_options(const Problem&, const DropoutMask* mask = 
 /// Forward result, all f32 and unrounded.
 /// O [B,H_q,S_q,D_v]; stats [B,H_q,S_q,1] natural-log LSE of the masked, scaled scores
 /// (+inf for a fully masked row, whose O row is 0);
-/// With mag_ij = |scale| (|Q||K|^T)_ij + |m_ij| (the magnitude of score s_ij's f32 rounding: the
-/// scaled sum of |q_d k_d|, and m the additive mask value):
+/// With mag_ij = |scale| ||q_i|| ||k_j|| + |m_ij| (m the additive mask value; by Cauchy-Schwarz
+/// at least the magnitude of score s_ij's f32 rounding, the scaled sum of |q_d k_d|, plus |m_ij|):
 /// M_O [B,H_q,S_q,D_v] = P|V| + kappa (sum_j P_ij mag_ij |V_j| + (sum_j P_ij mag_ij) P|V|), kappa =
 /// u_f32 / u_dt (the first-order effect of score errors on O: dO_i = sum_j P_ij ds_ij (V_j - O_i),
-/// with |O_i| <= (P|V|)_i);
+/// with |O_i| <= (P|V|)_i), the first sum bounded per 64-key block by the block's largest mag_ij
+/// times its sum_j P_ij |V_j| (ref_forward.cpp);
 /// M_stats [B,H_q,S_q,1] = 1 + sqrt(S_kv) + sum_j P_ij mag_ij (1 + sqrt(S_kv) for a fully masked row).
 /// fp8 io (core/fp8.hpp): P is rounded onto the io type's grid scaled by descale_S before P V
 /// (round_scaled; the rounding emulation is always on for fp8), and amax [1,1,1,2] holds
