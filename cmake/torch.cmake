@@ -28,7 +28,13 @@ if(_torch_missing)
   return()
 endif()
 
-file(STRINGS "${SDPABENCH_TORCH_ROOT}/include/torch/headeronly/version.h" _tv REGEX "define TORCH_VERSION_(MAJOR|MINOR|PATCH) ")
+# torch >= 2.8 keeps the version in torch/headeronly/version.h, earlier ones in torch/version.h
+# (scripts/device_check.sh builds against whatever torch the GPU machine has).
+set(_torch_version_h "${SDPABENCH_TORCH_ROOT}/include/torch/headeronly/version.h")
+if(NOT EXISTS "${_torch_version_h}")
+  set(_torch_version_h "${SDPABENCH_TORCH_ROOT}/include/torch/version.h")
+endif()
+file(STRINGS "${_torch_version_h}" _tv REGEX "define TORCH_VERSION_(MAJOR|MINOR|PATCH) ")
 string(REGEX REPLACE ".*TORCH_VERSION_MAJOR ([0-9]+).*TORCH_VERSION_MINOR ([0-9]+).*TORCH_VERSION_PATCH ([0-9]+).*"
   "\\1.\\2.\\3" SDPABENCH_TORCH_VERSION "${_tv}")
 message(STATUS "sdpabench: PyTorch backend plugin with libtorch ${SDPABENCH_TORCH_VERSION} (${SDPABENCH_TORCH_ROOT})")

@@ -16,6 +16,7 @@
 # the perf runs timed every case.
 #
 #   scripts/device_check.sh               run it (reports under $OUT, else build/device-check)
+#   scripts/device_check.sh --torch-only  step 5 alone (the PyTorch CUDA rows)
 #   scripts/device_check.sh --pack DIR    on the build machine: copy what the GPU machine lacks
 #                                         (fmt, CLI11 and nlohmann-json headers with their CMake
 #                                         files, the Boost.Math headers core/dropout.cpp includes,
@@ -24,6 +25,7 @@
 # Through the device tool: run(command="bash scripts/device_check.sh", carry=["build/device-deps"],
 # timeout_s=540), after `scripts/device_check.sh --pack build/device-deps` here.
 # Environment: OUT (report folder), SDPABENCH_DEVICE_DEPS (a --pack folder), CUDAToolkit_ROOT,
+# SDPABENCH_TORCH_ROOT (a torch package folder for step 5; default: python3's torch),
 # SDPABENCH_CUDNN_ROOT (a cuDNN prefix; default: PyTorch's pip cuDNN, else the toolkit's).
 set -uo pipefail
 
@@ -53,6 +55,8 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
+only_torch=0
+[ "${1:-}" = "--torch-only" ] && only_torch=1
 out=${OUT:-$root/build/device-check}
 mkdir -p "$out"
 t0=$(date +%s)
@@ -77,6 +81,9 @@ for d in "${CUDAToolkit_ROOT:-/usr/local/cuda}/lib64" "${CUDAToolkit_ROOT:-/usr/
   [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
 
+# summary FILE FIELD: the count after FIELD: in FILE's summary line.
+summary() { grep -E '^tests:' "$1" | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut -d: -f2; }
+
 # --- 1. Build (the sdpabench target only).
 cmake_args=(-S "$root" -B "$root/build/device" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF
   -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_TORCH=OFF -DSDPABENCH_CUDNN=ON -DSDPABENCH_FMT_HEADER_ONLY=ON)
@@ -91,6 +98,8 @@ if [ -n "${SDPABENCH_CUDNN_FRONTEND_ROOT:-}" ]; then
 elif [ -f "$deps/cudnn-frontend/include/cudnn_frontend.h" ]; then
   cmake_args+=(-DSDPABENCH_CUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
 fi
+smoke_rc="not run"
+if [ "$only_torch" != 1 ]; then
 log "configure: cmake ${cmake_args[*]}"
 if ! timeout 60 cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1; then
   log "configure failed"; tail -n 30 "$out/configure.log"; exit 1
@@ -102,8 +111,6 @@ exe=$root/build/device/sdpabench
 "$exe" --version | tee "$out/version.txt"
 log "built"
 
-# summary FILE FIELD: the count after FIELD: in FILE's summary line.
-summary() { grep -E '^tests:' "$1" | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut -d: -f2; }
 
 # --- 2. Correctness: the GPU smoke set (a FAILED case is rerun alone in a fresh process by the
 # driver itself, so a device fault left by an earlier case shows as such).
@@ -222,15 +229,20 @@ for r in rows:
           f"{r['torch_tflops']:.1f} | {r['ratio']:.3f} |")
 json.dump(rows, open(f"{out}/comparison.json", "w"), indent=1)
 PY
+fi  # steps 1-4
 # --- 5. PyTorch's CUDA variants (docs/torch.md): the plugin built against this machine's own torch
 # package (its libtorch_cuda.so and NVIDIA's pip libraries, the layout scripts/setup.sh installs),
 # then cases/torch/conventions.cases and cases/torch/smoke.cases on each CUDA row: the status
 # counts, every FAILED line and what each variant wrote in fully masked rows. Not fatal to the
 # verdict unless a case FAILED or a row was SKIPPED (the plugin found no GPU).
 torch_step() {
+  if [ $(( $(date +%s) - t0 )) -gt 380 ]; then
+    log "torch: not run (too little of the check's time is left to build the plugin): rerun with --torch-only"
+    return 0
+  fi
   local torch_root
-  torch_root=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))' 2>/dev/null) || {
-    log "torch: no PyTorch for python3 here; the CUDA rows are not checked"; return 0; }
+  torch_root=${SDPABENCH_TORCH_ROOT:-$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))' 2>/dev/null)}
+  [ -n "$torch_root" ] || { log "torch: no PyTorch for python3 here; the CUDA rows are not checked"; return 0; }
   # cmake_args without its -S/-B pair; the later -D settings win.
   if ! timeout 60 cmake -S "$root" -B "$root/build/device-torch" "${cmake_args[@]:4}" -DSDPABENCH_TORCH=ON \
       -DSDPABENCH_CUDNN=OFF -DSDPABENCH_TORCH_ROOT="$torch_root" >"$out/torch-configure.log" 2>&1 ||

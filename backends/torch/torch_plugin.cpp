@@ -29,7 +29,11 @@
 #include <ATen/ops/_scaled_dot_product_cudnn_attention_backward.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/autograd/autograd.h>
+#if __has_include(<torch/headeronly/version.h>)  // torch >= 2.8; earlier: torch/version.h
 #include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>
+#endif
 
 #include "backends/torch/torch_abi.hpp"
 
