@@ -16,8 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/ATen.h>
+// Only what is called: Tensor and its methods, the operators by their own headers (PyTorch's
+// per-operator headers), not all of ATen/ATen.h.
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/_scaled_dot_product_attention_math.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
