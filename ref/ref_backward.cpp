@@ -600,11 +600,8 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
             }
             c.Dr[n(row)] = Di;
             c.rr[n(row)] = std::sqrt(r2);
-            const float* q = &in.Q.data[n(row * d.D_qk)];
-            double q2 = 0.0;
-            for (i64 k = 0; k < d.D_qk; ++k) q2 += static_cast<double>(q[k]) * static_cast<double>(q[k]);
-            c.qn[n(row)] = std::sqrt(q2);
         }
+        row_norms(in.Q, c.qn.data());
         row_norms(in.K, c.kn.data());
         transpose_panels(in.K, c.kt.data());
         transpose_panels(in.V, c.vt.data());

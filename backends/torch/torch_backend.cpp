@@ -26,33 +26,33 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
         "none (its second output is the attention weights): fwd_t, fwd_bwd UNIMPLEMENTED",
         "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
-        "f32, bf16, f16", true, "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
+        true, "", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
         "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
         "conventions.cases", 0.0f, true},
     {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)",
         "top-left on the CPU", "native: query head h reads key head h / (H_q / H_kv)",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
         "the fused backward fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)",
-        "f32, bf16, f16; D_qk = D_v", true, "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
+        true, "D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
         true},
     {TorchVariant::efficient, TorchDevice::cuda, "efficient",
         "at::_scaled_dot_product_efficient_attention (+ _backward)", "top-left",
         "K, V heads repeated by the plugin (repeat_interleave, as enable_gqa does), dK, dV summed per group",
         "[B,H_q,S_q rounded up to 32] f32; -inf for a fully masked row",
         "the fused backward fed O and the log-sum-exp, with the attn_mask gradient; the bias stored with rows "
-        "padded to 16 elements (as scaled_dot_product_attention pads it)", "f32, bf16, f16", true,
+        "padded to 16 elements (as scaled_dot_product_attention pads it)", true, "",
         "as math; --dropout only with p = 0", "conventions.cases, conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)",
         "top-left", "K, V heads repeated by the plugin, dK, dV summed per group",
         "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
-        "bf16, f16", false, "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
+        false, "", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math on CUDA",
         "top-left", "enable_gqa=True", "none: fwd_t, fwd_bwd UNIMPLEMENTED", "autograd through the composite forward",
-        "f32, bf16, f16", true, "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
+        true, "", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
     {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention (+ _backward)",
         "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
         "native: query head h reads key head h / (H_q / H_kv)", "[B,H_q,S_q] f32; +inf for a fully masked row",
-        "the fused backward fed O and the log-sum-exp; no mask gradient", "bf16, f16", false,
+        "the fused backward fed O and the log-sum-exp; no mask gradient", false, "",
         "causal_br, and causal_tl with S_q = S_kv -> is_causal; no attn_mask: bias, window, padding and causal_tl "
         "with S_q != S_kv UNIMPLEMENTED; --dropout only with p = 0", "conventions_cuda.cases", INFINITY, false},
 }};
@@ -62,9 +62,10 @@ std::string torch_variant_table_md() {
                     "log-sum-exp | backward | dtypes | knobs | held by (`cases/torch/`) | measured |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const TorchVariantInfo& v : kTorchVariants)
-        t += fmt::format("| `torch:{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {} | {} | {} | {} |\n", v.name,
-                v.device == TorchDevice::cpu ? "CPU" : "CUDA", v.op, v.causal, v.gqa, v.lse, v.backward, v.dtypes,
-                v.knobs, v.cases, v.measured ? "yes (CPU, CTest e2e.torch.*)" : "not yet: no GPU run");
+        t += fmt::format("| `torch:{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {}{}{} | {} | {} | {} |\n",
+                v.name, v.device == TorchDevice::cpu ? "CPU" : "CUDA", v.op, v.causal, v.gqa, v.lse, v.backward,
+                v.takes_f32 ? "f32, bf16, f16" : "bf16, f16", v.dtype_note.empty() ? "" : "; ", v.dtype_note, v.knobs,
+                v.cases, v.measured ? "yes (CPU, CTest e2e.torch.*)" : "not yet: no GPU run");
     return t;
 }
 
@@ -144,9 +145,9 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     else if (causal)
         m.is_causal = true;
     if (v == TorchVariant::flash && cuda && m.mask != TorchMapping::MaskArg::none)
-        return unimplemented(fmt::format("torch:flash:cuda: at::_scaled_dot_product_flash_attention takes no "
-                "attn_mask, and this case needs one ({}{}; its is_causal is bottom-right)",
-                p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}", p.mask), padded ? " with padding" : ""));
+        return unimplemented(fmt::format("torch:{}: its operators ({}) take no attn_mask, and this case needs "
+                "one ({}{}; their is_causal is bottom-right)", vi.name, vi.op, p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}",
+                p.mask), padded ? " with padding" : ""));
     m.mask_grad = p.dmask;
     if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
         m.scale = std::nullopt;  // the operator's default, 1/sqrt(D_qk): what sdpabench's default is
@@ -450,27 +451,34 @@ public:
         return items;
     }
 
-    /// The mapping's refusal, else the plugin's absence, else (a CUDA row) no CUDA: SKIPPED with
-    /// the plugin's reason (libtorch_cuda.so or a library it needs not loadable, or no device).
     std::optional<Unsupported> support(const Problem& p) const override {
-        auto m = torch_mapping(p, vi_.variant, vi_.device);
+        auto m = runnable(p);
         if (auto* u = std::get_if<Unsupported>(&m)) return *u;
-        const TorchPlugin& pl = torch_plugin();
-        if (!pl.run) return plugin_missing(pl);
-        if (vi_.device == TorchDevice::cuda && !torch_cuda(pl).ok)
-            return Unsupported{Status::skipped, fmt::format("{} runs on a CUDA GPU and PyTorch has none here: {}",
-                    name_, torch_cuda(pl).what)};
         return std::nullopt;
     }
 
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        if (auto u = support(p)) throw BackendError(u->status, u->reason);
-        auto m = torch_mapping(p, vi_.variant, vi_.device);
+        auto m = runnable(p);
+        if (auto* u = std::get_if<Unsupported>(&m)) throw BackendError(u->status, u->reason);
         const std::shared_ptr<const DropoutMask> keep = vi_.variant == TorchVariant::math ? dropout_mask(p) : nullptr;
         return std::make_unique<TorchPlan>(p, in, vi_, std::get<TorchMapping>(m), torch_plugin().run, keep.get());
     }
 
 private:
+    /// The mapping of `p`, or why it cannot run: the mapping's refusal, else the plugin's absence,
+    /// else (a CUDA row) no CUDA, SKIPPED with the plugin's reason (libtorch_cuda.so or a library
+    /// it needs not loadable, or no device).
+    std::variant<TorchMapping, Unsupported> runnable(const Problem& p) const {
+        auto m = torch_mapping(p, vi_.variant, vi_.device);
+        if (std::holds_alternative<Unsupported>(m)) return m;
+        const TorchPlugin& pl = torch_plugin();
+        if (!pl.run) return plugin_missing(pl);
+        if (vi_.device == TorchDevice::cuda && !torch_cuda(pl).ok)
+            return Unsupported{Status::skipped, fmt::format("{} runs on a CUDA GPU and PyTorch has none here: {}",
+                    name_, torch_cuda(pl).what)};
+        return m;
+    }
+
     const TorchVariantInfo& vi_;
     std::string name_;
 };

@@ -35,8 +35,10 @@ struct TorchVariantInfo {
     std::string_view gqa;         ///< how H_kv < H_q is passed
     std::string_view lse;         ///< the log-sum-exp output: shape, type, masked-row value
     std::string_view backward;    ///< how the backward is computed
-    std::string_view dtypes;      ///< the io types the operator takes
-    bool takes_f32;               ///< f32 among them (cuDNN's and FlashAttention-2's take 16-bit only)
+    /// The io types the operator takes: bf16 and f16, and f32 when true (cuDNN's and
+    /// FlashAttention-2's operators take 16-bit inputs only).
+    bool takes_f32;
+    std::string_view dtype_note;  ///< what else the operator requires of its inputs ("" none)
     std::string_view knobs;       ///< which sdpabench knobs map to which operator arguments
     std::string_view cases;       ///< the case files in cases/torch/ that hold the row's claims
     /// The log-sum-exp the operator writes for a fully masked row (backends/backend.hpp Conventions).

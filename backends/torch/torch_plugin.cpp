@@ -55,11 +55,6 @@ std::optional<at::Tensor> wrap(const SdpaTorchView& v) {
             at::IntArrayRef(v.strides, static_cast<std::size_t>(v.rank)), at::TensorOptions().dtype(scalar_type(v.dtype)));
 }
 
-at::Tensor need(const SdpaTorchView& v, const char* what) {
-    if (auto t = wrap(v)) return *t;
-    throw std::invalid_argument(std::string("sdpabench torch plugin: missing ") + what);
-}
-
 /// Copies `result` into the caller's view (element by element at the view's strides, with
 /// PyTorch's conversion to the view's dtype); a shape mismatch is an error naming both shapes.
 void deliver(const at::Tensor& result, const SdpaTorchView& v, const char* what) {
@@ -92,6 +87,7 @@ std::optional<at::Tensor> place(const SdpaTorchView& v, const at::Device& dev) {
             at::IntArrayRef(v.strides, static_cast<std::size_t>(v.rank)));
 }
 
+/// place() of a view that must be there; std::invalid_argument naming `what` when it is absent.
 at::Tensor need_on(const SdpaTorchView& v, const at::Device& dev, const char* what) {
     if (auto t = place(v, dev)) return *t;
     throw std::invalid_argument(std::string("sdpabench torch plugin: missing ") + what);
