@@ -1,7 +1,6 @@
 // The small interface every vendor backend implements, and the errors it may raise.
 #pragma once
 
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -9,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/conventions.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
@@ -62,22 +62,10 @@ public:
     virtual std::optional<std::size_t> partitions() const { return std::nullopt; }
 };
 
-/// Conventions a backend documents for values the math leaves open.
-struct Conventions {
-    /// stats value written for a fully masked query row (no visible key). FlashAttention and
-    /// the reference write +inf (so exp(s - stats) = 0 in the backward); oneDNN's SoftMax
-    /// with mode inf_as_zero writes 0 (its backward gets exp(-inf - 0) = 0 the same way).
-    float masked_row_stats = INFINITY;
-    /// With padding, the O and stats rows past a batch's valid query length are left unspecified
-    /// (not written, or written with anything): cuDNN's padded mode (NVIDIA's own tests overwrite
-    /// those rows of the GPU output before comparing). The checks then skip them
-    /// (compare/compare.hpp unchecked), the guarded buffers do not count them as unwritten, and
-    /// fwd_bwd zeroes them before its backward.
-    bool padded_rows_unspecified = false;
-};
-
 /// A vendor adapter. Implementations translate vendor exceptions into BackendError at
-/// their public functions; nothing else escapes.
+/// their public functions; nothing else escapes. Every Problem it is given is one step's
+/// (driver/run_case.hpp step_problem): p.dir is fwd_i, fwd_t or bwd, never fwd_bwd, which is the
+/// driver's list of two steps.
 class Backend {
 public:
     virtual ~Backend() = default;

@@ -46,7 +46,8 @@ set_target_properties(sdpabench_torch PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${CMA
 # libtorch's headers are third-party: no warnings from them. The wheel uses the C++11 ABI.
 target_include_directories(sdpabench_torch SYSTEM PRIVATE "${SDPABENCH_TORCH_ROOT}/include"
   "${SDPABENCH_TORCH_ROOT}/include/torch/csrc/api/include")
-target_include_directories(sdpabench_torch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+# The project headers it includes (backends/torch/torch_abi.hpp) come from the backends layer's
+# include root, set in CMakeLists.txt once that layer is defined.
 target_compile_definitions(sdpabench_torch PRIVATE _GLIBCXX_USE_CXX11_ABI=1)
 # Glue around library calls, and libtorch's headers are heavy: -O1 keeps the build short.
 target_compile_options(sdpabench_torch PRIVATE -O1)

@@ -21,7 +21,7 @@ inline std::string_view format_as(Status v) { return enum_name(kStatusNames, v);
 
 /// True for the statuses of a case that is wrong or was not tested as asked (FAILED, UNIMPLEMENTED,
 /// INVALID_ARGUMENTS): CP times no such case. The run's exit code is exit_code()'s table
-/// (reports/case_result.hpp).
+/// (driver/exit_code.hpp).
 constexpr bool is_error(Status s) {
     return s == Status::failed || s == Status::unimplemented || s == Status::invalid_arguments;
 }

@@ -30,10 +30,6 @@ struct CaseEntry {
     std::string where{};
 };
 
-/// `text` with control bytes, quotes, backslashes and invalid UTF-8 escaped (\xNN, \n, \", ...) so
-/// that error messages about binary garbage stay one printable line. Valid UTF-8 is kept.
-std::string escape_for_message(std::string_view text);
-
 /// Knobs accepted by the case language with their values, for --help.
 std::string case_language_help();
 

@@ -9,7 +9,7 @@
 
 #include "driver/shard.hpp"
 #include "driver/timing.hpp"
-#include "reports/case_result.hpp"
+#include "driver/exit_code.hpp"
 #include "reports/perf_template.hpp"
 #include "reports/report_files.hpp"
 
@@ -34,14 +34,14 @@ struct GlobalOptions {
     std::vector<ReportSpec> reports;  ///< --report=FORMAT:PATH, repeatable
     bool no_progress = false;      ///< --no-progress: no progress line even on a terminal
     std::string expect_file;       ///< --expect=FILE: expected results (driver/expect.hpp)
-    FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (reports/case_result.hpp)
+    FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (driver/exit_code.hpp)
     /// --tags=KEY:VALUE (repeatable, or comma-separated): the user's labels in the run context.
     std::vector<std::pair<std::string, std::string>> tags;
     Shard shard;                   ///< --shard=I/N: run only shard I of N (driver/shard.hpp); 0/1 = all
 };
 
-/// Parses argv. Returns the options, or an exit code when the run should stop now: 0 after
-/// --help, 2 for a usage error (message already printed on stderr).
+/// Parses argv. Returns the options, or an exit code when the run should stop now: kExitOk after
+/// --help, kExitUsage for a usage error (message already printed on stderr).
 struct CliOutcome {
     GlobalOptions opts;
     int exit_code = -1;  ///< -1: go on

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compare/compare.hpp"
 #include "core/geometry.hpp"
 
 namespace sdpa {

@@ -1,22 +1,8 @@
 #include "reports/case_result.hpp"
 
-#include <algorithm>
-#include <cctype>
-
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace sdpa {
-
-namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return out;
-}
-
-}  // namespace
 
 std::string_view shown_status(const CaseResult& r) {
     return r.expect.kind == Expected::none ? format_as(r.status) : format_as(r.expect.kind);
@@ -31,67 +17,6 @@ void Summary::add(const CaseResult& r) {
     }
     ++counts[static_cast<std::size_t>(r.status)];
     if (r.status == Status::failed && r.timed_out) ++timeouts;
-}
-
-FailOn::FailOn() {
-    for (const Status st : {Status::failed, Status::invalid_arguments, Status::unimplemented})
-        status[static_cast<std::size_t>(st)] = true;
-    expected[static_cast<std::size_t>(Expected::xpass)] = true;
-}
-
-std::string fail_on_names() {
-    std::vector<std::string> names{"default"};
-    for (const auto& e : kStatusNames) names.push_back(lower(e.name));
-    for (const auto& e : kExpectedNames)
-        if (e.value != Expected::none) names.push_back(lower(e.name));
-    return fmt::format("{}", fmt::join(names, ", "));
-}
-
-std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err) {
-    FailOn f;
-    f.status.fill(false);
-    f.expected.fill(false);
-    std::size_t b = 0;
-    while (b <= list.size()) {
-        const std::size_t e = std::min(list.find(',', b), list.size());
-        const std::string item(list.substr(b, e - b));
-        bool known = false;
-        if (item == "default") {
-            const FailOn d;
-            for (std::size_t i = 0; i < f.status.size(); ++i) f.status[i] = f.status[i] || d.status[i];
-            for (std::size_t i = 0; i < f.expected.size(); ++i) f.expected[i] = f.expected[i] || d.expected[i];
-            known = true;
-        }
-        for (const auto& s : kStatusNames)
-            if (item == lower(s.name)) f.status[static_cast<std::size_t>(s.value)] = known = true;
-        for (const auto& s : kExpectedNames)
-            if (s.value != Expected::none && item == lower(s.name))
-                f.expected[static_cast<std::size_t>(s.value)] = known = true;
-        if (!known) {
-            if (err) *err = fmt::format("--fail-on: '{}' is not a status (accepted, comma-separated: {})", item,
-                                 fail_on_names());
-            return std::nullopt;
-        }
-        b = e + 1;
-    }
-    f.status[static_cast<std::size_t>(Status::failed)] = true;  // a wrong kernel always fails the run
-    return f;
-}
-
-int exit_code(const Summary& s, const FailOn& fail_on) {
-    const auto on = [&](Status st) { return fail_on.status[static_cast<std::size_t>(st)] && s[st] > 0; };
-    if (s[Status::failed] > s.timeouts) return kExitFailed;
-    if (s.timeouts > 0 || s.write_errors > 0 || on(Status::invalid_arguments) || on(Status::unimplemented))
-        return kExitUntested;
-    if (fail_on.expected[static_cast<std::size_t>(Expected::xpass)] && s[Expected::xpass] > s.allowed_xpass)
-        return kExitXpass;
-    for (const auto& e : kStatusNames)
-        if (on(e.value)) return kExitFailOn;
-    for (const auto& e : kExpectedNames)
-        if (e.value != Expected::none && e.value != Expected::xpass &&
-                fail_on.expected[static_cast<std::size_t>(e.value)] && s[e.value] > 0)
-            return kExitFailOn;
-    return kExitOk;
 }
 
 }  // namespace sdpa

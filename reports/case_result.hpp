@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "compare/compare.hpp"
+#include "core/dropout.hpp"
+#include "core/enum_table.hpp"
+#include "core/output_check.hpp"
 #include "core/status.hpp"
 #include "core/timing_stats.hpp"
 
@@ -138,37 +140,5 @@ struct Summary {
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }
 };
-
-/// Exit codes of a run (docs/output.md#exit-codes; one table, here).
-enum ExitCode : int {
-    kExitOk = 0,        ///< nothing in --fail-on happened
-    kExitFailed = 1,    ///< a kernel is wrong: a case FAILED that no --expect entry expected
-    kExitUsage = 2,     ///< bad command line (nothing ran)
-    kExitUntested = 3,  ///< the run could not test what was asked: INVALID_ARGUMENTS, UNIMPLEMENTED, a
-                        ///< --timeout-per-case kill, a file that could not be written
-    kExitXpass = 4,     ///< an expected failure PASSED (XPASS) and its entry does not allow it
-    kExitFailOn = 5,    ///< a status named by --fail-on beyond the default (e.g. SKIPPED, MISTRUSTED)
-};
-
-/// What fails the run (--fail-on). FAILED always does; the default adds INVALID_ARGUMENTS,
-/// UNIMPLEMENTED and XPASS.
-struct FailOn {
-    std::array<bool, kStatusNames.size()> status{};
-    std::array<bool, kExpectedNames.size()> expected{};
-    FailOn();  ///< the default
-};
-
-/// Parses --fail-on's comma list of lowercase status names (passed, mistrusted, skipped,
-/// unimplemented, invalid_arguments, failed, listed, executed, xfail, xpass, not_applicable) and
-/// "default"; the list replaces the default except that FAILED always fails. nullopt with `err`
-/// naming the bad item and the accepted names.
-std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err);
-
-/// The accepted --fail-on names, for --help.
-std::string fail_on_names();
-
-/// The run's exit code under `fail_on`: the lowest applicable code of kExitFailed (unexpected
-/// FAILED, not a timeout), kExitUntested, kExitXpass, kExitFailOn; kExitOk when none applies.
-int exit_code(const Summary& s, const FailOn& fail_on);
 
 }  // namespace sdpa

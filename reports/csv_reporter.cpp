@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "reports/escape.hpp"
-#include "driver/case_parser.hpp"
 #include "reports/jsonl_reporter.hpp"
 #include "reports/result_fields.hpp"
 
@@ -18,14 +17,18 @@ namespace sdpa {
 
 std::string csv_header() {
     std::string s;
-    for (const auto& f : result_fields()) s += (s.empty() ? "" : ",") + f.column;
+    for (const auto& f : result_fields())
+        if (f.column_field) s += (s.empty() ? "" : ",") + f.column;
     return s;
 }
 
 std::string csv_row(const CaseResult& r) {
     std::string line;
+    bool first = true;
     for (const auto& f : result_fields()) {
-        if (!line.empty() || &f != &result_fields().front()) line += ',';
+        if (!f.column_field) continue;
+        if (!first) line += ',';
+        first = false;
         line += csv_field(csv_text(f.get(r)));
     }
     return line;

@@ -1,5 +1,7 @@
 #include "reports/escape.hpp"
 
+#include <fmt/format.h>
+
 namespace sdpa {
 
 std::string csv_field(std::string_view s) {
@@ -62,6 +64,19 @@ std::string xml_escape(std::string_view s) {
         }
         out.append(s.substr(i, n));
         i += n;
+    }
+    return out;
+}
+
+std::string escape_for_message(std::string_view text) {
+    // fmt's debug format escapes control bytes and invalid UTF-8 as \xNN; drop its quotes and
+    // its escaping of '"' (messages quote with '...', so a double quote needs no escape).
+    const std::string quoted = fmt::format("{:?}", text);
+    std::string out;
+    for (std::size_t i = 1; i + 1 < quoted.size(); ++i) {
+        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '"') continue;  // \" -> "
+        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '\\') out += quoted[i++];  // keep \\ as is
+        out += quoted[i];
     }
     return out;
 }

@@ -1,4 +1,5 @@
-// Escaping of free text (reasons, repro lines) for the file formats the reporters write.
+// Escaping of free text (reasons, repro lines, messages about user input) for the file formats the
+// reporters write and for one-line messages.
 #pragma once
 
 #include <string>
@@ -14,5 +15,9 @@ std::string csv_field(std::string_view s);
 /// as character references (so attribute values keep them); other control characters and
 /// invalid UTF-8 sequences become U+FFFD (they are not allowed in XML 1.0).
 std::string xml_escape(std::string_view s);
+
+/// `text` with control bytes, quotes, backslashes and invalid UTF-8 escaped (\xNN, \n, \", ...) so
+/// that error messages about binary garbage stay one printable line. Valid UTF-8 is kept.
+std::string escape_for_message(std::string_view text);
 
 }  // namespace sdpa

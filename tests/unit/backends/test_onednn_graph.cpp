@@ -10,7 +10,7 @@
 #include "backends/registry.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 #include "driver/run_case.hpp"
-#include "tests/unit/graph/json_test_util.hpp"
+#include "../graph/json_test_util.hpp"
 
 using namespace sdpa;
 using namespace sdpa::onednn;

@@ -5,7 +5,7 @@
 #include <numbers>
 
 #include "compare/compare.hpp"
-#include "tests/unit/compare/small_problem.hpp"
+#include "small_problem.hpp"
 #include "compare/extra_checks.hpp"
 
 using namespace sdpa;

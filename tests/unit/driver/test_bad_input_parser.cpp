@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "driver/case_parser.hpp"
+#include "reports/escape.hpp"
 
 namespace sdpa {
 namespace {

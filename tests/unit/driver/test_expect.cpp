@@ -10,6 +10,7 @@
 
 #include "backends/registry.hpp"
 #include "driver/case_parser.hpp"
+#include "driver/exit_code.hpp"
 #include "driver/expect.hpp"
 #include "driver/shard.hpp"
 #include "reports/console_reporter.hpp"
@@ -70,7 +71,7 @@ TEST(Expect, LoadsEntriesAndNamesBadLines) {
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "bug": 1})").find("unknown key \"bug\""),
             std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED", "reason": "r", "requires": {"gpu": "h200"}})")
-                      .find("unknown key \"gpu\" (accepted: cpu_flags, onednn, cudnn)"),
+                      .find("unknown key \"gpu\" (accepted: cpu_flags, onednn, cudnn, torch)"),
             std::string::npos);
     EXPECT_NE(load_error(R"({"match": 3, "status": "FAILED", "reason": "r"})").find("\"match\" must be a string (got 3)"),
             std::string::npos);

@@ -13,6 +13,8 @@
 #include "core/flops.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/minimize.hpp"
+
+#include "compare/compare.hpp"
 #include "driver/run_case.hpp"
 
 using namespace sdpa;

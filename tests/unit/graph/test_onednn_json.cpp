@@ -22,7 +22,7 @@
 #include "graph/json_rewrite.hpp"
 #include "fillers/fill.hpp"
 
-#include "tests/unit/graph/json_test_util.hpp"
+#include "json_test_util.hpp"
 
 namespace sdpa {
 namespace {

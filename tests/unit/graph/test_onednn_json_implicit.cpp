@@ -19,7 +19,7 @@
 #include "graph/json_export.hpp"
 #include "graph/json_import.hpp"
 
-#include "tests/unit/graph/json_test_util.hpp"
+#include "json_test_util.hpp"
 
 namespace sdpa {
 namespace {

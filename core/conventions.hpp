@@ -1,0 +1,24 @@
+// What a backend documents for the values the math leaves open (fully masked rows, padded rows):
+// part of the vocabulary, since the checks (compare/) judge outputs by it and the backends
+// (backends/backend.hpp Backend::conventions) declare it.
+#pragma once
+
+#include <cmath>
+
+namespace sdpa {
+
+/// Conventions a backend documents for values the math leaves open.
+struct Conventions {
+    /// stats value written for a fully masked query row (no visible key). FlashAttention and
+    /// the reference write +inf (so exp(s - stats) = 0 in the backward); oneDNN's SoftMax
+    /// with mode inf_as_zero writes 0 (its backward gets exp(-inf - 0) = 0 the same way).
+    float masked_row_stats = INFINITY;
+    /// With padding, the O and stats rows past a batch's valid query length are left unspecified
+    /// (not written, or written with anything): cuDNN's padded mode (NVIDIA's own tests overwrite
+    /// those rows of the GPU output before comparing). The checks then skip them
+    /// (compare/compare.hpp unchecked), the guarded buffers do not count them as unwritten, and
+    /// fwd_bwd zeroes them before its backward.
+    bool padded_rows_unspecified = false;
+};
+
+}  // namespace sdpa
