@@ -215,6 +215,13 @@ std::vector<const TensorGeom*> Geometry::outputs() const& {
     return v;
 }
 
+std::vector<Output> Geometry::output_list() const {
+    std::vector<Output> v;
+    for (const auto& row : kOutputNames)
+        if (const auto& t = slots_[static_cast<std::size_t>(role_of(row.value))]; t && t->output) v.push_back(row.value);
+    return v;
+}
+
 std::string_view role_shape_name(Role r) {
     switch (r) {
         case Role::Q:

@@ -13,6 +13,7 @@
 #include "core/dtype.hpp"
 #include "core/layout.hpp"
 #include "core/problem.hpp"
+#include "core/sdpa_tensors.hpp"
 
 namespace sdpa {
 
@@ -128,6 +129,9 @@ public:
     std::vector<const TensorGeom*> inputs() && = delete;
     std::vector<const TensorGeom*> outputs() const&;
     std::vector<const TensorGeom*> outputs() && = delete;
+    /// The outputs the direction writes, in report order (kOutputNames): the one list every loop
+    /// over a case's outputs reads (the checks, --mode=B's rerun, the dropout reruns).
+    std::vector<Output> output_list() const;
     void set(TensorGeom t) { slots_[static_cast<std::size_t>(t.role)] = std::move(t); }
 
 private:

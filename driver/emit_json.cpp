@@ -12,6 +12,7 @@
 
 #include "graph/json_export.hpp"
 #include "driver/knobs.hpp"
+#include "driver/run_case.hpp"
 
 namespace sdpa {
 
@@ -56,12 +57,7 @@ std::vector<std::string> write_onednn_json(const Case& c, const std::string& dir
     const std::string name = onednn_json_file_name(c);
     if (const auto dirs = directions(c.prb.dir); dirs.size() > 1) {  // a graph per direction: NAME_fwd, NAME_bwd
         const std::string stem = name.substr(0, name.size() - 5);
-        for (const Dir d : dirs) {
-            Problem p = c.prb;
-            p.dir = d;
-            if (d != Dir::bwd) p.dmask = false;  // dMask is the backward's
-            graphs.emplace_back(stem + (d == Dir::bwd ? "_bwd.json" : "_fwd.json"), std::move(p));
-        }
+        for (const Dir d : dirs) graphs.emplace_back(stem + (d == Dir::bwd ? "_bwd.json" : "_fwd.json"), step_problem(c.prb, d));
     } else {
         graphs.emplace_back(name, c.prb);
     }

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <exception>
-#include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include "compare/compare.hpp"
 #include "core/flops.hpp"
 #include "driver/determinism.hpp"
+#include "driver/dropout_checks.hpp"
 #include "core/memory_estimate.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
@@ -31,7 +32,18 @@ namespace {
 std::optional<std::string> memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
     if (limits.max_memory_bytes == 0) return std::nullopt;
     const unsigned threads = std::thread::hardware_concurrency();
-    std::vector<MemoryItem> vendor = backend.host_memory(p, threads);
+    // One plan at a time (driver/run_case.hpp case_steps): the vendor's part is its largest step's.
+    std::vector<MemoryItem> vendor;
+    double vendor_total = -1;
+    for (const Dir d : directions(p.dir)) {
+        std::vector<MemoryItem> items = backend.host_memory(step_problem(p, d), threads);
+        double total = 0;
+        for (const MemoryItem& it : items) total += it.bytes;
+        if (total > vendor_total) {
+            vendor_total = total;
+            vendor = std::move(items);
+        }
+    }
     if (p.dropout) {  // the dropout rerun (seed + 1, or no dropout) holds a second plan
         const std::size_t n = vendor.size();
         for (std::size_t k = 0; k < n; ++k)
@@ -112,289 +124,227 @@ void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseRe
     r.perf->peak_tflops = peak_tflops;
 }
 
-
-/// The keep mask `backend` applies for p (null without dropout). Throws BackendError
-/// UNIMPLEMENTED when a backend that accepted a dropout case names no mask.
-std::shared_ptr<const DropoutMask> vendor_mask(const Backend& backend, const Problem& p) {
-    if (!p.dropout) return nullptr;
-    auto m = backend.dropout_mask(p);
-    if (!m) throw BackendError(Status::unimplemented, fmt::format("backend {} has no dropout", backend.name()));
-    return m;
-}
-
-/// The dropout report of p on mask m: the generator-free statistics (core/dropout.hpp), a
-/// failure when they fail. Statistics only when p > 0 (p = 0 keeps everything).
-DropoutReport dropout_report(const Problem& p, const DropoutMask& m) {
-    DropoutReport d;
-    d.mask = m.describe();
-    if (p.dropout->p > 0.f) {
-        d.stats = mask_statistics(p, m);
-        if (d.stats.failure) d.failures.push_back(*d.stats.failure);
-    }
-    return d;
-}
-
-/// The -v line of a dropout report.
-std::string dropout_note(const DropoutReport& d) {
-    const MaskStatistics& s = d.stats;
-    if (s.heads == 0) return fmt::format("dropout: {} (p = 0: no mask statistics)", d.mask);
-    return fmt::format("dropout: {}; {} heads: keep-rate p-value {:.3g} (worst head (b,h) = ({},{}) keeps {:.4f}), "
-                       "neighbour-pair p-value {:.3g} (head ({},{})), threshold {:.3g}, {}", d.mask, s.heads,
-            s.keep.p_value, s.keep.b, s.keep.h, s.keep.rate, s.pairs.p_value, s.pairs.b, s.pairs.h, s.threshold,
-            s.distinct_checked ? fmt::format("{} identical heads", s.identical_heads) : "heads too small to compare");
-}
-
-/// The first element where two runs' outputs differ bitwise, as "O at (b,h,i,d): X vs Y"; nullopt
-/// when every output is bitwise equal.
-std::optional<std::string> first_bitwise_difference(const SdpaOutputs& a, const SdpaOutputs& b) {
-    for (const auto& row : kOutputNames) {
-        const Tensor& x = a.of(row.value);
-        const Tensor& y = b.of(row.value);
-        if (x.empty() && y.empty()) continue;
-        if (x.size() != y.size()) return fmt::format("{}: {} vs {} elements", row.name, x.size(), y.size());
-        for (std::size_t e = 0; e < x.size(); ++e)
-            if (std::memcmp(&x.data[e], &y.data[e], sizeof(float)) != 0) {
-                const auto c = x.index(e);
-                return fmt::format("{} at ({},{},{},{}): {} vs {}", row.name, c[0], c[1], c[2], c[3], x.data[e], y.data[e]);
-            }
-    }
-    return std::nullopt;
-}
-
-/// Visible elements where the masks of seed and seed + 1 must differ before the outputs must: fewer
-/// differences may all sit where P is too small to change a rounded output.
-constexpr std::int64_t kMinVisibleDifferences = 64;
-
-/// The vendor-level dropout rules, by rerunning the vendor on the same inputs: with p = 0 and
-/// --fill=exact the outputs must be bitwise those of the problem without dropout; with p > 0 a seed changed to
-/// seed + 1 must change the mask (unless identical masks are likelier than 1e-9 by chance) and,
-/// when the masks differ in at least kMinVisibleDifferences visible elements and some output is
-/// nonzero, some output.
-/// Failures go to d.
-void dropout_rerun_checks(const Problem& p, Backend& backend, const SdpaInputs& in, const SdpaOutputs& out,
-        const DropoutMask& mask, DropoutReport& d) {
-    Problem q = p;
-    bool outputs_must_change = false;
-    if (p.dropout->p == 0.f) {
-        // Bitwise only where every product and sum is exact (--fill=exact): with other fills a
-        // vendor may run the graph with the Dropout op through another kernel whose rounding
-        // differs (oneDNN does), and the p = 0 outputs are held to the reference like any other.
-        if (p.fill != Fill::exact) return;
-        q.dropout.reset();
-    } else {
-        ++q.dropout->seed;
-        const auto other = vendor_mask(backend, q);
-        const Dims& n = p.dims;
-        if (chance_masks_agree(p.dropout->p, n.B * n.H_q * n.S_q * n.S_kv) < 1e-9 &&
-                !first_mask_difference(p, mask, "first", *other, "second"))
-            d.failures.push_back(fmt::format("dropout: the mask for seed {} equals the mask for seed {}",
-                    q.dropout->seed, p.dropout->seed));
-        // Outputs that are all zero (V and dO zero, e.g. a sparse fill with D = 1) cannot show any mask.
-        bool any_nonzero = false;
-        for (const auto& row : kOutputNames)
-            for (const float x : out.of(row.value).data) any_nonzero = any_nonzero || x != 0.f;
-        outputs_must_change = any_nonzero && visible_mask_differences(p, mask, *other) >= kMinVisibleDifferences;
-        if (!outputs_must_change) return;
-    }
-    if (backend.support(q)) return;
-    std::unique_ptr<Plan> plan = backend.prepare(q, in);
-    plan->execute();
-    const auto diff = first_bitwise_difference(out, plan->read_outputs());
-    if (p.dropout->p == 0.f && diff)
-        d.failures.push_back(fmt::format("dropout: --dropout={} is not bitwise equal to no dropout: {}",
-                dropout_name(*p.dropout), *diff));
-    if (outputs_must_change && !diff)
-        d.failures.push_back(fmt::format("dropout: changing the seed from {} to {} left every output bitwise unchanged "
-                "(the masks differ in at least {} visible elements)", p.dropout->seed, q.dropout->seed,
-                kMinVisibleDifferences));
-}
-
-/// Sets r to `no`'s status when the backend will not run `p`; true when it will.
-bool supported(const Backend& backend, const Problem& p, CaseResult& r) {
-    if (auto no = backend.support(p)) {
-        r.status = no->status;
-        r.reason = no->reason;
-        return false;
-    }
-    return true;
-}
-
-/// Backend::prepare on the prepare phase's clock, the plan's notes (prefixed by `tag`), then
-/// --expected-n-partitions (benchdnn --graph's knob; a backend that does not partition was refused
-/// before filling): another partition count is FAILED. Throws BackendError.
-std::unique_ptr<Plan> prepare_plan(const Case& c, Backend& backend, const Problem& p, const SdpaInputs& in,
-        CaseResult& r, const std::string& tag) {
-    std::unique_ptr<Plan> plan = timed(r, Phase::prepare, [&] { return backend.prepare(p, in); });
-    for (auto& n : plan->notes()) r.notes.push_back(tag + n);
-    if (c.expected_partitions > 0)
-        if (const std::size_t n = plan->partitions().value_or(0); static_cast<std::int64_t>(n) != c.expected_partitions)
-            throw BackendError(Status::failed, fmt::format("{} split the {} graph into {} partition(s), "
-                    "--expected-n-partitions={}", backend.name(), p.dir, n, c.expected_partitions));
-    return plan;
-}
-
-/// What the steps of one case share: the inputs, and the last prepared plan with its outputs.
-struct StepState {
-    SdpaInputs in;
-    bool filled = false;
-    std::unique_ptr<Plan> plan;
-    SdpaOutputs out;
-    std::shared_ptr<const DropoutMask> first_mask;  ///< the first direction's vendor mask
-    std::int64_t o_saturated = 0;                   ///< fp8 O inputs saturated by the displacement
-    bool checked_before = false;                    ///< a direction was checked by an earlier step
-};
-
-/// Fills the inputs (once per case) and prepares the plan of direction `q.dir`. A backward after a
-/// checked forward (fwd_bwd) takes the forward's own O and stats, exactly as it gave them; any
-/// other backward gets O and stats displaced from the reference forward. `tag` prefixes notes.
-void prepare_step(const Case& c, Backend& backend, const Problem& q, StepState& st, CaseResult& r,
-        const std::string& tag) {
-    if (!st.filled) {
-        st.in = timed(r, Phase::fill, [&] { return fill_inputs(c.prb); });
-        st.filled = true;
-        st.first_mask = vendor_mask(backend, q);
-        st.o_saturated = timed(r, Phase::displace, [&] { return displace(q, st.in, st.first_mask.get()); });
-    } else if (q.dir == Dir::bwd && st.checked_before) {
-        st.in.O = std::move(st.out.O);
-        st.in.stats = std::move(st.out.stats);
-        // Rows the forward leaves unspecified (Conventions: past the valid query length) hold whatever
-        // it left there, NaN included; the backward's inputs get the fully masked row's O = 0 and the
-        // backend's masked-row stats instead (the backward masks those rows either way).
-        const Conventions conv = backend.conventions();
-        if (conv.padded_rows_unspecified)
-            for (std::int64_t b = 0; b < q.dims.B; ++b)
-                for (std::int64_t h = 0; h < q.dims.H_q; ++h)
-                    for (std::int64_t i = valid_q(q, b); i < q.dims.S_q; ++i) {
-                        std::fill_n(&st.in.O.at(b, h, i, 0), q.dims.D_v, 0.f);
-                        st.in.stats.at(b, h, i, 0) = conv.masked_row_stats;
-                    }
-    }
-    st.plan.reset();  // one plan at a time
-    st.plan = prepare_plan(c, backend, q, st.in, r, tag);
-}
-
-/// Check step: runs the plan of `q.dir` once, computes the reference (fed the first direction's
-/// dropout mask, as the vendor's backward must regenerate it) and appends the output checks; the
-/// dropout checks go with it. Returns false when a later direction must not run: its reference
-/// would be fed a wrong forward.
-bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st, CaseResult& r,
-        const std::string& tag, bool more_directions) {
-    const bool chained = q.dir == Dir::bwd && st.checked_before;
-    prepare_step(c, backend, q, st, r, tag);
-    timed(r, Phase::vendor, [&] { st.plan->execute(); });
-    add_run_notes(*st.plan, r, tag);
-    st.out = st.plan->read_outputs();
-    if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
-    const RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
-    std::vector<OutputCheck> checks;
-    if (q.dir == Dir::bwd) {
-        const RefBackward ref = timed(r, Phase::reference, [&] { return ref_backward(q, st.in, opt); });
-        checks = timed(r, Phase::compare, [&] { return check_outputs(q, st.out, nullptr, &ref, backend.conventions()); });
-    } else {
-        const RefForward ref = timed(r, Phase::reference, [&] { return ref_forward(q, st.in, opt); });
-        checks = timed(r, Phase::compare, [&] { return check_outputs(q, st.out, &ref, nullptr, backend.conventions()); });
-    }
-    for (auto& chk : checks) r.checks.push_back(std::move(chk));
-    if (const auto mask = chained ? vendor_mask(backend, q) : st.first_mask) {
-        if (!r.dropout) {
-            r.dropout = dropout_report(q, *mask);
-            r.notes.push_back(dropout_note(*r.dropout));
-        }
-        if (chained)
-            if (auto diff = first_mask_difference(c.prb, *st.first_mask, "forward", *mask, "backward"))
-                r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
-        dropout_rerun_checks(q, backend, st.in, st.out, *mask, *r.dropout);
-    }
-    st.checked_before = true;
-    if (chained) r.reason.clear();
-    judge(r);
-    if (more_directions && r.status != Status::passed && r.status != Status::mistrusted) {
-        r.reason += "; backward not run";
-        return false;
-    }
-    r.checked = !more_directions;
-    if (st.o_saturated > 0 && (r.status == Status::passed || r.status == Status::mistrusted)) {
-        const float d = geometry(q).at(Role::O).descale;
-        r.reason += fmt::format("{}O input: {} value(s) of the reference forward past the {} range at descale_O {} "
-                "(largest {:.6g}), saturated (a larger --fp8-descale=O:... tells more)", r.reason.empty() ? "" : "; ",
-                st.o_saturated, q.dt, d, max_finite(q.dt) * d);
-        r.status = Status::mistrusted;
-    }
-    return true;
-}
-
-void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOptions& timing,
-        const RunLimits& limits) {
+/// The INVALID_ARGUMENTS, LISTED, SKIPPED or UNIMPLEMENTED status that stops case `c` before
+/// anything is filled (validation, --mode=L, the memory guard, a mode fwd_bwd has no steps for,
+/// --expected-n-partitions on a backend that does not partition, Backend::support() of each
+/// step's direction), set on r; false when the case goes on to its steps. Sets r's FLOPs and bytes.
+bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits& limits, CaseResult& r) {
     const Problem& p = c.prb;
-    if (auto err = validate(p)) {  // named where the case came from, like the parser's errors
-        r.status = Status::invalid_arguments;
-        r.reason = c.where.empty() ? *err : fmt::format("{}: error: {}", c.where, *err);
-        return;
-    }
+    const auto stop = [&r](Status s, std::string reason) {
+        r.status = s;
+        r.reason = std::move(reason);
+        return true;
+    };
+    if (auto err = validate(p))  // named where the case came from, like the parser's errors
+        return stop(Status::invalid_arguments, c.where.empty() ? *err : fmt::format("{}: error: {}", c.where, *err));
     r.flops = flops(p);
     r.bytes = bytes_moved(p);
-    if (c.mode == Mode::L) {
-        r.status = Status::listed;
-        return;
-    }
-    if (auto over = memory_guard(p, backend, limits)) {
-        r.status = Status::skipped;
-        r.reason = *over;
-        return;
-    }
-    const auto steps = case_steps(c);
-    if (!steps) {  // a skip, not an error: a P sweep over a mixed file still exits 0
-        r.status = Status::skipped;
-        r.reason = fmt::format("--dir={} is checked in --mode=C only (got --mode={}); {}", p.dir, c.mode,
-                c.mode == Mode::B ? "check --dir=fwd_t and --dir=bwd for bitwise reruns instead"
-                                  : "time fwd_t and bwd instead");
-        return;
-    }
-    if (c.expected_partitions > 0 && !backend.partitions_graphs()) {
-        r.status = Status::unimplemented;
-        r.reason = fmt::format("--expected-n-partitions={}: backend {} does not partition its graph",
-                c.expected_partitions, backend.name());
-        return;
-    }
-    const std::vector<Dir> dirs = directions(p.dir);
-    for (const Dir d : dirs) {
-        Problem q = p;
-        q.dir = d;
-        if (!supported(backend, q, r)) return;
-    }
-    StepState st;
-    for (std::size_t k = 0; k < steps->size(); ++k) {
-        const Step& s = (*steps)[k];
-        Problem q = p;
-        q.dir = s.dir;
-        const std::string tag = dirs.size() > 1 ? fmt::format("{}: ", s.dir == Dir::bwd ? "bwd" : "fwd") : "";
-        switch (s.kind) {
-        case Step::Kind::check: {
-            const bool more = k + 1 < steps->size() && (*steps)[k + 1].kind == Step::Kind::check;
-            if (!check_step(c, backend, q, st, r, tag, more)) return;
-            break;
-        }
-        case Step::Kind::time:
-            if (!st.plan) {  // P: nothing checked, the plan is timed alone
-                prepare_step(c, backend, q, st, r, tag);
-                measure(*st.plan, timing, backend.peak_tflops(q.dt), r);
-                r.status = Status::executed;  // ran, nothing checked: never PASSED
-            } else if (!is_error(r.status)) {
-                measure(*st.plan, timing, backend.peak_tflops(q.dt), r);
-            }
-            break;
-        case Step::Kind::rerun:
-            if (r.status != Status::failed)
-                if (auto diff = rerun_differs(*st.plan, st.out)) {
-                    r.status = Status::failed;
-                    r.reason = *diff;
-                }
-            break;
-        }
-    }
+    if (c.mode == Mode::L) return stop(Status::listed, "");
+    if (auto over = memory_guard(p, backend, limits)) return stop(Status::skipped, *over);
+    if (!case_steps(c))  // a skip, not an error: a P sweep over a mixed file still exits 0
+        return stop(Status::skipped, fmt::format("--dir={} is checked in --mode=C only (got --mode={}); {}", p.dir,
+                c.mode, c.mode == Mode::B ? "check --dir=fwd_t and --dir=bwd for bitwise reruns instead"
+                                          : "time fwd_t and bwd instead"));
+    if (c.expected_partitions > 0 && !backend.partitions_graphs())
+        return stop(Status::unimplemented, fmt::format("--expected-n-partitions={}: backend {} does not partition its "
+                "graph", c.expected_partitions, backend.name()));
+    for (const Dir d : directions(p.dir))
+        if (auto no = backend.support(step_problem(p, d))) return stop(no->status, no->reason);
+    return false;
 }
 
+/// One case's steps on one backend: what they share (the inputs, the plan of the last prepared
+/// step, its outputs and its reference) and one member per kind of step. Writes into r.
+class CaseRun {
+public:
+    CaseRun(const Case& c, Backend& backend, const TimingOptions& timing, CaseResult& r)
+        : c_(c), backend_(backend), timing_(timing), r_(r), chained_(directions(c.prb.dir).size() > 1) {}
+
+    /// Runs `steps` (case_steps) in order; stops after a check a later direction must not build on.
+    void run(const std::vector<Step>& steps) {
+        for (std::size_t k = 0; k < steps.size(); ++k) {
+            const Problem q = step_problem(c_.prb, steps[k].dir);
+            switch (steps[k].kind) {
+                case Step::Kind::check: {
+                    const bool more = k + 1 < steps.size() && steps[k + 1].kind == Step::Kind::check;
+                    if (!check(q, more)) return;
+                    break;
+                }
+                case Step::Kind::time: time(q); break;
+                case Step::Kind::rerun: rerun(q); break;
+            }
+        }
+    }
+
+private:
+    /// Prefix of the notes of a step of a chained case ("fwd: ", "bwd: "), "" otherwise.
+    std::string tag(const Problem& q) const {
+        return chained_ ? fmt::format("{}: ", q.dir == Dir::bwd ? "bwd" : "fwd") : "";
+    }
+
+    /// Fills the inputs (once per case) and prepares the plan of direction `q.dir`. A backward
+    /// after a checked forward (fwd_bwd) takes the forward's own O and stats, exactly as it gave
+    /// them; any other backward gets O and stats displaced from the reference forward.
+    void prepare(const Problem& q) {
+        if (!filled_) {
+            in_ = timed(r_, Phase::fill, [&] { return fill_inputs(c_.prb); });
+            filled_ = true;
+            first_mask_ = vendor_mask(backend_, q);
+            o_saturated_ = timed(r_, Phase::displace, [&] { return displace(q, in_, first_mask_.get()); });
+        } else if (q.dir == Dir::bwd && checked_before_) {
+            take_forward_outputs(q);
+        }
+        plan_.reset();  // one plan at a time
+        plan_ = prepare_plan(q);
+    }
+
+    /// Backend::prepare on the prepare phase's clock, the plan's notes, then
+    /// --expected-n-partitions (benchdnn --graph's knob; a backend that does not partition was
+    /// refused before filling): another partition count is FAILED. Throws BackendError.
+    std::unique_ptr<Plan> prepare_plan(const Problem& q) {
+        std::unique_ptr<Plan> plan = timed(r_, Phase::prepare, [&] { return backend_.prepare(q, in_); });
+        for (auto& n : plan->notes()) r_.notes.push_back(tag(q) + n);
+        if (c_.expected_partitions > 0)
+            if (const std::size_t n = plan->partitions().value_or(0); static_cast<std::int64_t>(n) != c_.expected_partitions)
+                throw BackendError(Status::failed, fmt::format("{} split the {} graph into {} partition(s), "
+                        "--expected-n-partitions={}", backend_.name(), q.dir, n, c_.expected_partitions));
+        return plan;
+    }
+
+    /// fwd_bwd: the checked forward's O and stats become the backward's inputs. Rows the forward
+    /// leaves unspecified (Conventions: past the valid query length) hold whatever it left there,
+    /// NaN included; they get the fully masked row's O = 0 and the backend's masked-row stats
+    /// instead (the backward masks those rows either way).
+    void take_forward_outputs(const Problem& q) {
+        in_.O = std::move(out_.O);
+        in_.stats = std::move(out_.stats);
+        const Conventions conv = backend_.conventions();
+        if (!conv.padded_rows_unspecified) return;
+        for (std::int64_t b = 0; b < q.dims.B; ++b)
+            for (std::int64_t h = 0; h < q.dims.H_q; ++h)
+                for (std::int64_t i = valid_q(q, b); i < q.dims.S_q; ++i) {
+                    std::fill_n(&in_.O.at(b, h, i, 0), q.dims.D_v, 0.f);
+                    in_.stats.at(b, h, i, 0) = conv.masked_row_stats;
+                }
+    }
+
+    /// The reference of direction q.dir on the step's inputs, fed the first direction's dropout
+    /// mask (as the vendor's backward must regenerate it).
+    void run_reference(const Problem& q) {
+        const RefOptions opt = default_ref_options(c_.prb, first_mask_.get());
+        ref_fwd_.reset();
+        ref_bwd_.reset();
+        timed(r_, Phase::reference, [&] {
+            if (q.dir == Dir::bwd) ref_bwd_ = ref_backward(q, in_, opt);
+            else ref_fwd_ = ref_forward(q, in_, opt);
+        });
+    }
+
+    /// Outputs `out` of problem `q` checked against the step's reference.
+    std::vector<OutputCheck> checks_against_reference(const Problem& q, const SdpaOutputs& out) const {
+        return check_outputs(q, out, ref_fwd_ ? &*ref_fwd_ : nullptr, ref_bwd_ ? &*ref_bwd_ : nullptr,
+                backend_.conventions());
+    }
+
+    /// The dropout report (on the first check), the fwd_bwd mask agreement and the vendor reruns
+    /// (driver/dropout_checks.hpp).
+    void dropout_checks(const Problem& q, bool chained) {
+        const auto mask = chained ? vendor_mask(backend_, q) : first_mask_;
+        if (!mask) return;
+        if (!r_.dropout) {
+            r_.dropout = dropout_report(q, *mask);
+            r_.notes.push_back(dropout_note(*r_.dropout));
+        }
+        if (chained)
+            if (auto diff = first_mask_difference(c_.prb, *first_mask_, "forward", *mask, "backward"))
+                r_.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
+        const DropoutRerun run{backend_, in_, out_, c_.mode == Mode::B || q.deterministic,
+            [this](const Problem& x, const SdpaOutputs& o) { return checks_against_reference(x, o); }};
+        dropout_rerun_checks(q, *mask, run, *r_.dropout);
+    }
+
+    /// Check step: runs the plan of `q.dir` once, checks its outputs against the reference and
+    /// the dropout rules, and judges. Returns false when a later direction must not run (`more`):
+    /// its reference would be fed a wrong forward.
+    bool check(const Problem& q, bool more) {
+        const bool chained = q.dir == Dir::bwd && checked_before_;
+        prepare(q);
+        timed(r_, Phase::vendor, [&] { plan_->execute(); });
+        add_run_notes(*plan_, r_, tag(q));
+        out_ = plan_->read_outputs();
+        if (auto seen = observed_masked_rows(q, out_)) r_.notes.push_back(tag(q) + *seen);
+        run_reference(q);
+        for (auto& chk : timed(r_, Phase::compare, [&] { return checks_against_reference(q, out_); })) {
+            if (chk.zero_by_construction > 0)
+                r_.notes.push_back(fmt::format("{}{}: {} element(s) zero by construction (docs/trust.md#zero-by-construction): "
+                        "held to the bound, not to zero trust", tag(q), chk.output, chk.zero_by_construction));
+            r_.checks.push_back(std::move(chk));
+        }
+        dropout_checks(q, chained);
+        checked_before_ = true;
+        if (chained) r_.reason.clear();
+        judge(r_);
+        if (more && r_.status != Status::passed && r_.status != Status::mistrusted) {
+            r_.reason += "; backward not run";
+            return false;
+        }
+        r_.checked = !more;
+        if (o_saturated_ > 0 && (r_.status == Status::passed || r_.status == Status::mistrusted)) {
+            const float d = geometry(q).at(Role::O).descale;
+            r_.reason += fmt::format("{}O input: {} value(s) of the reference forward past the {} range at descale_O {} "
+                    "(largest {:.6g}), saturated (a larger --fp8-descale=O:... tells more)", r_.reason.empty() ? "" : "; ",
+                    o_saturated_, q.dt, d, max_finite(q.dt) * d);
+            r_.status = Status::mistrusted;
+        }
+        return true;
+    }
+
+    /// Time step (P, CP): times the checked plan when the check did not fail, or in P a plan
+    /// prepared for it alone (EXECUTED: nothing is checked, never PASSED).
+    void time(const Problem& q) {
+        if (!plan_) {
+            prepare(q);
+            measure(*plan_, timing_, backend_.peak_tflops(q.dt), r_);
+            r_.status = Status::executed;
+        } else if (!is_error(r_.status)) {
+            measure(*plan_, timing_, backend_.peak_tflops(q.dt), r_);
+        }
+    }
+
+    /// Rerun step (B): the checked plan again, every output bitwise equal to the check's.
+    void rerun(const Problem& q) {
+        if (r_.status == Status::failed) return;
+        if (auto diff = rerun_differs(*plan_, geometry(q).output_list(), out_)) {
+            r_.status = Status::failed;
+            r_.reason = *diff;
+        }
+    }
+
+    const Case& c_;
+    Backend& backend_;
+    const TimingOptions& timing_;
+    CaseResult& r_;
+    const bool chained_;  ///< more than one direction (fwd_bwd): notes are tagged by direction
+    SdpaInputs in_;
+    bool filled_ = false;
+    std::unique_ptr<Plan> plan_;
+    SdpaOutputs out_;
+    std::optional<RefForward> ref_fwd_;  ///< the reference of the last check step (one of the two)
+    std::optional<RefBackward> ref_bwd_;
+    std::shared_ptr<const DropoutMask> first_mask_;  ///< the first direction's vendor mask
+    std::int64_t o_saturated_ = 0;                   ///< fp8 O inputs saturated by the displacement
+    bool checked_before_ = false;                    ///< a direction was checked by an earlier step
+};
+
 }  // namespace
+
+Problem step_problem(const Problem& p, Dir d) {
+    if (d == Dir::fwd_bwd) throw std::logic_error("step_problem: fwd_bwd is a list of steps (core/problem.hpp directions)");
+    Problem q = p;
+    q.dir = d;
+    if (d != Dir::bwd) q.dmask = false;  // dMask is the backward's
+    return q;
+}
 
 std::optional<std::vector<Step>> case_steps(const Case& c) {
     const std::vector<Dir> dirs = directions(c.prb.dir);
@@ -425,7 +375,7 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
     if (is_fp8(c.prb.dt)) r.notes.push_back(fmt::format("fp8 descales: {}", describe(c.prb.fp8)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        run_checked(c, backend, r, timing, limits);
+        if (!stopped_before_steps(c, backend, limits, r)) CaseRun(c, backend, timing, r).run(*case_steps(c));
     } catch (const BackendError& e) {
         r.status = e.status;
         r.reason = e.what();

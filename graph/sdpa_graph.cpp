@@ -92,8 +92,6 @@ GraphView graph_mask_view(const Problem& p) {
 }
 
 SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
-    if (p.dir == Dir::fwd_bwd)
-        throw std::invalid_argument("describe_sdpa_graph: fwd_bwd is two graphs (describe the fwd_t and the bwd one)");
     // What a oneDNN graph cannot say: fp8 with per-tensor descales and amax outputs, ragged tensors.
     if (is_fp8(p.dt))
         throw std::invalid_argument(fmt::format("the oneDNN graph has no fp8 SDPA with per-tensor descales and amax "

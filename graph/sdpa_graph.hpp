@@ -85,8 +85,8 @@ bool graph_mask_is_bias(const Problem& p);
 /// merged_mask_dims(p) tensor.
 GraphView graph_mask_view(const Problem& p);
 
-/// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd, two graphs,
-/// throws std::invalid_argument), following oneDNN's
+/// The graph for p.dir (fwd_i: O; fwd_t: O and stats; bwd: dQ, dK, dV; a step's problem,
+/// driver/run_case.hpp step_problem: fwd_bwd is the driver's list of two steps), following oneDNN's
 /// documented SDPA training patterns (doc/graph_api/fusion_patterns/sdpa.md, gqa.md): 4-D
 /// [B,H,S,D] tensors for MHA, 5-D [B,H_kv,G,S,D] for GQA/MQA with ReduceSum over G for dK/dV;
 /// every port has the dims and strides of its geometry role (graph_view).
@@ -104,7 +104,7 @@ GraphView graph_mask_view(const Problem& p);
 /// host scalars, or [1] tensors with p.dropout_device_scalars): forward after the SoftMax (whose P is then f32, cast to the io dtype after the
 /// Dropout), backward on P before the dV matmul and on dP before the subtraction of D, as
 /// oneDNN's SDPA training patterns with dropout place them.
-/// Throws std::invalid_argument for fwd_bwd, fp8 io and ragged tensors (no oneDNN graph says them).
+/// Throws std::invalid_argument for fp8 io and ragged tensors (no oneDNN graph says them).
 SdpaGraphDesc describe_sdpa_graph(const Problem& p);
 
 }  // namespace sdpa

@@ -417,8 +417,7 @@ public:
     /// Host bytes of a plan: its host copies of the strided inputs (staged for the upload) and of
     /// the guarded outputs (core/memory_estimate.hpp vendor_buffer_bytes), and with dropout the
     /// mask tensor staged for its upload (dropout_mask_geom: [B,H_q,S_q,S_kv] in the io dtype),
-    /// counted once: fwd_bwd's two plans stage the same mask one after the other, each freeing
-    /// its copy after the upload. (The device copy, the same size, is not a host cost.)
+    /// freed after the upload. (The device copy, the same size, is not a host cost.)
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned) const override {
         std::vector<MemoryItem> items{{"cuDNN host staging of the strided inputs and guarded outputs", vendor_buffer_bytes(p)}};
         if (const auto m = cudnn::dropout_mask_geom(p))

@@ -124,7 +124,6 @@ Uid ragged_uid(Role r) {
 }  // namespace
 
 GraphDesc describe_graph(const Problem& p) {
-    if (p.dir == Dir::fwd_bwd) throw std::invalid_argument("describe_graph: fwd_bwd is chained by the driver");
     const Dims& d = p.dims;
     const Geometry geo = geometry(p);
     GraphDesc g;

@@ -108,8 +108,8 @@ struct GraphDesc {
     const ScalarDesc* find_scalar(Uid uid) const;
 };
 
-/// The cuDNN graph for problem `p` (p.dir must be fwd_i, fwd_t or bwd; fwd_bwd is chained by the
-/// driver). Every tensor is its role in geometry(p) (core/geometry.hpp), strides included: the
+/// The cuDNN graph for problem `p` (p.dir fwd_i, fwd_t or bwd: a step's problem,
+/// driver/run_case.hpp step_problem). Every tensor is its role in geometry(p) (core/geometry.hpp), strides included: the
 /// bias has bias_dims(p) for every --mask-shape, stats the stats role's strides. The sliding
 /// window `window:L,R` (FlashAttention's window_left/right, keys i' - L <= j <= i' + R with
 /// i' = i + S_kv - S_q) maps to BOTTOM_RIGHT alignment, right bound min(R, S_q) and cuDNN left
@@ -120,7 +120,6 @@ struct GraphDesc {
 /// (node/sdpa_support_surface.h, "Bottom right causal mask does not support max_s_q > max_s_kv").
 /// With p.dropout, the mask and scale tensors of GraphDesc::dropout; with fp8 io its scalars and
 /// amax outputs (GraphDesc::fp8); with p.ragged the offsets of every packed tensor.
-/// Throws std::invalid_argument for fwd_bwd.
 GraphDesc describe_graph(const Problem& p);
 
 /// The dropout mask tensor cuDNN reads for `p` (nullopt without p.dropout): role dropout_mask,

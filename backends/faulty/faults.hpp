@@ -30,9 +30,11 @@ enum class FaultKind {
     dmask_no_reduce,            ///< dMask: the first (b, h, row) of each broadcast group, not their sum
     fp8_scale_o_dropped,        ///< fp8: O stored without scale_O (codes = O, not O / descale_O)
     fp8_qk_descales_dropped,    ///< fp8: the scores miss descale_Q x descale_K (S = scale Q_code K_code^T)
+    dq_nondeterministic,        ///< dQ one ulp off on some elements, others on every run
+    dmask_nondeterministic,     ///< dMask one ulp off on some elements, others on every run
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 20> kFaultNames{{
+inline constexpr std::array<EnumName<FaultKind>, 22> kFaultNames{{
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -53,6 +55,8 @@ inline constexpr std::array<EnumName<FaultKind>, 20> kFaultNames{{
     {FaultKind::dmask_no_reduce, "dmask_no_reduce"},
     {FaultKind::fp8_scale_o_dropped, "fp8_scale_o_dropped"},
     {FaultKind::fp8_qk_descales_dropped, "fp8_qk_descales_dropped"},
+    {FaultKind::dq_nondeterministic, "dq_nondeterministic"},
+    {FaultKind::dmask_nondeterministic, "dmask_nondeterministic"},
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 

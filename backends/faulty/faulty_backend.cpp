@@ -1,13 +1,17 @@
 #include "backends/faulty/faulty_backend.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numbers>
 
 #include <fmt/format.h>
 
 #include "backends/ref/ref_backend.hpp"
+#include "backends/registry.hpp"
 #include "core/geometry.hpp"
 #include "ref/sdpa_ref.hpp"
 
@@ -168,6 +172,26 @@ SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
     return out;
 }
 
+/// `x` one step of dt's grid away from zero; x itself for 0, a non-finite value, the largest
+/// finite value (the next step is infinite) and fp8.
+float next_away_from_zero(DType dt, float x) {
+    if (x == 0.f || !std::isfinite(x) || is_fp8(dt)) return x;
+    float y = x;
+    switch (dt) {
+        case DType::bf16: y = bf16_bits_to_f32(static_cast<std::uint16_t>(f32_to_bf16_bits(x) + 1)); break;
+        case DType::f16: y = f16_bits_to_f32(static_cast<std::uint16_t>(f32_to_f16_bits(x) + 1)); break;
+        default: y = std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) + 1); break;
+    }
+    return std::isfinite(y) ? y : x;
+}
+
+/// Run `run`'s jitter of `t` (elements of type dt): every nonzero element whose index is a multiple
+/// of run + 2 one step away from zero. Two runs k < m never agree: element k + 2 moves in run k
+/// only (and so do its multiples that are not multiples of m + 2).
+void jitter(Tensor& t, DType dt, i64 run) {
+    for (std::size_t e = 0; e < t.size(); e += static_cast<std::size_t>(run + 2)) t.data[e] = next_away_from_zero(dt, t.data[e]);
+}
+
 /// Writes 0 one element past the last column of every row of `buf`'s output where that position
 /// is in a stride gap (no logical element there).
 void write_past_rows(GuardedBuffer& buf) {
@@ -186,11 +210,21 @@ void write_past_rows(GuardedBuffer& buf) {
             }
 }
 
-/// The reference kernel with fault `kind` injected at the step where that bug lives.
-RefKernel faulty_kernel(FaultKind kind) {
+/// The reference kernel with fault `kind` injected at the step where that bug lives. `runs`
+/// counts the runs of every plan of the backend (the nondeterministic faults' run index).
+RefKernel faulty_kernel(FaultKind kind, std::shared_ptr<i64> runs) {
     RefKernel k;
     k.notes = {fmt::format("injected fault: {}", kind)};
     switch (kind) {
+        case FaultKind::dq_nondeterministic:
+        case FaultKind::dmask_nondeterministic:
+            k.compute = [kind, runs](const Problem& p, const SdpaInputs& in) {
+                SdpaOutputs out = reference_as_vendor(p, in);
+                if (kind == FaultKind::dq_nondeterministic) jitter(out.dQ, p.dt, (*runs)++);
+                else jitter(out.dMask, DType::f32, (*runs)++);
+                return out;
+            };
+            break;
         case FaultKind::do_strides_as_o:
             k.read_as = [](const Geometry& g, Role r) {
                 TensorGeom t = g.at(r);
@@ -236,27 +270,27 @@ public:
     /// The reference's own generator: the mask the faulty kernel claims to apply.
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        return make_reference_plan(p, in, faulty_kernel(kind_));
+        return make_reference_plan(p, in, faulty_kernel(kind_, runs_));
     }
 
 private:
     FaultKind kind_;
     std::string name_;
+    std::shared_ptr<i64> runs_ = std::make_shared<i64>(0);  ///< runs of every plan made here
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_faulty_backend(std::string_view name) {
-    if (!name.starts_with(kFaultyPrefix)) return nullptr;
-    const auto kind = enum_parse(kFaultNames, name.substr(kFaultyPrefix.size()));
-    if (!kind) return nullptr;
-    return std::make_unique<FaultyBackend>(*kind);
+std::unique_ptr<Backend> make_faulty_backend(std::string_view kind) {
+    const auto k = enum_parse(kFaultNames, kind);
+    if (!k) return nullptr;
+    return std::make_unique<FaultyBackend>(*k);
 }
 
-std::string faulty_backend_names() {
-    std::string s;
-    for (const auto& row : kFaultNames) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", kFaultyPrefix, row.name);
-    return s;
+std::vector<std::string> fault_kind_names() {
+    std::vector<std::string> names;
+    for (const auto& row : kFaultNames) names.emplace_back(row.name);
+    return names;
 }
 
 }  // namespace sdpa

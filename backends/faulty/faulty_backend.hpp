@@ -5,17 +5,15 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/faulty/faults.hpp"
 
 namespace sdpa {
 
-/// Prefix of the faulty backends' names: "faulty:" + a kFaultNames spelling.
-inline constexpr std::string_view kFaultyPrefix = "faulty:";
-
-/// The backend "faulty:KIND" for `name`, or nullptr when `name` is not that prefix followed by
-/// a known kind. Its plans are reference plans on real strided buffers (backends/ref/ref_backend.hpp
+/// The backend faulty:KIND (backends/registry.hpp kFaultyPrefix) for `kind`, a kFaultNames
+/// spelling, or nullptr for an unknown kind. Its plans are reference plans on real strided buffers (backends/ref/ref_backend.hpp
 /// make_reference_plan: rounding emulation on, outputs rounded to the io dtype, masked-row stats
 /// +inf like the reference) with the fault applied:
 /// - causal_off_by_one: mask j <= i + 1 (tl) / j <= i + 1 + S_kv - S_q (br); no-op without a causal mask.
@@ -42,9 +40,16 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 /// - dropout_no_rescale: P_d = Z o P, without 1/(1-p), in the forward and the backward.
 /// - dmask_no_reduce: dMask (--dmask) is dS of the first batch, head and row of each group the
 ///   bias broadcasts over, not their sum (no-op for a full [B,H_q,S_q,S_kv] bias).
-std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
+/// The nondeterministic faults: right to within an ulp on every run, but not bitwise the same from
+/// run to run (a backward that accumulates atomically, as GPU flash backwards and cuDNN's
+/// non-deterministic mode do). Run k of the backend (counted over all its plans) moves every
+/// nonzero element of the output whose index is a multiple of k + 2 one step of its type's grid
+/// away from zero, so that no two runs agree; PASSED in --mode=C, FAILED in --mode=B (no-op for
+/// fp8 outputs, whose grid is the descale's):
+/// - dq_nondeterministic: dQ (in the io type).  - dmask_nondeterministic: dMask (f32).
+std::unique_ptr<Backend> make_faulty_backend(std::string_view kind);
 
-/// "faulty:causal_off_by_one, faulty:..." for --help.
-std::string faulty_backend_names();
+/// The fault kinds (kFaultNames's spellings), for the registry's family row.
+std::vector<std::string> fault_kind_names();
 
 }  // namespace sdpa

@@ -268,8 +268,8 @@ TEST(CudnnMapping, NoDropoutNoMaskNoScalars) {
         EXPECT_TRUE(g.scalars.empty());
         EXPECT_FALSE(dropout_mask_geom(p).has_value());
     }
-    // fwd_bwd has no graph of its own, but its two plans share one mask geometry.
-    Problem p = make("b1hq2sq32d16", Dir::fwd_bwd, DType::f16);
+    // The two steps of a fwd_bwd case (the driver's fwd_t, then bwd) share one mask geometry.
+    Problem p = make("b1hq2sq32d16", Dir::fwd_t, DType::f16);
     p.dropout = Dropout{0.2f, 3, 4};
     const auto m = dropout_mask_geom(p);
     ASSERT_TRUE(m.has_value());
@@ -353,18 +353,15 @@ TEST(CudnnMapping, BackendDeclaresTheRefMaskAndCountsIt) {
         return bytes;
     };
     EXPECT_EQ(mask_bytes(p), 2.0 * 4 * 64 * 80 * 2);  // [B,H_q,S_q,S_kv] bf16
-    p.dir = Dir::fwd_bwd;
-    EXPECT_EQ(mask_bytes(p), 2.0 * 4 * 64 * 80 * 2);  // one plan at a time
     p.dropout.reset();
     EXPECT_EQ(mask_bytes(p), 0.0);
 }
 #endif
 
-TEST(CudnnMapping, PrecheckAndFwdBwd) {
+TEST(CudnnMapping, Precheck) {
     EXPECT_EQ(cudnn_precheck(make("b1hq1sq8d16", Dir::fwd_t, DType::f32)),
             "cuDNN SDPA takes f16, bf16 or fp8 io only (got --dt=f32)");
     EXPECT_EQ(cudnn_precheck(make("b1hq1sq8d16", Dir::fwd_t, DType::bf16)), std::nullopt);
-    EXPECT_THROW(describe_graph(make("b1hq1sq8d16", Dir::fwd_bwd, DType::bf16)), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
-// --mode=B: rerun_differs() compares two runs of a plan bit for bit.
+// --mode=B: rerun_differs() compares two runs of a plan bit for bit, over every output of the
+// direction (Geometry::output_list()).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "core/geometry.hpp"
 #include "driver/determinism.hpp"
 
 using namespace sdpa;
@@ -36,7 +40,7 @@ TEST(Determinism, EqualRunsPassAndThePlanIsPoisonedFirst) {
     CountingPlan plan(false);
     plan.execute();
     const SdpaOutputs first = plan.read_outputs();
-    EXPECT_EQ(rerun_differs(plan, first), std::nullopt);
+    EXPECT_EQ(rerun_differs(plan, {Output::dQ, Output::dK, Output::dV}, first), std::nullopt);
     EXPECT_EQ(plan.runs_, 2);
     EXPECT_EQ(plan.poisoned_, 1);
 }
@@ -45,7 +49,7 @@ TEST(Determinism, OneUlpDifferenceFailsWithItsElement) {
     CountingPlan plan(true);
     plan.execute();
     const SdpaOutputs first = plan.read_outputs();
-    const auto why = rerun_differs(plan, first);
+    const auto why = rerun_differs(plan, {Output::dQ, Output::dK, Output::dV}, first);
     ASSERT_TRUE(why.has_value());
     EXPECT_NE(why->find("dQ"), std::string::npos) << *why;
     EXPECT_NE(why->find("1 element(s)"), std::string::npos) << *why;
@@ -64,5 +68,31 @@ TEST(Determinism, NegativeZeroIsNotPositiveZero) {
         SdpaOutputs read_outputs() override { return o_; }
         SdpaOutputs o_;
     } plan(b);
-    EXPECT_TRUE(rerun_differs(plan, a).has_value());
+    EXPECT_TRUE(rerun_differs(plan, {Output::O}, a).has_value());
+}
+
+TEST(Determinism, EveryOutputOfTheDirectionIsCompared) {
+    // --mode=B used to stop before dMask (and never saw amax): each differing output alone must
+    // fail, and the list comes from the geometry (bwd with --dmask, fp8 with amax).
+    Problem p;
+    p.dir = Dir::bwd;
+    p.mask = Mask::bias;
+    p.dmask = true;
+    p.dims = Dims{1, 1, 1, 4, 4, 4, 4};
+    EXPECT_EQ(geometry(p).output_list(), (std::vector<Output>{Output::dQ, Output::dK, Output::dV, Output::dMask}));
+    p.dt = DType::e4m3;
+    p.dmask = false;
+    p.mask = Mask::none;
+    EXPECT_EQ(geometry(p).output_list(), (std::vector<Output>{Output::dQ, Output::dK, Output::dV, Output::amax}));
+    const std::vector<Output> all{Output::O, Output::stats, Output::dQ, Output::dK, Output::dV, Output::dMask, Output::amax};
+    for (const Output o : all) {
+        SdpaOutputs a;
+        for (const Output x : all) a.of(x) = Tensor({1, 1, 2, 2}, DType::f32, 1.5f);
+        SdpaOutputs b = a;
+        b.of(o).at(0, 0, 1, 1) = std::nextafter(1.5f, 2.f);
+        const auto why = bitwise_difference(all, a, b);
+        ASSERT_TRUE(why.has_value()) << format_as(o);
+        EXPECT_EQ(why->rfind(fmt::format("{}: 1 element(s) differ, first at (0,0,1,1)", o), 0), 0u) << *why;
+        EXPECT_EQ(bitwise_difference({Output::O}, a, b).has_value(), o == Output::O);
+    }
 }

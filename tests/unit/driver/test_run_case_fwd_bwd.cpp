@@ -102,10 +102,11 @@ TEST(RunCaseFwdBwd, WrongForwardFailsAndSkipsTheBackward) {
 /// seed 1 whatever the seed (and declares so, so the exact comparison cannot see it); with
 /// `kernel_ignores_seed` the kernel does so while the declared mask follows the seed (a mask read
 /// back from somewhere else than the kernel); with `p0_ulp` a Dropout of p = 0 moves O element 0
-/// by one ulp (inside every tolerance, not bitwise).
+/// by one ulp (inside every tolerance, not bitwise); with `no_dropout_doubled` the graph without
+/// dropout doubles O element 0 (far outside the bound) while p = 0 is right.
 class DropoutSpy final : public Backend {
 public:
-    bool ignore_seed = false, kernel_ignores_seed = false, p0_ulp = false;
+    bool ignore_seed = false, kernel_ignores_seed = false, p0_ulp = false, no_dropout_doubled = false;
     std::string_view name() const override { return "ref"; }
     std::string version() const override { return "dropout spy"; }
     std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
@@ -121,6 +122,7 @@ public:
             SdpaOutputs o = reference_as_vendor(q, x, opt);
             if (p0_ulp && q.dropout && q.dropout->p == 0.f && !o.O.empty())
                 o.O.data[0] = std::nextafter(o.O.data[0], 1e30f);
+            if (no_dropout_doubled && !q.dropout && !o.O.empty()) o.O.data[0] = 2 * o.O.data[0] + 1;
             return o;
         };
         return make_reference_plan(p, in, std::move(k));
@@ -173,17 +175,34 @@ TEST(RunCaseDropout, AGeneratorThatIgnoresTheSeedFails) {
                         "in at least 64 visible elements)");
 }
 
-// p = 0 must be bitwise no dropout, in fwd_t, bwd and both halves of fwd_bwd.
-TEST(RunCaseDropout, PZeroMustBeBitwiseNoDropout) {
+// p = 0 must be no dropout: within each output's bound in --mode=C (an ulp from run to run is a
+// correct non-deterministic kernel), bitwise where determinism is asked for (--mode=B,
+// --deterministic=true); in fwd_t, bwd and both halves of fwd_bwd.
+TEST(RunCaseDropout, PZeroMustBeNoDropoutWithinTheBoundAndBitwiseWhereAsked) {
     DropoutSpy spy;
     spy.p0_ulp = true;
     for (Dir dir : {Dir::fwd_t, Dir::fwd_bwd}) {
         const CaseResult r = run_case(dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, dir, Dropout{0.f, 1, 1}), spy, 0);
-        EXPECT_EQ(r.status, Status::failed) << r.repro;
-        EXPECT_NE(r.reason.find("dropout: --dropout=0:1:1 is not bitwise equal to no dropout: O at (0,0,0,0)"),
-                std::string::npos) << r.reason;
+        EXPECT_EQ(r.status, Status::passed) << r.repro << ": " << r.reason;
+        Case det = dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, dir, Dropout{0.f, 1, 1});
+        det.prb.deterministic = true;
+        const CaseResult d = run_case(det, spy, 0);
+        EXPECT_EQ(d.status, Status::failed) << d.repro;
+        EXPECT_NE(d.reason.find("dropout: --dropout=0:1:1 is not bitwise equal to no dropout: O: 1 element(s) differ, "
+                                "first at (0,0,0,0)"), std::string::npos) << d.reason;
     }
+    Case b = dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, Dir::fwd_t, Dropout{0.f, 1, 1});
+    b.mode = Mode::B;
+    const CaseResult rb = run_case(b, spy, 0);
+    EXPECT_EQ(rb.status, Status::failed) << rb.repro;
+    EXPECT_NE(rb.reason.find("is not bitwise equal to no dropout"), std::string::npos) << rb.reason;
     spy.p0_ulp = false;
+    spy.no_dropout_doubled = true;  // p = 0 right, no dropout wrong: the rerun fails its bound
+    const CaseResult far = run_case(dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, Dir::fwd_t, Dropout{0.f, 1, 1}), spy, 0);
+    EXPECT_EQ(far.status, Status::failed) << far.repro;
+    EXPECT_NE(far.reason.find("dropout: without dropout (--dropout=0:1:1 must equal it within the bound): O: error "
+                              "exceeds the bound at (0,0,0,0)"), std::string::npos) << far.reason;
+    spy.no_dropout_doubled = false;
     for (Dir dir : {Dir::fwd_t, Dir::bwd, Dir::fwd_bwd}) {
         const CaseResult r = run_case(dropout_case(Dims{1, 2, 2, 16, 16, 8, 8}, dir, Dropout{0.f, 1, 1}), spy, 0);
         EXPECT_EQ(r.status, Status::passed) << r.repro << ": " << r.reason;
