@@ -1,6 +1,7 @@
 #include "driver/isolation.hpp"
 
 #include "backends/registry.hpp"
+#include "reports/jsonl_reporter.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,67 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-// std::optional as null or its value (nlohmann-json 3.11.2 has no serializer of its own; the
-// adl_serializer specialisation is its documented way to add one).
-NLOHMANN_JSON_NAMESPACE_BEGIN
-template <typename T>
-struct adl_serializer<std::optional<T>> {
-    static void to_json(json& j, const std::optional<T>& o) {
-        if (o) j = *o;
-        else j = nullptr;
-    }
-    static void from_json(const json& j, std::optional<T>& o) {
-        if (j.is_null()) o.reset();
-        else o = j.get<T>();
-    }
-};
-NLOHMANN_JSON_NAMESPACE_END
-
 namespace sdpa {
-
-// Every field of every struct a CaseResult holds: a field left out here is silently lost by
-// --isolate (Isolation.IsolatedResultEqualsInProcessFieldByField compares the reports).
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, failure, mistrusted, reason, located, worst_ratio, worst_index, got,
-        expected, err, bound, nonfinite, ref_nonfinite, zero_fraction, norm_worst, norm_ratio, norm_head,
-        stats_sum_worst, got_zero_fraction, structural_zeros, saturated, unchecked, mistrust)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WorstHead, p_value, rate, b, h)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaskStatistics, heads, keep, pairs, identical_heads, first_dup_b, first_dup_h,
-        first_dup_of_b, first_dup_of_h, distinct_checked, threshold, failure)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutReport, mask, stats, failures)
-
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
-        gflops_at_max, gbytes_per_s_at_median, samples_ms, peak_tflops)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MinimizeReport, repro, signature, runs, steps, hit_limit)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
-
-void to_json(nlohmann::json& j, const CaseResult& r) {
-    j = nlohmann::json{{"index", r.index}, {"status", r.status}, {"reason", r.reason}, {"ms", r.ms},
-        {"repro", r.repro}, {"checks", r.checks}, {"notes", r.notes}, {"info", r.info}, {"checked", r.checked},
-        {"flops", r.flops}, {"bytes", r.bytes}, {"phases_ms", r.phases_ms}, {"alone_status", r.alone_status}};
-    if (r.perf) j["perf"] = *r.perf;
-    if (r.dropout) j["dropout"] = *r.dropout;
-    if (r.minimized) j["minimized"] = *r.minimized;
-}
-
-void from_json(const nlohmann::json& j, CaseResult& r) {
-    j.at("index").get_to(r.index);
-    j.at("status").get_to(r.status);
-    j.at("reason").get_to(r.reason);
-    j.at("ms").get_to(r.ms);
-    j.at("repro").get_to(r.repro);
-    j.at("checks").get_to(r.checks);
-    j.at("notes").get_to(r.notes);
-    j.at("info").get_to(r.info);
-    j.at("checked").get_to(r.checked);
-    j.at("flops").get_to(r.flops);
-    j.at("bytes").get_to(r.bytes);
-    j.at("phases_ms").get_to(r.phases_ms);
-    j.at("alone_status").get_to(r.alone_status);
-    if (j.contains("perf")) r.perf = j.at("perf").get<PerfResult>();
-    if (j.contains("dropout")) r.dropout = j.at("dropout").get<DropoutReport>();
-    if (j.contains("minimized")) r.minimized = j.at("minimized").get<MinimizeReport>();
-}
 
 std::string child_failure_reason(int wait_status) {
     if (WIFSIGNALED(wait_status)) {
@@ -158,7 +99,7 @@ void collect_child(pid_t pid, int fd, std::chrono::steady_clock::time_point t0, 
         r.reason = fmt::format("timeout: the case ran longer than --timeout-per-case={}s and was killed", timeout_s);
     } else if (WIFEXITED(st) && !bytes.empty()) {
         try {
-            r = nlohmann::json::from_cbor(bytes).get<CaseResult>();
+            r = result_from_record(nlohmann::json::from_cbor(bytes));
         } catch (const nlohmann::json::exception& e) {
             r.status = Status::failed;
             r.crashed = true;
@@ -190,7 +131,7 @@ CaseResult not_started(CaseResult& r, std::string_view process, const char* what
 }  // namespace
 
 bool write_result(int fd, const CaseResult& r) {
-    const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(nlohmann::json(r));
+    const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(json_record(r));
     std::size_t done = 0;
     while (done < bytes.size()) {
         const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);

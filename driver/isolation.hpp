@@ -14,8 +14,6 @@
 #include <cstddef>
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "driver/case.hpp"
 #include "driver/run_case.hpp"
 #include "reports/case_result.hpp"
@@ -39,18 +37,14 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
 /// --minimize runs its candidates this way.
 CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s);
 
-/// Writes `r` as CBOR to `fd` (what run_case_isolated's and run_case_fresh_process's parents
-/// read); false when the write fails.
+/// Writes `r` to `fd` as its JSONL record (reports/jsonl_reporter.hpp json_record: the fields of
+/// reports/result_fields.hpp, one set of key names) encoded as CBOR: what run_case_isolated's and
+/// run_case_fresh_process's parents read back with result_from_record. False when the write fails.
 bool write_result(int fd, const CaseResult& r);
 
 /// A child's exit that carried no result, as a FAILED reason: "crashed: Segmentation fault
 /// (SIGSEGV, signal 11)" for a signal, "exited with status N without a result" otherwise.
 /// `wait_status` is as waitpid() returns it.
 std::string child_failure_reason(int wait_status);
-
-/// CaseResult to and from JSON (nlohmann). The pipe carries it as CBOR, which keeps NaN and
-/// infinities (JSON text would turn them into null).
-void to_json(nlohmann::json& j, const CaseResult& r);
-void from_json(const nlohmann::json& j, CaseResult& r);
 
 }  // namespace sdpa

@@ -3,10 +3,13 @@
 #include "reports/result_fields.hpp"
 #include "reports/report_files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -14,89 +17,106 @@ namespace sdpa {
 
 namespace {
 
-/// obj[key] = v, or null plus obj[key + "_nonfinite"] = "nan" | "inf" | "-inf".
-void put_number(nlohmann::json& obj, const std::string& key, double v) {
-    if (std::isfinite(v)) {
-        obj[key] = v;
-        return;
+using nlohmann::json;
+
+/// obj[key] = v; a non-finite number as null plus obj[key + "_nonfinite"] = "nan" | "inf" | "-inf".
+void put(json& obj, const std::string& key, const FieldValue& v) {
+    std::visit([&](const auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, std::monostate>) {
+            obj[key] = nullptr;
+        } else if constexpr (std::is_same_v<X, double>) {
+            if (std::isfinite(x)) {
+                obj[key] = x;
+                return;
+            }
+            obj[key] = nullptr;
+            obj[key + "_nonfinite"] = std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+        } else {
+            obj[key] = x;
+        }
+    }, v);
+}
+
+/// The value put() wrote at obj[key]: null is absent unless a "_nonfinite" sibling names the number.
+FieldValue value_at(const json& obj, const std::string& key) {
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) {
+        const auto nf = obj.find(key + "_nonfinite");
+        if (nf == obj.end() || !nf->is_string()) return {};
+        const std::string s = nf->get<std::string>();
+        return s == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                          : (s == "-inf" ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
     }
-    obj[key] = nullptr;
-    obj[key + "_nonfinite"] = std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+    if (it->is_boolean()) return it->get<bool>();
+    if (it->is_number_float()) return it->get<double>();
+    if (it->is_number()) return it->get<std::int64_t>();
+    if (it->is_string()) return it->get<std::string>();
+    if (it->is_array()) {
+        if (std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_number_integer(); }))
+            return it->get<std::vector<std::int64_t>>();
+        if (std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_number(); }))
+            return it->get<std::vector<double>>();
+        if (std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_string(); }))
+            return it->get<std::vector<std::string>>();
+    }
+    return {};
+}
+
+/// The JSON object of record `x` by its field table.
+template <class R>
+json object_of(const std::vector<Field<R>>& fields, const R& x) {
+    json o = json::object();
+    for (const auto& f : fields) put(o, f.key, f.get(x));
+    return o;
+}
+
+/// Record `x` set back from object `o` by its field table (fields derived on demand are skipped).
+template <class R>
+R from_object(const std::vector<Field<R>>& fields, const json& o) {
+    R x{};
+    for (const auto& f : fields)
+        if (f.set) f.set(x, value_at(o, f.key));
+    return x;
+}
+
+/// The object of r's record that holds group g (null for "perf" of an untimed case).
+template <class J>
+J* group_object(J& j, FieldGroup g) {
+    return g == FieldGroup::top ? &j : g == FieldGroup::perf ? &j["perf"] : &j["phases_ms"];
 }
 
 }  // namespace
 
 nlohmann::json json_record(const CaseResult& r) {
-    using nlohmann::json;
     json j;
     j["perf"] = r.perf ? json::object() : json(nullptr);
     j["phases_ms"] = json::object();
-    for (const auto& f : result_fields()) {  // the scalar fields: reports/result_fields.hpp
-        json* obj = f.group == FieldGroup::top ? &j : f.group == FieldGroup::perf ? &j["perf"] : &j["phases_ms"];
-        if (obj->is_null()) continue;  // "perf": null for an untimed case
-        const FieldValue v = f.get(r);
-        if (const auto* d = std::get_if<double>(&v)) put_number(*obj, f.key, *d);
-        else if (const auto* s = std::get_if<std::string>(&v)) (*obj)[f.key] = *s;
-        else if (const auto* i = std::get_if<std::int64_t>(&v)) (*obj)[f.key] = *i;
-        else if (const auto* b = std::get_if<bool>(&v)) (*obj)[f.key] = *b;
-        else (*obj)[f.key] = nullptr;
+    for (const auto& f : result_fields()) {  // reports/result_fields.hpp
+        json* obj = group_object(j, f.group);
+        if (!obj->is_null()) put(*obj, f.key, f.get(r));  // "perf": null for an untimed case
     }
-    if (r.perf) j["perf"]["samples_ms"] = r.perf->samples_ms;  // every timed run, in order
-    if (r.minimized)
-        j["minimized"] = json{{"repro", r.minimized->repro}, {"signature", r.minimized->signature},
-            {"runs", r.minimized->runs}, {"steps", r.minimized->steps}, {"hit_limit", r.minimized->hit_limit}};
-    else
-        j["minimized"] = nullptr;
+    j["minimized"] = r.minimized ? object_of(minimize_fields(), *r.minimized) : json(nullptr);
     j["outputs"] = json::array();
-    for (const auto& c : r.checks) {
-        json o;
-        o["output"] = fmt::format("{}", c.output);
-        o["pass"] = c.pass;
-        o["failure"] = fmt::format("{}", c.failure);
-        o["mistrusted"] = c.mistrusted;
-        o["reason"] = c.reason;
-        put_number(o, "worst_ratio", c.worst_ratio);
-        o["worst_index"] = c.worst_index;
-        put_number(o, "got", c.got);
-        put_number(o, "expected", c.expected);
-        put_number(o, "err", c.err);
-        put_number(o, "bound", c.bound);
-        o["nonfinite"] = c.nonfinite;
-        o["ref_nonfinite"] = c.ref_nonfinite;
-        put_number(o, "zero_fraction", c.zero_fraction);
-        put_number(o, "got_zero_fraction", c.got_zero_fraction);
-        o["structural_zeros"] = c.structural_zeros;
-        put_number(o, "norm_worst", c.norm_worst);
-        put_number(o, "norm_ratio", c.norm_ratio);
-        o["norm_head"] = c.norm_head;
-        put_number(o, "stats_sum_worst", c.stats_sum_worst);
-        o["saturated"] = c.saturated;  // fp8: reference values past the output's range (compare/compare.hpp)
-        o["unchecked"] = c.unchecked;  // ragged absent rows, rows a backend leaves unspecified
-        o["mistrust"] = c.mistrust;    // why MISTRUSTED when not zero trust ("" otherwise)
-        j["outputs"].push_back(std::move(o));
-    }
-    if (r.dropout) {
-        // The mask the reference was fed and the generator-free checks on it (core/dropout.hpp).
-        const MaskStatistics& s = r.dropout->stats;
-        json d{{"mask", r.dropout->mask}, {"failures", r.dropout->failures}};
-        if (s.heads > 0) {
-            d["heads"] = s.heads;
-            d["threshold"] = s.threshold;
-            d["keep_p_value"] = s.keep.p_value;
-            d["keep_rate_worst"] = s.keep.rate;
-            d["keep_worst_head"] = {s.keep.b, s.keep.h};
-            d["pairs_worst_head"] = {s.pairs.b, s.pairs.h};
-            d["pairs_p_value"] = s.pairs.p_value;
-            d["pairs_rate_worst"] = s.pairs.rate;
-            d["identical_heads"] = s.identical_heads;
-            d["distinct_checked"] = s.distinct_checked;
-        }
-        j["dropout_checks"] = std::move(d);
-    } else {
-        j["dropout_checks"] = nullptr;
-    }
-    j["notes"] = r.notes;
+    for (const auto& c : r.checks) j["outputs"].push_back(object_of(check_fields(), c));
+    j["dropout_checks"] = r.dropout ? object_of(dropout_fields(), *r.dropout) : json(nullptr);
     return j;
+}
+
+CaseResult result_from_record(const nlohmann::json& j) {
+    CaseResult r;
+    for (const auto& f : result_fields()) {
+        const auto it = f.group == FieldGroup::top ? j.end() : j.find(f.group == FieldGroup::perf ? "perf" : "phases_ms");
+        const json* obj = f.group == FieldGroup::top ? &j : (it == j.end() ? nullptr : &*it);
+        if (f.set && obj && obj->is_object()) f.set(r, value_at(*obj, f.key));
+    }
+    if (const auto m = j.find("minimized"); m != j.end() && m->is_object())
+        r.minimized = from_object(minimize_fields(), *m);
+    if (const auto o = j.find("outputs"); o != j.end() && o->is_array())
+        for (const json& c : *o) r.checks.push_back(from_object(check_fields(), c));
+    if (const auto d = j.find("dropout_checks"); d != j.end() && d->is_object())
+        r.dropout = from_object(dropout_fields(), *d);
+    return r;
 }
 
 std::string json_line(const nlohmann::json& record) {

@@ -13,16 +13,19 @@
 
 namespace sdpa {
 
-/// The JSON record of one case:
-/// {"idx", "status", "reason", "repro", "backend", "engine", "mode", "dir", "dt", "mask", "prb",
-///  "name", "case_ms", "checked", "outputs": [{"output", "pass", "mistrusted", "reason",
-///  "worst_ratio", "worst_index": [b,h,i,j], "got", "expected", "err", "bound", "nonfinite",
-///  "zero_fraction"}], "flops", "bytes", "perf": null | {"runs", "min_ms", "median_ms",
-///  "mean_ms", "max_ms", "compile_ms", "cold_cache", "gflops", "gflops_best", "gflops_worst",
-///  "gbytes_per_s"}, "notes": [...]}.
-/// A non-finite number is written as null with a sibling "<key>_nonfinite": "nan"|"inf"|"-inf".
-/// "gflops" is at the median time, "gflops_best" at the min, "gflops_worst" at the max.
+/// The JSON record of one case: every field of the tables of reports/result_fields.hpp, the
+/// scalar ones at the top (the timing ones in "perf", null for an untimed case, and the phase
+/// times in "phases_ms"), "notes", "perf"."samples_ms", "outputs" (one object per OutputCheck,
+/// check_fields()), "dropout_checks" (dropout_fields(), null without dropout) and "minimized"
+/// (minimize_fields(), null unless --minimize shrank the case). An absent value is null; a
+/// non-finite number is null with a sibling "<key>_nonfinite": "nan"|"inf"|"-inf".
 nlohmann::json json_record(const CaseResult& r);
+
+/// The case result json_record() describes, every stored field set back (those derived on demand
+/// are recomputed from them): json_record(result_from_record(json_record(r))) == json_record(r).
+/// What the --isolate pipe reads (driver/isolation.cpp). Fields absent from `record` keep their
+/// defaults.
+CaseResult result_from_record(const nlohmann::json& record);
 
 /// One line of JSON text for `record` (invalid UTF-8 replaced by U+FFFD, never throws for it).
 std::string json_line(const nlohmann::json& record);

@@ -40,7 +40,7 @@ std::string perf_template_fields() {
     std::string s;
     for (const auto& a : kAliases) s += fmt::format("{}%{}%", s.empty() ? "" : " ", a.name);
     for (const auto& f : result_fields())
-        if (!find_alias(f.column)) s += fmt::format(" %{}%", f.column);
+        if (f.column_field && !find_alias(f.column)) s += fmt::format(" %{}%", f.column);
     return s;
 }
 

@@ -34,7 +34,7 @@ python3 - "$tmp/out.jsonl" "$backend" <<'PY'
 import json, sys
 recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r]  # skip the run's context record
 failed = [r for r in recs if r["status"] == "FAILED"]
-checks = [r["dropout_checks"] for r in recs if r.get("dropout_checks") and "keep_p_value" in r["dropout_checks"]]
+checks = [r["dropout_checks"] for r in recs if r.get("dropout_checks") and r["dropout_checks"].get("keep_p_value") is not None]
 keep = [c["keep_p_value"] for c in checks]
 pairs = [c["pairs_p_value"] for c in checks]
 thr = min(c["threshold"] for c in checks) if checks else 0

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <set>
+#include <string>
 
 #include <omp.h>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "backends/registry.hpp"
 #include "driver/run_case.hpp"
 #include "reports/jsonl_reporter.hpp"
+#include "reports/result_fields.hpp"
 
 namespace sdpa {
 namespace {
@@ -28,7 +31,7 @@ Case small_case(const char* backend) {
     return c;
 }
 
-TEST(Isolation, ResultRoundTripsThroughCborWithNaN) {
+TEST(Isolation, ResultRoundTripsThroughItsRecordWithNaN) {
     CaseResult r;
     r.index = 7;
     r.status = Status::failed;
@@ -43,7 +46,7 @@ TEST(Isolation, ResultRoundTripsThroughCborWithNaN) {
     chk.worst_index = {1, 2, 3, 4};
     r.checks = {chk};
     r.notes = {"note"};
-    const CaseResult back = nlohmann::json::from_cbor(nlohmann::json::to_cbor(nlohmann::json(r))).get<CaseResult>();
+    const CaseResult back = result_from_record(nlohmann::json::from_cbor(nlohmann::json::to_cbor(json_record(r))));
     EXPECT_EQ(back.index, 7u);
     EXPECT_EQ(back.status, Status::failed);
     EXPECT_EQ(back.reason, r.reason);
@@ -72,33 +75,148 @@ TEST(Isolation, PassingCaseComesBack) {
     EXPECT_EQ(r.checks.size(), 2u);  // fwd_t: O and stats
 }
 
-TEST(Isolation, IsolatedResultEqualsInProcessFieldByField) {
-    // A dropout backward: output checks with every whole-output figure, a dropout report, notes.
-    Case c = small_case("ref");
-    c.prb.dir = Dir::bwd;
-    c.prb.mask = Mask::causal_tl;
-    c.prb.dropout = Dropout{0.25f, 7, 3};
-    c.prb.dt = DType::bf16;  // outputs rounded to bf16: the whole-output figures are not 0
+/// The JSONL records of `c` run in a child and in this process, with the wall times (the only
+/// fields allowed to differ) removed.
+std::pair<nlohmann::json, nlohmann::json> isolated_and_in_process(const Case& c) {
     nlohmann::json iso = json_record(run_case_isolated(c, 2, TimingOptions{}, RunLimits{}, 0));
     // In this process on one thread: a fork after OpenMP has started its pool may hang the
     // children of the later tests (the reference is bitwise the same for any thread count).
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    const auto be = make_backend("ref");
+    const auto be = make_backend(c.backend);
     nlohmann::json in = json_record(run_case(c, *be, 2));
     omp_set_num_threads(threads);
-    ASSERT_EQ(in["status"], "PASSED") << in.dump();
-    ASSERT_FALSE(in["dropout_checks"].is_null());
-    for (const char* wall : {"case_ms", "phases_ms"}) {  // wall times, the only fields allowed to differ
+    for (const char* wall : {"case_ms", "phases_ms"}) {
         EXPECT_EQ(iso[wall].is_null(), in[wall].is_null()) << wall;
         in.erase(wall);
         iso.erase(wall);
     }
-    for (auto it = in.begin(); it != in.end(); ++it) EXPECT_EQ(iso[it.key()], it.value()) << "field " << it.key();
-    EXPECT_EQ(iso.size(), in.size());
-    ASSERT_TRUE(in["outputs"][0]["norm_worst"].is_number()) << in["outputs"][0].dump();
-    EXPECT_NE(in["outputs"][0]["norm_worst"], 0.0);  // figures --isolate used to drop
-    EXPECT_NE(in["outputs"][0]["norm_ratio"], 1.0);
+    return {iso, in};
+}
+
+TEST(Isolation, IsolatedResultEqualsInProcessFieldByField) {
+    // Every output a direction can have, each with its whole-output figures: a dropout backward
+    // with dMask (dQ, dK, dV, dMask, a dropout report, notes), a forward (O, stats), and an fp8
+    // backward on the fp8 test backend (amax).
+    Case bwd = small_case("ref");
+    bwd.prb.dir = Dir::bwd;
+    bwd.prb.mask = Mask::bias;
+    bwd.prb.bias_shape = BiasShape::b;  // [B,1,S_q,S_kv]: dMask sums over the heads
+    bwd.prb.dmask = true;
+    bwd.prb.dropout = Dropout{0.25f, 7, 3};
+    bwd.prb.dt = DType::bf16;  // outputs rounded to bf16: the whole-output figures are not 0
+    Case fwd = small_case("ref");
+    fwd.prb.mask = Mask::causal_br;
+    fwd.prb.dims.S_kv = 5;  // S_q > S_kv: fully masked rows (structural zeros, masked-row stats)
+    Case fp8 = small_case("test:fp8");
+    fp8.prb.dir = Dir::bwd;
+    fp8.prb.dt = DType::e4m3;
+    std::set<std::string> outputs;
+    for (const Case& c : {bwd, fwd, fp8}) {
+        SCOPED_TRACE(repro(c));
+        const auto [iso, in] = isolated_and_in_process(c);
+        ASSERT_NE(in["status"], "FAILED") << in.dump();
+        for (auto it = in.begin(); it != in.end(); ++it) EXPECT_EQ(iso[it.key()], it.value()) << "field " << it.key();
+        EXPECT_EQ(iso.size(), in.size());
+        for (const auto& o : in["outputs"]) {
+            outputs.insert(o["output"].get<std::string>());
+            EXPECT_EQ(o.size(), check_fields().size()) << o.dump();  // every field of the table, written
+        }
+        if (c.prb.dropout) {
+            ASSERT_FALSE(in["dropout_checks"].is_null());
+            EXPECT_TRUE(in["dropout_checks"]["keep_p_value"].is_number());
+        }
+        if (c.prb.dt == DType::bf16) {
+            ASSERT_TRUE(in["outputs"][0]["norm_worst"].is_number()) << in["outputs"][0].dump();
+            EXPECT_NE(in["outputs"][0]["norm_worst"], 0.0);  // figures --isolate used to drop
+            EXPECT_NE(in["outputs"][0]["norm_ratio"], 1.0);
+        }
+    }
+    std::set<std::string> all;
+    for (const auto& row : kOutputNames) all.insert(std::string(row.name));
+    EXPECT_EQ(outputs, all);
+}
+
+TEST(Isolation, RecordRoundTripsEveryStoredField) {
+    // A result with every stored field away from its default survives json_record ->
+    // result_from_record -> json_record unchanged: a field the table cannot set back fails here.
+    CaseResult r;
+    r.index = 3;
+    r.id = "id #2";
+    r.timed_out = true;
+    r.crashed = true;
+    r.status = Status::mistrusted;
+    r.reason = "why";
+    r.ms = 12.5;
+    r.repro = "--dir=bwd b1sq2d2";
+    r.notes = {"a", "b"};
+    r.info = CaseInfo{"ref", "cpu", "B", "bwd", "bf16", "bias", "b1sq2d2", "n", "0.5:1:2"};
+    r.checked = true;
+    r.flops = 1234;
+    r.bytes = 5678;
+    r.phases_ms = {1, 2, 3, 4, 5, 6};
+    r.alone_status = "PASSED";
+    r.expect = ExpectOutcome{Expected::xfail, "known", false};
+    PerfResult p;
+    p.time = TimingStats{3, 1.0, 2.0, 2.5, 4.0};
+    p.compile_ms = 7;
+    p.cold_cache = true;
+    p.gflops_at_min = 10;
+    p.gflops_at_median = 8;
+    p.gflops_at_max = 5;
+    p.gbytes_per_s_at_median = 3;
+    p.samples_ms = {1.0, 2.0, 4.0};
+    p.peak_tflops = 100;
+    r.perf = p;
+    DropoutReport d;
+    d.mask = "mask";
+    d.failures = {"f1"};
+    d.stats.heads = 4;
+    d.stats.keep = WorstHead{0.25, 0.5, 1, 2};
+    d.stats.pairs = WorstHead{0.125, 0.75, 3, 1};
+    d.stats.identical_heads = 1;
+    d.stats.distinct_checked = true;
+    d.stats.threshold = 1e-7;
+    r.dropout = d;
+    r.minimized = MinimizeReport{"--dir=bwd b1sq1d1", "dQ:bound", 9, 4, true};
+    OutputCheck c;
+    c.output = Output::dMask;
+    c.pass = false;
+    c.failure = CheckFailure::norm;
+    c.mistrusted = true;
+    c.reason = "r";
+    c.located = false;
+    c.worst_ratio = INFINITY;
+    c.worst_index = {1, 2, 3, 4};
+    c.got = NAN;
+    c.expected = -1.5f;
+    c.err = 2;
+    c.bound = 3;
+    c.nonfinite = 4;
+    c.ref_nonfinite = 5;
+    c.zero_fraction = 0.25;
+    c.norm_worst = 1.5;
+    c.norm_ratio = 0.5;
+    c.norm_head = {1, 1};
+    c.stats_sum_worst = 0.125;
+    c.got_zero_fraction = 0.5;
+    c.structural_zeros = 6;
+    c.saturated = 7;
+    c.unchecked = 8;
+    c.zero_by_construction = 9;
+    c.mistrust = "m";
+    r.checks = {c};
+    const nlohmann::json j = json_record(r);
+    const CaseResult back = result_from_record(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
+    EXPECT_EQ(json_record(back), j);
+    EXPECT_EQ(back.checks.at(0).zero_by_construction, 9);
+    EXPECT_FALSE(back.checks.at(0).located);
+    EXPECT_TRUE(std::isnan(back.checks.at(0).got));
+    EXPECT_EQ(back.checks.at(0).worst_ratio, INFINITY);
+    EXPECT_EQ(back.dropout->stats.pairs.b, 3);
+    EXPECT_EQ(back.perf->samples_ms, p.samples_ms);
+    EXPECT_EQ(back.expect.kind, Expected::xfail);
+    EXPECT_EQ(back.info.dropout, "0.5:1:2");
 }
 
 TEST(Isolation, SegfaultIsFailedWithSignalName) {
