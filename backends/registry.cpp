@@ -1,6 +1,8 @@
 // The only place that knows which backends exist and which are compiled in (registry.hpp).
 #include "backends/registry.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backends/faulty/faulty_backend.hpp"
@@ -52,6 +54,7 @@ std::vector<BackendRow> make_table() {
     std::vector<BackendRow> t;
     {
         BackendRow r = row("onednn", Engine::cpu, nullptr);
+        r.library = "onednn";
 #ifdef SDPABENCH_HAVE_ONEDNN
         r.make = [](std::string_view) { return make_onednn_backend(); };
 #else
@@ -62,6 +65,7 @@ std::vector<BackendRow> make_table() {
     }
     {
         BackendRow r = row("cudnn", Engine::gpu, nullptr);
+        r.library = "cudnn";
 #ifdef SDPABENCH_HAVE_CUDNN
         r.make = [](std::string_view) { return make_cudnn_backend(); };
 #else
@@ -71,8 +75,10 @@ std::vector<BackendRow> make_table() {
         t.push_back(std::move(r));
     }
     for (const TorchVariantInfo& v : kTorchVariants) {
-        BackendRow r = row(fmt::format("torch:{}", v.name), v.device == TorchDevice::cpu ? Engine::cpu : Engine::gpu,
+        BackendRow r = row(fmt::format("{}{}", kTorchPrefix, v.name), v.device == TorchDevice::cpu ? Engine::cpu : Engine::gpu,
                 nullptr);
+        r.prefix = kTorchPrefix;
+        r.library = "torch";
 #ifdef SDPABENCH_HAVE_TORCH
         r.make = make_torch_backend;  // a CUDA row without a device is SKIPPED by the backend, with why
 #else
@@ -84,8 +90,14 @@ std::vector<BackendRow> make_table() {
     t.push_back(row("ref", Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
         return std::make_unique<RefBackend>();
     }));
-    t.push_back(row("faulty:", Engine::cpu, make_faulty_backend, true, false));
-    t.push_back(row("test:", Engine::cpu, make_test_backend, true, false));
+    BackendRow faulty = row(std::string(kFaultyPrefix), Engine::cpu, make_faulty_backend, true, false);
+    faulty.prefix = kFaultyPrefix;
+    faulty.kinds = fault_kind_names;
+    t.push_back(std::move(faulty));
+    BackendRow test = row(std::string(kTestPrefix), Engine::cpu, make_test_backend, true, false);
+    test.prefix = kTestPrefix;
+    test.kinds = test_backend_kinds;
+    t.push_back(std::move(test));
     return t;
 }
 
@@ -124,12 +136,35 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
     const BackendRow* r = find_backend_row(name);
     if (!r) return nullptr;
     if (!r->compiled_in()) return make_missing_backend(std::string(name), r->missing);
-    return r->make(name);
+    return r->make(name.substr(r->prefix.size()));
 }
 
 Engine engine_of(std::string_view name) {
     const BackendRow* r = find_backend_row(name);
     return r ? r->engine : Engine::cpu;
+}
+
+std::vector<std::string> family_names(std::string_view prefix) {
+    std::vector<std::string> names;
+    for (const BackendRow& r : backend_table())
+        if (r.family && r.name == prefix && r.kinds)
+            for (const std::string& k : r.kinds()) names.push_back(r.name + k);
+    return names;
+}
+
+std::vector<std::string> library_keys() {
+    std::vector<std::string> keys;
+    for (const BackendRow& r : backend_table())
+        if (!r.library.empty() && std::find(keys.begin(), keys.end(), r.library) == keys.end())
+            keys.emplace_back(r.library);
+    return keys;
+}
+
+std::string library_version_of(std::string_view key) {
+    for (const BackendRow& r : backend_table())
+        if (r.library == key && r.compiled_in())
+            if (const auto be = make_backend(r.name)) return be->library_version();
+    return "";
 }
 
 }  // namespace sdpa

@@ -21,6 +21,11 @@ enum class Engine { cpu, gpu };
 inline constexpr std::array<EnumName<Engine>, 2> kEngineNames{{{Engine::cpu, "cpu"}, {Engine::gpu, "gpu"}}};
 inline std::string_view format_as(Engine v) { return enum_name(kEngineNames, v); }
 
+/// The prefixes of the backends whose names are PREFIX + KIND: the fault-injection kinds
+/// (backends/faulty/), the test-only kinds (backends/test/) and PyTorch's variants
+/// (backends/torch/). The registry alone spells them; each backend's factory is given the KIND.
+inline constexpr std::string_view kFaultyPrefix = "faulty:", kTestPrefix = "test:", kTorchPrefix = "torch:";
+
 /// One row of the registry. A row names one backend ("onednn", "torch:flash") or, with `family`,
 /// every name that starts with it ("faulty:" for faulty:KIND, "test:" for test:KIND).
 struct BackendRow {
@@ -29,9 +34,18 @@ struct BackendRow {
     bool family = false;  ///< `name` is a prefix: the factory decides which kinds exist
     /// A vendor backend (--help's list, --version, the run context), not a harness-only kind.
     bool listed = true;
-    /// Makes the backend for a name of this row (nullptr: no such kind in a family). Null when the
-    /// backend is not compiled into this build. Construction is cheap and never touches a device.
-    std::unique_ptr<Backend> (*make)(std::string_view name) = nullptr;
+    /// The prefix of the row's name that its factory does not see ("torch:" for torch:flash, the
+    /// family's prefix for a family, "" for a plain backend).
+    std::string_view prefix;
+    /// Makes the backend for `kind`, the name without `prefix` (nullptr: no such kind in a family).
+    /// Null when the backend is not compiled into this build. Construction is cheap and never
+    /// touches a device.
+    std::unique_ptr<Backend> (*make)(std::string_view kind) = nullptr;
+    /// A family's kinds, in --help order (null for a single backend).
+    std::vector<std::string> (*kinds)() = nullptr;
+    /// The key a --expect "requires" names this backend's library version by (its
+    /// Backend::library_version(); "onednn", "cudnn", "torch"), "" when it has none.
+    std::string_view library;
     /// Why the backend is not in this build and how to get it (set when `make` is null).
     std::string missing;
     bool compiled_in() const { return make != nullptr; }
@@ -59,6 +73,18 @@ std::unique_ptr<Backend> make_backend(std::string_view name);
 
 /// The engine of `name` ("cpu" for an unknown name, which never reaches a report as a case).
 Engine engine_of(std::string_view name);
+
+/// Every name of the family whose prefix is `prefix` (kFaultyPrefix, kTestPrefix), PREFIX + KIND
+/// in its kinds' order; empty for a prefix that is no family's.
+std::vector<std::string> family_names(std::string_view prefix);
+
+/// The library keys a --expect "requires" may name (BackendRow::library), in table order, each
+/// once; the rows this build lacks included, so that one file serves every build.
+std::vector<std::string> library_keys();
+
+/// The version of library `key` (Backend::library_version() of the first compiled-in row with
+/// that key), "" when this build has none or it cannot be loaded.
+std::string library_version_of(std::string_view key);
 
 /// The backend make_backend() gives for a row this build lacks: support() SKIPPED with "backend
 /// NAME is not compiled into this build: WHY" for every problem, prepare() throws SKIPPED.

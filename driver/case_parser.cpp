@@ -16,8 +16,6 @@
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
-#include "backends/faulty/faulty_backend.hpp"
-#include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
 #include "core/parse_number.hpp"
 #include "core/splitmix.hpp"
@@ -25,6 +23,7 @@
 #include "driver/random_cases.hpp"
 #include "driver/ranges.hpp"
 #include "graph/json_import.hpp"
+#include "reports/escape.hpp"
 
 namespace sdpa {
 
@@ -451,7 +450,7 @@ private:
                 target.starts_with("--random=") ? "draws problem descriptors" : "is a problem descriptor";
         for (std::size_t k = 0; k < st.size(); ++k)
             for (const auto& [v, set] : st[k]) {
-                if (table[k].name == "dt" && v.find(':') != std::string::npos)
+                if (table[k].id == KnobId::dt && v.find(':') != std::string::npos)
                     return fmt::format("--dt={} rewrites tensors of a --case graph by id; '{}' {} (use --reset, or a "
                                        "plain --dt)", v, target, what);
                 if (table[k].scope == Knob::Scope::graph && v != table[k].def())
@@ -470,16 +469,16 @@ private:
         const auto& table = knob_table();
         std::size_t seed_k = 0, runs = 1;
         std::vector<std::size_t> run_k, given_k;
-        std::vector<std::string_view> given;
+        std::vector<KnobId> given;
         for (std::size_t k = 0; k < table.size(); ++k) {
-            if (table[k].name == "seed") {
+            if (table[k].id == KnobId::seed) {
                 seed_k = k;
             } else if (table[k].run_knob) {
                 run_k.push_back(k);
                 runs *= st[k].size();
             } else if (st.given[k] && table[k].scope != Knob::Scope::graph) {  // graph ones: checked above
                 given_k.push_back(k);
-                given.push_back(table[k].name);
+                given.push_back(table[k].id);
             }
         }
         std::size_t expands = n, total = 0;
@@ -515,7 +514,7 @@ private:
                 }
                 for (const bool q : {true, false}) {  // a given list of lengths sets B (and S at least its longest)
                     const auto& lens = q ? p.seq_len_q : p.seq_len_kv;
-                    if (lens.empty() || !st.given[knob_index(q ? "seq-len-q" : "seq-len-kv")] ||
+                    if (lens.empty() || !st.given[static_cast<std::size_t>(q ? KnobId::seq_len_q : KnobId::seq_len_kv)] ||
                             (q ? c.random_seq_len_q : c.random_seq_len_kv))
                         continue;
                     p.dims.B = static_cast<std::int64_t>(lens.size());
@@ -555,14 +554,6 @@ private:
                 }
             }
         }
-    }
-
-    /// Row of knob_table() named `name` (which must exist).
-    static std::size_t knob_index(std::string_view name) {
-        const auto& table = knob_table();
-        for (std::size_t k = 0; k < table.size(); ++k)
-            if (table[k].name == name) return k;
-        return 0;
     }
 
     /// Emits the cases of a problem descriptor whose sizes may be ranges (driver/ranges.hpp): one
@@ -671,19 +662,6 @@ std::string case_language_help() {
          "  comma list (b1hq32hkv8sq512:8192:x2d128: five problems); so may --seed, --scale and --mb.\n"
          "  The padding lists (--seq-len-q=N0:N1:...) use ':' too, as a list of lengths, not a range.\n";
     return s;
-}
-
-std::string escape_for_message(std::string_view text) {
-    // fmt's debug format escapes control bytes and invalid UTF-8 as \xNN; drop its quotes and
-    // its escaping of '"' (messages quote with '...', so a double quote needs no escape).
-    const std::string quoted = fmt::format("{:?}", text);
-    std::string out;
-    for (std::size_t i = 1; i + 1 < quoted.size(); ++i) {
-        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '"') continue;  // \" -> "
-        if (quoted[i] == '\\' && i + 2 < quoted.size() && quoted[i + 1] == '\\') out += quoted[i++];  // keep \\ as is
-        out += quoted[i];
-    }
-    return out;
 }
 
 std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {

@@ -9,8 +9,6 @@
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
-#include "backends/faulty/faulty_backend.hpp"
-#include "backends/test/test_backends.hpp"
 #include "backends/torch/torch_backend.hpp"
 #include "core/memory_estimate.hpp"
 #include "driver/case_parser.hpp"
@@ -19,6 +17,13 @@
 namespace sdpa {
 
 namespace {
+
+/// "0 nothing in --fail-on happened; 1 ...": the exit codes of kExitCodeMeanings.
+std::string exit_codes_text() {
+    std::string s;
+    for (const auto& [code, what] : kExitCodeMeanings) s += fmt::format("{}{} {}", s.empty() ? "" : "; ", static_cast<int>(code), what);
+    return s;
+}
 
 std::string footer() {
     return fmt::format(
@@ -36,13 +41,10 @@ std::string footer() {
             "  (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED. With\n"
             "  --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
             "  (PASSED where the entry's platform requirements do not hold).\n"
-            "EXIT: 0 nothing in --fail-on happened; 1 a case FAILED (a kernel is wrong); 2 bad usage; 3 the run\n"
-            "  could not test what was asked (INVALID_ARGUMENTS, UNIMPLEMENTED, a timeout, an unwritable file);\n"
-            "  4 XPASS; 5 another status named by --fail-on. The lowest that applies wins.\n",
+            "EXIT: {}. The lowest that applies wins.\n",
             case_language_help(), fmt::join(backend_names(), ", "),
             missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
-            faulty_backend_names(),
-            fmt::join(test_backend_names(), ", "));
+            fmt::join(family_names(kFaultyPrefix), ", "), fmt::join(family_names(kTestPrefix), ", "), exit_codes_text());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.
@@ -64,7 +66,10 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
                            "median (also no modifier), + max (rates at that time); 'csv' = the default; the header "
                            "line names each column with its unit", perf_template_fields()))
             ->capture_default_str()->group(g);
-    app.add_option("--report", reports, "Also write FORMAT:PATH, FORMAT csv|jsonl|junit (repeatable)")
+    std::string formats;
+    for (const ReportFormat& f : report_formats()) formats += fmt::format("; {}: {}", f.name, f.what);
+    app.add_option("--report", reports,
+               fmt::format("Also write FORMAT:PATH, FORMAT {} (repeatable){}", report_format_choices(), formats))
             ->allow_extra_args(false)->group(g);
     app.add_flag("--no-progress", o.no_progress, "No progress line on stderr (shown only when stderr is a terminal)")
             ->group(g);
@@ -205,8 +210,8 @@ CliOutcome parse_command_line(int argc, char** argv) {
         ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")
         ->needs(minimize);
     app.add_option("--result-fd", out.opts.result_fd,
-            "Write the result of the run's one case as CBOR to this open file descriptor (how --minimize runs "
-            "each candidate in a fresh process; the run must have exactly one case)")
+            "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (how "
+            "--minimize runs each candidate in a fresh process; the run must have exactly one case)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
@@ -217,7 +222,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
         const std::string_view a = argv[i];
         if (a.starts_with("--") && a.ends_with("=") && app.get_option_no_throw(std::string(a.substr(0, a.size() - 1)))) {
             fmt::print(stderr, "command line: error: {} has an empty value (write {}VALUE)\n", a, a);
-            out.exit_code = 2;
+            out.exit_code = kExitUsage;
             return out;
         }
     }
@@ -228,29 +233,29 @@ CliOutcome parse_command_line(int argc, char** argv) {
         return out;
     } catch (const CLI::ParseError& e) {
         fmt::print(stderr, "command line: error: {}\n", e.what());
-        out.exit_code = 2;
+        out.exit_code = kExitUsage;
         return out;
     }
     if (list_torch) {
         if (!app.remaining().empty() || !list_knobs.empty()) {
             fmt::print(stderr, "command line: error: --list-torch-variants prints the variant table and runs "
                                "nothing; got '{}' too\n", list_knobs.empty() ? app.remaining().front() : "--list-knobs");
-            out.exit_code = 2;
+            out.exit_code = kExitUsage;
             return out;
         }
         fmt::print("{}", torch_variant_table_md());
-        out.exit_code = 0;
+        out.exit_code = kExitOk;
         return out;
     }
     if (!list_knobs.empty()) {
         if (!app.remaining().empty()) {
             fmt::print(stderr, "command line: error: --list-knobs={} prints the knob table and runs nothing; got "
                                "'{}' too\n", list_knobs, app.remaining().front());
-            out.exit_code = 2;
+            out.exit_code = kExitUsage;
             return out;
         }
         fmt::print("{}", *knob_table_text(list_knobs));
-        out.exit_code = 0;
+        out.exit_code = kExitOk;
         return out;
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
@@ -259,7 +264,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
     if (err.empty()) err = finish_perf_options(out.opts, perf_template, reports);
     if (!err.empty()) {
         fmt::print(stderr, "command line: error: {}\n", err);
-        out.exit_code = 2;
+        out.exit_code = kExitUsage;
     }
     return out;
 }

@@ -26,7 +26,8 @@ struct Expectation {
     Status status = Status::failed;  ///< the expected status: FAILED, MISTRUSTED, SKIPPED, UNIMPLEMENTED or INVALID_ARGUMENTS
     std::string reason;  ///< why (a vendor bug number, ...); required
     /// "requires": the platform the entry applies to, every item required: "cpu_flags": space-separated
-    /// /proc/cpuinfo flags; a backend name ("onednn", "cudnn"): a prefix, by components, of its
+    /// /proc/cpuinfo flags; a library key of the backend registry ("onednn", "cudnn", "torch":
+    /// backends/registry.hpp library_keys): a prefix, by components, of its
     /// library_version() ("3.13" covers "3.13.2").
     std::vector<std::pair<std::string, std::string>> needs;
     bool allow_xpass = false;  ///< an XPASS does not fail the run (a bug that does not always show)

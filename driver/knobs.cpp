@@ -5,14 +5,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "backends/faulty/faulty_backend.hpp"
 #include "backends/registry.hpp"
-#include "backends/test/test_backends.hpp"
 #include "core/geometry.hpp"
 #include "core/parse_number.hpp"
 #include "graph/json_import.hpp"
@@ -47,14 +46,12 @@ Setter parse_rewrite(std::string_view v) {
     if (Check(v)) return {};
     return [x = std::string(v)](Case& c) { c.*Field = x; };
 }
-/// Why `Check` refuses the value of knob `Name`.
-template <std::optional<std::string> (*Check)(std::string_view), const char* Name>
+/// Why `Check` refuses the value of knob `Id`.
+template <std::optional<std::string> (*Check)(std::string_view), KnobId Id>
 std::string explain_rewrite(std::string_view v) {
     const auto why = Check(v);
-    return why ? fmt::format("--{}: {}", Name, *why) : std::string();
+    return why ? fmt::format("--{}: {}", Id, *why) : std::string();
 }
-inline constexpr char kInShapes[] = "in-shapes", kOpKind[] = "op-kind", kOpAttrs[] = "op-attrs",
-                      kTensorProperty[] = "tensor-property";
 
 /// Parses the whole of `v` as a finite float ("default" clears the scale).
 Setter parse_scale(std::string_view v) {
@@ -104,17 +101,16 @@ Setter parse_count(std::string_view v) {
 }
 
 /// Why a count (--mb, --expected-n-partitions) was refused: negative, or past the 64-bit range.
-template <const char* Name>
+template <KnobId Id>
 std::string explain_count(std::string_view v) {
     NumberError err{};
     const auto n = parse_number<std::int64_t>(v, &err);
     if (err == NumberError::out_of_range)
-        return fmt::format("--{}={} does not fit a 64-bit integer (at most {})", Name, v,
+        return fmt::format("--{}={} does not fit a 64-bit integer (at most {})", Id, v,
                 std::numeric_limits<std::int64_t>::max());
-    if (n && *n < 0) return fmt::format("--{}={} must be 0 or more", Name, v);
+    if (n && *n < 0) return fmt::format("--{}={} must be 0 or more", Id, v);
     return "";
 }
-inline constexpr char kMb[] = "mb", kExpectedPartitions[] = "expected-n-partitions";
 
 /// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
 Setter parse_mask(std::string_view v) {
@@ -206,33 +202,35 @@ Setter parse_aux_dt(std::string_view v) {
     return [t](Case& c) { c.prb.*Field = t; };
 }
 
-/// Every form --backend accepts: the compiled-in vendors and the fault-injection kinds.
+/// Every form --backend accepts (backends/registry.hpp): every vendor backend sdpabench has (one
+/// this build lacks runs SKIPPED), ref, and the families as PREFIX + KIND.
 std::string backend_choices() {
-    std::vector<std::string> names;  // every vendor backend sdpabench has; one this build lacks runs SKIPPED
+    std::vector<std::string> names;
     for (const BackendRow& r : backend_table())
         if (r.listed) names.push_back(r.name);
-    return fmt::format("{}|faulty:KIND|test:KIND", fmt::join(names, "|"));
+        else if (r.family) names.push_back(r.name + "KIND");
+    return fmt::format("{}", fmt::join(names, "|"));
 }
 
 std::string explain_backend(std::string_view v) {
-    if (v.starts_with("faulty:"))
-        return fmt::format("unknown fault '{}' for --backend=faulty:KIND (accepted: {})", v.substr(7),
-                faulty_backend_names());
-    if (v.starts_with("test:"))
-        return fmt::format("unknown test-only backend '{}' (accepted: {})", v, fmt::join(test_backend_names(), ", "));
-    return fmt::format("unknown value '{}' for --backend (accepted: {}; faulty kinds: {})", v, backend_choices(),
-            faulty_backend_names());
+    const std::string faults = fmt::format("{}", fmt::join(family_names(kFaultyPrefix), ", "));
+    if (const BackendRow* r = find_backend_row(v); r && r->family)
+        return r->prefix == kFaultyPrefix
+                ? fmt::format("unknown fault '{}' for --backend={}KIND (accepted: {})", v.substr(r->prefix.size()), r->prefix,
+                          faults)
+                : fmt::format("unknown test-only backend '{}' (accepted: {})", v, fmt::join(family_names(r->prefix), ", "));
+    return fmt::format("unknown value '{}' for --backend (accepted: {}; faulty kinds: {})", v, backend_choices(), faults);
 }
 
 /// The rows. Defaults are read from Case{} through each row's printer, so each is spelled once.
 std::vector<Knob> make_table() {
     using S = Knob::Scope;
     std::vector<Knob> t{
-        {"dir", enum_choices(kDirNames),
+        {KnobId::dir, enum_choices(kDirNames),
             "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
             parse_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>,
             print_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>},
-        {"dt", enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]",
+        {KnobId::dt, enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]",
             "io data type of Q, K, V, O, dO, dQ, dK, dV (stats are f32; 'default': f32, or the types of a --case "
             "graph; a type rewrites the graph's); ID:DT+...: benchdnn's per-tensor form, for --case graphs only",
             [](std::string_view v) -> Setter {
@@ -263,7 +261,7 @@ std::vector<Knob> make_table() {
                 const auto why = check_id_rewrites(v);
                 return why ? fmt::format("--dt: {}", *why) : std::string();
             }},
-        {"mask", "none|causal_tl|causal_br|bias|window:L,R",
+        {KnobId::mask, "none|causal_tl|causal_br|bias|window:L,R",
             "mask kind: causal_tl keeps key j for query i when j <= i, causal_br when j <= i + S_kv - S_q; bias adds "
             "a tensor; window:L,R keeps i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
             parse_mask,
@@ -272,95 +270,95 @@ std::vector<Knob> make_table() {
                                                   : fmt::format("{}", c.prb.mask);
             },
             S::descriptor, false, explain_mask},
-        {"mask-shape", enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
+        {KnobId::mask_shape, enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
             parse_enum<BiasShape, kBiasShapeNames.size(), kBiasShapeNames, &Problem::bias_shape>,
             [](const Case& c) {  // means nothing without a bias: the default's spelling then
                 return fmt::format("{}", c.prb.mask == Mask::bias ? c.prb.bias_shape : Problem{}.bias_shape);
             }},
-        {"mask-dt", enum_choices(kAuxDTypeNames) + "|default",
+        {KnobId::mask_dt, enum_choices(kAuxDTypeNames) + "|default",
             "data type of the bias ('default': the --dt type; f32 for fp8 io)",
             parse_aux_dt<&Problem::mask_dt>,
             print_aux_dt<&Problem::mask_dt>},
-        {"mask-fill", enum_choices(kMaskFillNames),
+        {KnobId::mask_fill, enum_choices(kMaskFillNames),
             "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask with the "
             "last row fully masked)",
             parse_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>,
             print_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>},
-        {"scale", "default|<finite float>",
+        {KnobId::scale, "default|<finite float>",
             "scale tensor value, rounded to its type ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div); a range "
             "START:END[:STEP] (STEP +N or xN) gives a list",
             parse_scale, [](const Case& c) { return c.prb.scale ? fmt::format("{}", *c.prb.scale) : "default"; },
             S::descriptor, false, explain_scale, Knob::Range::real},
-        {"scale-op", enum_choices(kScaleOpNames), "apply the scale by multiplying or dividing QK^T",
+        {KnobId::scale_op, enum_choices(kScaleOpNames), "apply the scale by multiplying or dividing QK^T",
             parse_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>,
             print_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>},
-        {"scale-dt", enum_choices(kAuxDTypeNames) + "|default",
+        {KnobId::scale_dt, enum_choices(kAuxDTypeNames) + "|default",
             "data type of the scale tensor ('default': the --dt type; f32 for fp8 io)",
             parse_aux_dt<&Problem::scale_dt>,
             print_aux_dt<&Problem::scale_dt>},
-        {"scale-property", "tensor|host_scalar",
+        {KnobId::scale_property, "tensor|host_scalar",
             "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's property_type "
             "host_scalar, as PyTorch's exported graphs have it)",
             parse_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>,
             print_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>},
-        {"mask-form", "tensor|implicit",
+        {KnobId::mask_form, "tensor|implicit",
             "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
             "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
             "--scale-property)",
             parse_flag<&Problem::implicit_mask, kTensor, kImplicit>,
             print_flag<&Problem::implicit_mask, kTensor, kImplicit>},
-        {"dmask", "false|true",
+        {KnobId::dmask, "false|true",
             "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed over "
             "the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
             parse_flag<&Problem::dmask, kFalse, kTrue>, print_flag<&Problem::dmask, kFalse, kTrue>},
-        {"fill", enum_choices(kFillNames), "input fill family: exact (integers in [-2, 2]: QK^T exact in f32), normal (N(0,1) rounded to the io type), "
+        {KnobId::fill, enum_choices(kFillNames), "input fill family: exact (integers in [-2, 2]: QK^T exact in f32), normal (N(0,1) rounded to the io type), "
             "and families that stress the softmax (docs/knobs_fill.md)",
             parse_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>,
             print_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>, S::both},
-        {"seed", "<unsigned 64-bit integer>",
+        {KnobId::seed, "<unsigned 64-bit integer>",
             "fill seed (a counter-based stream per tensor, the same for any thread count); a range "
             "START:END[:STEP] (e.g. 1:8) gives a list",
             parse_seed, [](const Case& c) { return fmt::format("{}", c.prb.seed); }, S::both, false, explain_seed,
             Knob::Range::integer},
-        {"mb", "<batch, 0 keeps the graph's>",
+        {KnobId::mb, "<batch, 0 keeps the graph's>",
             "--case graphs: rewrite the batch B (benchdnn --mb; docs/onednn_json.md); a range START:END[:STEP] gives a "
             "list", parse_count<&Case::mb>,
-            [](const Case& c) { return fmt::format("{}", c.mb); }, S::graph, false, explain_count<kMb>,
+            [](const Case& c) { return fmt::format("{}", c.mb); }, S::graph, false, explain_count<KnobId::mb>,
             Knob::Range::integer},
-        {"in-shapes", "ID:SHAPE[*STRIDES|*TAG][+ID:...]",
+        {KnobId::in_shapes, "ID:SHAPE[*STRIDES|*TAG][+ID:...]",
             "--case graphs: rewrite boundary tensor shapes (benchdnn --in-shapes; empty keeps them)",
             parse_rewrite<&Case::in_shapes, check_in_shapes>, print_rewrite<&Case::in_shapes>, S::graph, false,
-            explain_rewrite<check_in_shapes, kInShapes>},
-        {"op-kind", "ID:KIND[+ID:KIND...]",
+            explain_rewrite<check_in_shapes, KnobId::in_shapes>},
+        {KnobId::op_kind, "ID:KIND[+ID:KIND...]",
             "--case graphs: rewrite op ID's kind (benchdnn --op-kind, e.g. 1:Divide for the scale; undef keeps it; "
             "empty: none)",
             parse_rewrite<&Case::op_kinds, check_id_rewrites>, print_rewrite<&Case::op_kinds>, S::graph, false,
-            explain_rewrite<check_id_rewrites, kOpKind>},
-        {"op-attrs", "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]",
+            explain_rewrite<check_id_rewrites, KnobId::op_kind>},
+        {KnobId::op_attrs, "ID:ATTR:VALUE[*ATTR:VALUE...][+ID:...]",
             "--case graphs: set attribute ATTR of op ID (benchdnn --op-attrs, e.g. 0:transpose_b:1; typed like the "
             "op's attribute, else by the value; empty: none)",
             parse_rewrite<&Case::op_attrs, check_op_attrs>, print_rewrite<&Case::op_attrs>, S::graph, false,
-            explain_rewrite<check_op_attrs, kOpAttrs>},
-        {"tensor-property", "ID:PROP[+ID:PROP...]",
+            explain_rewrite<check_op_attrs, KnobId::op_attrs>},
+        {KnobId::tensor_property, "ID:PROP[+ID:PROP...]",
             "--case graphs: set tensor ID's property_type (benchdnn --tensor-property; undef, variable, constant, "
             "host_scalar; empty: none)",
             parse_rewrite<&Case::properties, check_id_rewrites>, print_rewrite<&Case::properties>, S::graph, false,
-            explain_rewrite<check_id_rewrites, kTensorProperty>},
-        {"seq-len-q", "none|random|N0:N1:...",
+            explain_rewrite<check_id_rewrites, KnobId::tensor_property>},
+        {KnobId::seq_len_q, "none|random|N0:N1:...",
             "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed, the repro lists the "
             "drawn values; docs/knobs_masks.md)",
             parse_seq_len<&Problem::seq_len_q, &Case::random_seq_len_q>,
             [](const Case& c) { return print_seq_len(c.prb.seq_len_q, c.random_seq_len_q); }},
-        {"seq-len-kv", "none|random|N0:N1:...",
+        {KnobId::seq_len_kv, "none|random|N0:N1:...",
             "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed, as for --seq-len-q)",
             parse_seq_len<&Problem::seq_len_kv, &Case::random_seq_len_kv>,
             [](const Case& c) { return print_seq_len(c.prb.seq_len_kv, c.random_seq_len_kv); }},
-        {"layout", enum_choices(kLayoutNames),
+        {KnobId::layout, enum_choices(kLayoutNames),
             "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd; the "
             "reference is layout-free)",
             parse_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>,
             print_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>},
-        {"strides", "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
+        {KnobId::strides, "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
             "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a dimension "
             "order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into one packed "
             "[B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = "
@@ -376,13 +374,13 @@ std::vector<Knob> make_table() {
                 parse_role_layouts(v, &why);
                 return why.empty() ? std::string() : fmt::format("--strides: {}", why);
             }},
-        {"deterministic", "false|true", "ask the vendor for a deterministic backward (cuDNN)",
+        {KnobId::deterministic, "false|true", "ask the vendor for a deterministic backward (cuDNN)",
             parse_flag<&Problem::deterministic, kFalse, kTrue>, print_flag<&Problem::deterministic, kFalse, kTrue>},
-        {"ragged", "false|true",
+        {KnobId::ragged, "false|true",
             "pack Q, K, V, O, dO and the gradients per batch, valid rows only, token-major (THD; cuDNN's ragged "
             "offsets); needs padding lengths and --layout=bshd",
             parse_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>},
-        {"fp8-descale", "default|T:V[+T:V...]",
+        {KnobId::fp8_descale, "default|T:V[+T:V...]",
             "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, dV, "
             "S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
             "(docs/knobs_types.md)",
@@ -401,14 +399,14 @@ std::vector<Knob> make_table() {
                 parse_fp8_descales(v, &why);
                 return why.empty() ? std::string() : fmt::format("--fp8-descale={}: {}", v, why);
             }},
-        {"expected-n-partitions", "<partition count, 0: unchecked>",
+        {KnobId::expected_n_partitions, "<partition count, 0: unchecked>",
             "the number of partitions the vendor must split its graph into (benchdnn --graph's knob, whose "
             "default is 1: sdpabench checks only when asked); another count is FAILED (a fusion regression); "
             "UNIMPLEMENTED on a backend that does not partition (only oneDNN does)",
             parse_count<&Case::expected_partitions>,
             [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both, false,
-            explain_count<kExpectedPartitions>},
-        {"dropout", "none|P[:SEED[:OFFSET]]",
+            explain_count<KnobId::expected_n_partitions>},
+        {KnobId::dropout, "none|P[:SEED[:OFFSET]]",
             "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's SEED "
             "(default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); docs/knobs_dropout.md",
             [](std::string_view v) -> Setter {
@@ -427,19 +425,19 @@ std::vector<Knob> make_table() {
                 if (v != "none") parse_dropout(v, &why);
                 return why.empty() ? std::string() : fmt::format("--dropout={}: {}", v, why);
             }},
-        {"dropout-property", "host_scalar|tensor",
+        {KnobId::dropout_property, "host_scalar|tensor",
             "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
             "property_type host_scalar) or [1] device tensors",
             parse_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>,
             print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
-        {"backend", backend_choices(),
+        {KnobId::backend, backend_choices(),
             "vendor backend that runs the case: onednn (CPU), cudnn (NVIDIA GPU), torch:VARIANT (PyTorch's fused SDPA "
             "variants; math, flash on the CPU; efficient, cudnn, math:cuda, flash:cuda on a CUDA GPU), ref (the reference as a backend: the "
             "harness against itself), faulty:KIND (fault injection, docs/trust.md), test:KIND (sdpabench's own "
             "tests: test:fp8 runs the reference on fp8 buffers; test:sleep, test:segv exercise --isolate); a backend "
             "this build lacks runs its cases SKIPPED with the reason (docs/knobs_run.md)",
             parse_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
-        {"mode", enum_choices(kModeNames),
+        {KnobId::mode, enum_choices(kModeNames),
             "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, then time; B: C, "
             "then a second run that must be bitwise equal",
             [](std::string_view v) -> Setter {
@@ -480,11 +478,19 @@ const std::vector<Knob>& knob_table() {
     static const std::vector<Knob> table = [] {
         std::vector<Knob> t = make_table();
         const Case defaults;
-        for (Knob& k : t) k.def_ = k.print(defaults);  // the repro compares every case against these
+        for (std::size_t k = 0; k < t.size(); ++k) {
+            if (k >= kKnobNames.size() || t[k].id != kKnobNames[k].value)  // a programming error: fail at once
+                throw std::logic_error(fmt::format("knob_table: row {} is not kKnobNames[{}]", k, k));
+            t[k].name = kKnobNames[k].name;
+            t[k].def_ = t[k].print(defaults);  // the repro compares every case against these
+        }
+        if (t.size() != kKnobNames.size()) throw std::logic_error("knob_table: a KnobId has no row");
         return t;
     }();
     return table;
 }
+
+const Knob& knob(KnobId id) { return knob_table()[static_cast<std::size_t>(id)]; }
 
 std::string knobs(const Problem& p) {
     Case c;

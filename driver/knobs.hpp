@@ -5,15 +5,63 @@
 // read it, so adding a knob is one row here plus the code that uses its value.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "driver/case.hpp"
 
 namespace sdpa {
+
+/// Every value knob of the case language, in the knob table's order. Code that names a knob
+/// (driver/random_cases.cpp, driver/case_parser.cpp) names it by id, and its spelling lives here
+/// only: a renamed knob cannot leave a stale string behind.
+enum class KnobId {
+    dir, dt, mask, mask_shape, mask_dt, mask_fill, scale, scale_op, scale_dt, scale_property, mask_form,
+    dmask, fill, seed, mb, in_shapes, op_kind, op_attrs, tensor_property, seq_len_q, seq_len_kv, layout,
+    strides, deterministic, ragged, fp8_descale, expected_n_partitions, dropout, dropout_property, backend,
+    mode,
+};
+
+/// The spelling of each knob (without the leading "--"), in KnobId order.
+inline constexpr std::array<EnumName<KnobId>, 31> kKnobNames{{
+    {KnobId::dir, "dir"},
+    {KnobId::dt, "dt"},
+    {KnobId::mask, "mask"},
+    {KnobId::mask_shape, "mask-shape"},
+    {KnobId::mask_dt, "mask-dt"},
+    {KnobId::mask_fill, "mask-fill"},
+    {KnobId::scale, "scale"},
+    {KnobId::scale_op, "scale-op"},
+    {KnobId::scale_dt, "scale-dt"},
+    {KnobId::scale_property, "scale-property"},
+    {KnobId::mask_form, "mask-form"},
+    {KnobId::dmask, "dmask"},
+    {KnobId::fill, "fill"},
+    {KnobId::seed, "seed"},
+    {KnobId::mb, "mb"},
+    {KnobId::in_shapes, "in-shapes"},
+    {KnobId::op_kind, "op-kind"},
+    {KnobId::op_attrs, "op-attrs"},
+    {KnobId::tensor_property, "tensor-property"},
+    {KnobId::seq_len_q, "seq-len-q"},
+    {KnobId::seq_len_kv, "seq-len-kv"},
+    {KnobId::layout, "layout"},
+    {KnobId::strides, "strides"},
+    {KnobId::deterministic, "deterministic"},
+    {KnobId::ragged, "ragged"},
+    {KnobId::fp8_descale, "fp8-descale"},
+    {KnobId::expected_n_partitions, "expected-n-partitions"},
+    {KnobId::dropout, "dropout"},
+    {KnobId::dropout_property, "dropout-property"},
+    {KnobId::backend, "backend"},
+    {KnobId::mode, "mode"},
+}};
+inline std::string_view format_as(KnobId v) { return enum_name(kKnobNames, v); }
 
 /// One value knob of the case language.
 struct Knob {
@@ -27,7 +75,7 @@ struct Knob {
     /// Sets one parsed value on a case.
     using Setter = std::function<void(Case&)>;
 
-    std::string_view name;  ///< without the leading "--"
+    KnobId id;
     std::string choices;    ///< accepted values, for errors, --help and README
     std::string_view what;  ///< one-line description for --help and README
     /// Parses `v` once into the typed value and returns what sets it on a case; empty when `v` is
@@ -43,6 +91,7 @@ struct Knob {
     std::string (*explain)(std::string_view v) = nullptr;
     Range range = Range::none;
     std::string def_{};  ///< set by knob_table() from print(Case{}); read through def()
+    std::string_view name{};  ///< without the leading "--": kKnobNames's spelling of id, set by knob_table()
 
     /// The default spelling: print(Case{}), computed once when the table is built.
     const std::string& def() const { return def_; }
@@ -53,8 +102,11 @@ struct Knob {
 };
 
 /// The value knobs in cross-product order (the first varies slowest) and repro order (run knobs
-/// first there).
+/// first there); row k is the knob kKnobNames[k] names.
 const std::vector<Knob>& knob_table();
+
+/// The row of knob `id`.
+const Knob& knob(KnobId id);
 
 /// The problem knobs of `p` that differ from their defaults, as "--dir=bwd --dt=bf16 ..." (the
 /// descriptor scope's rows, table order); "" when all are at their defaults.

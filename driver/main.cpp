@@ -1,12 +1,14 @@
 // sdpabench: parse the command line and the case language, run every case through its
 // backend and the reference, report each result as it finishes, exit with the code of
-// reports/case_result.hpp ExitCode.
+// driver/exit_code.hpp ExitCode.
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include <omp.h>
 #include <fcntl.h>
@@ -20,22 +22,24 @@
 #include "backends/registry.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
-#include "git_commit.hpp"
+#include "driver/emit_json.hpp"
+#include "driver/exit_code.hpp"
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
 #include "driver/minimize.hpp"
-#include "driver/emit_json.hpp"
-#include "graph/json_export.hpp"
 #include "driver/run_case.hpp"
+#include "git_commit.hpp"
 #include "reports/console_reporter.hpp"
 #include "reports/perf_reporter.hpp"
 #include "reports/progress_reporter.hpp"
 
 namespace {
 
+using namespace sdpa;
+
 /// The context of this run for the reports' first record (reports/case_result.hpp RunContext).
-sdpa::RunContext run_context(int argc, char** argv, const sdpa::GlobalOptions& opts) {
-    sdpa::RunContext ctx;
+RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
+    RunContext ctx;
     ctx.sdpabench = SDPABENCH_VERSION;
     ctx.git_commit = SDPABENCH_GIT_COMMIT;
     ctx.tags = opts.tags;
@@ -53,8 +57,8 @@ sdpa::RunContext run_context(int argc, char** argv, const sdpa::GlobalOptions& o
             break;
         }
     ctx.threads = omp_get_max_threads();
-    for (const auto& name : sdpa::backend_names()) {
-        const auto be = sdpa::make_backend(name);
+    for (const auto& name : backend_names()) {
+        const auto be = make_backend(name);
         if (!be) continue;
         if (const std::string v = be->library_version(); !v.empty()) ctx.libraries.emplace_back(name, v);
         if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
@@ -69,8 +73,8 @@ sdpa::RunContext run_context(int argc, char** argv, const sdpa::GlobalOptions& o
 /// would-be repro or "FILE:LINE"; a repeat gets " #2", " #3", ... so that ids are unique.
 class CaseIds {
 public:
-    std::string next(const sdpa::CaseEntry& e) {
-        std::string base = e.c ? sdpa::repro(*e.c) : (!e.repro.empty() ? e.repro : e.where);
+    std::string next(const CaseEntry& e) {
+        std::string base = e.c ? repro(*e.c) : (!e.repro.empty() ? e.repro : e.where);
         const std::size_t n = ++seen_[base];
         return n == 1 ? base : fmt::format("{} #{}", base, n);
     }
@@ -79,33 +83,213 @@ private:
     std::map<std::string, std::size_t> seen_;
 };
 
-int run(int argc, char** argv) {
-    using namespace sdpa;
-    const CliOutcome cli = parse_command_line(argc, argv);
-    if (cli.exit_code >= 0) return cli.exit_code;
-    const GlobalOptions& opts = cli.opts;
+/// --version: sdpabench's and every backend's version.
+int print_versions() {
+    fmt::print("sdpabench {}\n", SDPABENCH_VERSION);
+    for (const auto& name : backend_names()) fmt::print("{}\n", make_backend(name)->version());
+    for (const auto& missing : missing_backend_names()) fmt::print("{}: not in this build\n", missing);
+    return kExitOk;
+}
 
-    if (opts.version) {
-        fmt::print("sdpabench {}\n", SDPABENCH_VERSION);
-        for (const auto& name : backend_names()) fmt::print("{}\n", make_backend(name)->version());
-        for (const auto& missing : missing_backend_names()) fmt::print("{}: not in this build\n", missing);
-        return 0;
+/// Prints "command line: error: MESSAGE" and gives the usage exit code.
+int usage_error(std::string_view message) {
+    fmt::print(stderr, "command line: error: {}\n", message);
+    return kExitUsage;
+}
+
+/// The reporters of a run, in the order they get each call: the progress line (first: it erases
+/// its line before the others print), the console, the perf lines, then every --report file.
+class Reporters {
+public:
+    /// Throws std::runtime_error when a --report file cannot be opened.
+    Reporters(const GlobalOptions& opts, std::size_t cases)
+        : console_(stdout, opts.verbose), perf_lines_(stdout, opts.perf_template) {
+        if (!opts.no_progress && isatty(fileno(stderr))) {
+            progress_ = std::make_unique<ProgressReporter>(stderr, cases);
+            all_.push_back(progress_.get());
+        }
+        all_.push_back(&console_);
+        all_.push_back(&perf_lines_);
+        for (const auto& spec : opts.reports) {
+            files_.push_back(make_file_reporter(spec));
+            all_.push_back(files_.back().get());
+        }
+    }
+    const std::vector<Reporter*>& all() const { return all_; }
+
+private:
+    ConsoleReporter console_;
+    PerfLineReporter perf_lines_;
+    std::unique_ptr<ProgressReporter> progress_;
+    std::vector<std::unique_ptr<Reporter>> files_;
+    std::vector<Reporter*> all_;
+};
+
+/// One run of a batch: the parsed cases with their ids, the expectations, the backends made so
+/// far, the summary. run() is the whole run after the command line; each member one stage.
+class Run {
+public:
+    Run(const GlobalOptions& opts, std::vector<CaseEntry> entries, std::vector<Expectation> expectations)
+        : opts_(opts), entries_(std::move(entries)), expectations_(std::move(expectations)),
+          used_(expectations_.size(), false), timing_(opts.timing), limits_{opts.max_memory} {
+        CaseIds ids;  // from the whole list, so that a case has the same id in every shard
+        for (const auto& e : entries_) ids_.push_back(ids.next(e));
+        selected_ = shard_cases(entries_, opts.shard);
+        if (timing_.cold_cache) {
+            flusher_ = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());
+            timing_.flusher = flusher_.get();
+        }
     }
 
-    const std::vector<CaseEntry> entries = parse_cases(opts.case_tokens);
-    bool usage_error = false;
+    /// The cases this process runs (its shard).
+    const std::vector<std::size_t>& selected() const { return selected_; }
+
+    /// Runs every selected case and reports it; returns the exit code.
+    int run(Reporters& reporters, RunContext ctx) {
+        if (opts_.shard.count > 0) {
+            ctx.shard_index = opts_.shard.index;
+            ctx.shard_count = opts_.shard.count;
+            ctx.cases_total = entries_.size();
+            ctx.cases_fingerprint = cases_fingerprint(ids_);
+        }
+        for (Reporter* rep : reporters.all()) rep->begin(ctx);
+        for (const std::size_t i : selected_) {
+            const CaseEntry& e = entries_[i];
+            for (Reporter* rep : reporters.all()) rep->on_start(i, e.c ? repro(*e.c) : std::string());
+            CaseResult r = result_of(e, i);
+            r.id = ids_[i];
+            after_pipeline(e, i, r);
+            summary_.add(r);
+            if (opts_.result_fd >= 0 && !write_result(opts_.result_fd, r)) ++summary_.write_errors;
+            for (Reporter* rep : reporters.all()) rep->on_case(r);
+        }
+        for (Reporter* rep : reporters.all()) rep->end(summary_);
+        note_unused_expectations();
+        return exit_code(summary_, opts_.fail_on);
+    }
+
+private:
+    /// The result of entry e (index i): its error, or its case run in this process or in a child.
+    CaseResult result_of(const CaseEntry& e, std::size_t i) {
+        CaseResult r;
+        if (!e.c) {
+            fmt::print(stderr, "{}\n", e.error);
+            r.index = i;
+            r.status = e.status;
+            r.reason = e.error;
+            r.repro = e.repro;
+            return r;
+        }
+        if (!opts_.emit_onednn_json.empty()) {
+            try {
+                write_onednn_json(*e.c, opts_.emit_onednn_json);
+            } catch (const std::exception& ex) {
+                fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
+                ++summary_.write_errors;
+            }
+        }
+        // No vendor in this process: each child makes its own backend (driver/isolation.hpp).
+        if (opts_.isolate || opts_.timeout_per_case > 0)
+            return run_case_isolated(*e.c, i, timing_, limits_, opts_.timeout_per_case);
+        if (auto& be = backends_[e.c->backend]; be || (be = make_backend(e.c->backend))) return run_case(*e.c, *be, i, timing_, limits_);
+        // The parser accepts only registered names (a backend this build lacks is a registered one
+        // whose cases are SKIPPED: backends/registry.hpp).
+        r.index = i;
+        r.repro = repro(*e.c);
+        r.status = Status::invalid_arguments;
+        r.reason = fmt::format("unknown backend '{}'", e.c->backend);
+        return r;
+    }
+
+    /// After the pipeline: a FAILED case rerun alone, --expect, --minimize.
+    void after_pipeline(const CaseEntry& e, std::size_t i, CaseResult& r) {
+        rerun_alone(e, i, r);
+        apply_expectations(expectations_, platform_, r, used_);
+        if (opts_.minimize && e.c && r.expect.kind != Expected::xfail && failure_signature(r)) {
+            // Each candidate in a fresh process: what earlier runs left in this one (a vendor's
+            // caches) must not make a candidate fail, or the minimized repro would not reproduce.
+            const CaseRunner runner = [&](const Case& c) { return run_case_fresh_process(c, i, opts_.timeout_per_case); };
+            const Minimized m = minimize(*e.c, r, runner, opts_.minimize_max_runs);
+            r.minimized = MinimizeReport{repro(m.smallest), m.signature, m.runs, m.steps, m.hit_limit};
+        }
+    }
+
+    /// A FAILED case of a longer run is rerun alone in a fresh process: its repro must be known to
+    /// reproduce it, and a vendor's state left by earlier cases can make a case fail that passes
+    /// alone (--random found oneDNN S_q = 1 backward cases that do). --isolate and
+    /// --timeout-per-case already run each case in a fresh child.
+    void rerun_alone(const CaseEntry& e, std::size_t i, CaseResult& r) const {
+        if (r.status != Status::failed || r.timed_out || r.crashed || !e.c || selected_.size() <= 1 || opts_.isolate ||
+                opts_.timeout_per_case > 0 || opts_.result_fd >= 0)
+            return;
+        Case alone = *e.c;
+        if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
+        r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0).status);
+        if (r.alone_status != "FAILED")
+            r.reason += fmt::format(" [run alone in a fresh process it is {}: this failure depends on the cases run "
+                                    "before it in this process]", r.alone_status);
+    }
+
+    /// A stale --expect entry, or a glob with a typo, is named on stderr. An entry for another
+    /// shard's cases is not stale: with shards it is judged on the whole run.
+    void note_unused_expectations() {
+        if (opts_.shard.count > 1)
+            for (std::size_t x = 0; x < expectations_.size(); ++x)
+                for (std::size_t k = 0; k < entries_.size() && !used_[x]; ++k)
+                    used_[x] = entries_[k].c && expectation_matches(expectations_[x], ids_[k], entries_[k].c->backend);
+        for (std::size_t x = 0; x < expectations_.size(); ++x)
+            if (!used_[x])
+                fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations_[x].where);
+    }
+
+    const GlobalOptions& opts_;
+    std::vector<CaseEntry> entries_;
+    std::vector<std::string> ids_;
+    std::vector<std::size_t> selected_;
+    std::vector<Expectation> expectations_;
+    std::vector<bool> used_;  ///< per expectation: it matched a case
+    Platform platform_;
+    TimingOptions timing_;
+    std::unique_ptr<CacheFlusher> flusher_;
+    RunLimits limits_;
+    std::map<std::string, std::unique_ptr<Backend>> backends_;
+    Summary summary_;
+};
+
+/// The parsed cases, or the usage exit code (the errors printed) when the command line has a usage
+/// error or no problem at all.
+std::variant<std::vector<CaseEntry>, int> parse_run_cases(const GlobalOptions& opts) {
+    std::vector<CaseEntry> entries = parse_cases(opts.case_tokens);
+    bool usage = false;
     for (const auto& e : entries)
         if (e.usage) {
             fmt::print(stderr, "{}\n", e.error);
-            usage_error = true;
+            usage = true;
         }
-    if (usage_error) return kExitUsage;
-    if (entries.empty()) {
-        fmt::print(stderr, "command line: error: no problem given (e.g. 'sdpabench b1hq2sq64d64' or "
-                           "'sdpabench --batch=cases/ci/smoke.cases'); see --help\n");
-        return kExitUsage;
-    }
+    if (usage) return kExitUsage;
+    if (entries.empty())
+        return usage_error("no problem given (e.g. 'sdpabench b1hq2sq64d64' or 'sdpabench "
+                           "--batch=cases/ci/smoke.cases'); see --help");
+    return entries;
+}
 
+/// --result-fd's usage rules: a descriptor open for writing, a run of exactly one case.
+std::optional<int> check_result_fd(const GlobalOptions& opts, std::size_t cases) {
+    if (opts.result_fd < 0) return std::nullopt;
+    const int fl = ::fcntl(opts.result_fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+        return usage_error(fmt::format("--result-fd={}: not a file descriptor open for writing", opts.result_fd));
+    if (cases != 1) return usage_error(fmt::format("--result-fd needs a run of exactly one case (got {})", cases));
+    return std::nullopt;
+}
+
+int run(int argc, char** argv) {
+    const CliOutcome cli = parse_command_line(argc, argv);
+    if (cli.exit_code >= 0) return cli.exit_code;
+    const GlobalOptions& opts = cli.opts;
+    if (opts.version) return print_versions();
+    auto entries = parse_run_cases(opts);
+    if (const int* code = std::get_if<int>(&entries)) return *code;
     std::vector<Expectation> expectations;
     if (!opts.expect_file.empty()) {
         try {
@@ -115,133 +299,15 @@ int run(int argc, char** argv) {
             return kExitUsage;
         }
     }
-    Platform platform;
-    std::vector<bool> expectation_used(expectations.size(), false);
-
-    // Ids come from the whole list, so that a case has the same id in every shard.
-    CaseIds ids;
-    std::vector<std::string> case_ids;
-    for (const auto& e : entries) case_ids.push_back(ids.next(e));
-    const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
-    if (opts.result_fd >= 0) {
-        const int fl = ::fcntl(opts.result_fd, F_GETFL);
-        if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
-            fmt::print(stderr, "command line: error: --result-fd={}: not a file descriptor open for writing\n",
-                    opts.result_fd);
-            return kExitUsage;
-        }
+    Run batch(opts, std::move(std::get<std::vector<CaseEntry>>(entries)), std::move(expectations));
+    if (const auto code = check_result_fd(opts, batch.selected().size())) return *code;
+    std::optional<Reporters> reporters;
+    try {
+        reporters.emplace(opts, batch.selected().size());
+    } catch (const std::exception& ex) {
+        return usage_error(ex.what());
     }
-    if (opts.result_fd >= 0 && selected.size() != 1) {
-        fmt::print(stderr, "command line: error: --result-fd needs a run of exactly one case (got {})\n",
-                selected.size());
-        return kExitUsage;
-    }
-
-    ConsoleReporter console(stdout, opts.verbose);
-    std::vector<Reporter*> reporters{&console};
-    // Progress first (it erases its line before the others print), files after the console.
-    std::unique_ptr<ProgressReporter> progress;
-    if (!opts.no_progress && isatty(fileno(stderr))) {
-        progress = std::make_unique<ProgressReporter>(stderr, selected.size());
-        reporters.insert(reporters.begin(), progress.get());
-    }
-    PerfLineReporter perf_lines(stdout, opts.perf_template);
-    reporters.push_back(&perf_lines);
-    std::vector<std::unique_ptr<Reporter>> files;
-    for (const auto& spec : opts.reports) {
-        try {
-            files.push_back(make_file_reporter(spec));
-        } catch (const std::exception& ex) {
-            fmt::print(stderr, "command line: error: {}\n", ex.what());
-            return kExitUsage;
-        }
-        reporters.push_back(files.back().get());
-    }
-    TimingOptions timing = opts.timing;
-    std::unique_ptr<CacheFlusher> flusher;
-    if (timing.cold_cache) {
-        flusher = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());
-        timing.flusher = flusher.get();
-    }
-    std::map<std::string, std::unique_ptr<Backend>> backends;
-    Summary summary;
-    RunContext ctx = run_context(argc, argv, opts);
-    if (opts.shard.count > 0) {
-        ctx.shard_index = opts.shard.index;
-        ctx.shard_count = opts.shard.count;
-        ctx.cases_total = entries.size();
-        ctx.cases_fingerprint = cases_fingerprint(case_ids);
-    }
-    for (Reporter* rep : reporters) rep->begin(ctx);
-    const RunLimits limits{opts.max_memory};
-    for (const std::size_t i : selected) {
-        const CaseEntry& e = entries[i];
-        const std::string label = e.c ? repro(*e.c) : std::string();
-        for (Reporter* rep : reporters) rep->on_start(i, label);
-        CaseResult r;
-        if (!e.c) {
-            fmt::print(stderr, "{}\n", e.error);
-            r.index = i;
-            r.status = e.status;
-            r.reason = e.error;
-            r.repro = e.repro;
-        } else {
-            if (!opts.emit_onednn_json.empty()) {
-                try {
-                    write_onednn_json(*e.c, opts.emit_onednn_json);
-                } catch (const std::exception& ex) {
-                    fmt::print(stderr, "--emit-onednn-json: error: {}\n", ex.what());
-                    ++summary.write_errors;
-                }
-            }
-            if (opts.isolate || opts.timeout_per_case > 0) {
-                // No vendor in this process: each child makes its own backend (driver/isolation.hpp).
-                r = run_case_isolated(*e.c, i, timing, limits, opts.timeout_per_case);
-            } else if (auto& be = backends[e.c->backend]; be || (be = make_backend(e.c->backend))) {
-                r = run_case(*e.c, *be, i, timing, limits);
-            } else {  // the parser accepts only registered names (a backend this build lacks is a
-                      // registered one whose cases are SKIPPED: backends/registry.hpp)
-                r.index = i;
-                r.repro = repro(*e.c);
-                r.status = Status::invalid_arguments;
-                r.reason = fmt::format("unknown backend '{}'", e.c->backend);
-            }
-        }
-        r.id = case_ids[i];
-        // A FAILED case of a longer run is rerun alone in a fresh process: its repro must be known
-        // to reproduce it, and a vendor's state left by earlier cases can make a case fail that
-        // passes alone (--random found oneDNN S_q = 1 backward cases that do). --isolate and
-        // --timeout-per-case already run each case in a fresh child.
-        if (r.status == Status::failed && !r.timed_out && !r.crashed && e.c && selected.size() > 1 &&
-                !opts.isolate && opts.timeout_per_case <= 0 && opts.result_fd < 0) {
-            Case alone = *e.c;
-            if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
-            r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0).status);
-            if (r.alone_status != "FAILED")
-                r.reason += fmt::format(" [run alone in a fresh process it is {}: this failure depends on the cases run "
-                                        "before it in this process]", r.alone_status);
-        }
-        apply_expectations(expectations, platform, r, expectation_used);
-        if (opts.minimize && e.c && r.expect.kind != Expected::xfail && failure_signature(r)) {
-            // Each candidate in a fresh process: what earlier runs left in this one (a vendor's
-            // caches) must not make a candidate fail, or the minimized repro would not reproduce.
-            const CaseRunner runner = [&](const Case& c) { return run_case_fresh_process(c, i, opts.timeout_per_case); };
-            const Minimized m = minimize(*e.c, r, runner, opts.minimize_max_runs);
-            r.minimized = MinimizeReport{repro(m.smallest), m.signature, m.runs, m.steps, m.hit_limit};
-        }
-        summary.add(r);
-        if (opts.result_fd >= 0 && !write_result(opts.result_fd, r)) ++summary.write_errors;
-        for (Reporter* rep : reporters) rep->on_case(r);
-    }
-    for (Reporter* rep : reporters) rep->end(summary);
-    if (opts.shard.count > 1)  // an entry for another shard's cases is not stale: judge it on the whole run
-        for (std::size_t i = 0; i < expectations.size(); ++i)
-            for (std::size_t k = 0; k < entries.size() && !expectation_used[i]; ++k)
-                expectation_used[i] = entries[k].c && expectation_matches(expectations[i], case_ids[k], entries[k].c->backend);
-    for (std::size_t i = 0; i < expectations.size(); ++i)  // a stale entry, or a glob with a typo
-        if (!expectation_used[i])
-            fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations[i].where);
-    return exit_code(summary, opts.fail_on);
+    return batch.run(*reporters, run_context(argc, argv, opts));
 }
 
 }  // namespace

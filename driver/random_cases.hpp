@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/problem.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 
@@ -18,7 +19,7 @@ namespace sdpa {
 /// heads are halved until a draw is under it, so that 2000 cases run in minutes on two cores.
 inline constexpr std::int64_t kRandomMaxFlops = 300'000'000;
 
-// --random=N draws every problem knob of the case language (driver/case_parser.cpp knob_table)
+// --random=N draws every problem knob of the case language (driver/knobs.hpp knob_table)
 // but the --case graph rewrites; a knob the line gives explicitly is not drawn: the parser applies
 // its value instead (fp8 and --fp8-descale only so: a drawn case is never fp8, whose vendors are GPUs).
 
@@ -55,16 +56,16 @@ Problem random_problem(std::uint64_t seed, std::uint64_t count, std::uint64_t i)
 /// it, and the parser again when a given knob sets the mask kind.
 void draw_mask_details(std::uint64_t seed, std::uint64_t count, std::uint64_t i, Problem& p);
 
-/// What a given knob needs, brought into drawn case i unless that is given too (`given`:
-/// case-language knob names), rule by rule in a fixed order: --dmask=true a bias and a backward;
+/// What a given knob needs, brought into drawn case i unless that is given too (`given`: the
+/// knobs the line gave), rule by rule in a fixed order: --dmask=true a bias and a backward;
 /// a bias knob (--mask-shape, --mask-dt, --mask-fill) a bias; --mask-form=implicit a causal mask
 /// (causal_tl or causal_br, drawn); dMask and the implicit form no padding; --dropout-property=
 /// tensor a dropout (p 0.1, a drawn seed). The parser applies it after the given values.
-void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given, const RandomDraws& draws, std::uint64_t i);
+void bring_prerequisites(Problem& p, const std::vector<KnobId>& given, const RandomDraws& draws, std::uint64_t i);
 
-/// Drops the drawn features of `p` (not those named in `given`, case-language knob names), one
+/// Drops the drawn features of `p` (not those of the knobs in `given`), one
 /// at a time in a fixed order (strides, dropout, padding, dMask, mask form, mask fill and dtype,
 /// scale), until validate(p) holds. Returns validate(p)'s last error, nullopt when p is valid.
-std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_view>& given);
+std::optional<std::string> make_valid(Problem& p, const std::vector<KnobId>& given);
 
 }  // namespace sdpa

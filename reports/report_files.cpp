@@ -14,15 +14,47 @@
 
 namespace sdpa {
 
+namespace {
+
+template <class R>
+std::unique_ptr<Reporter> make(const std::string& path) {
+    return std::make_unique<R>(path);
+}
+
+const ReportFormat* find_format(std::string_view name) {
+    for (const ReportFormat& f : report_formats())
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+}  // namespace
+
+const std::vector<ReportFormat>& report_formats() {
+    static const std::vector<ReportFormat> t{
+        {"csv", "one row per case, a column per result field, after '# KEY: VALUE' context lines", make<CsvReporter>},
+        {"jsonl", "a context record, then one JSON object per case (every result field, the per-output checks)",
+            make<JsonlReporter>},
+        {"junit", "JUnit XML, one testcase per case (CI dashboards), written at the end", make<JunitReporter>},
+    };
+    return t;
+}
+
+std::string report_format_choices() {
+    std::string s;
+    for (const ReportFormat& f : report_formats()) s += fmt::format("{}{}", s.empty() ? "" : "|", f.name);
+    return s;
+}
+
 std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* error) {
     const std::size_t colon = text.find(':');
     if (colon == std::string_view::npos) {
-        if (error) *error = fmt::format("--report expects FORMAT:PATH (FORMAT csv|jsonl|junit), got '{}'", text);
+        if (error)
+            *error = fmt::format("--report expects FORMAT:PATH (FORMAT {}), got '{}'", report_format_choices(), text);
         return std::nullopt;
     }
     ReportSpec s{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
-    if (s.format != "csv" && s.format != "jsonl" && s.format != "junit") {
-        if (error) *error = fmt::format("--report: unknown format '{}' (accepted: csv|jsonl|junit)", s.format);
+    if (!find_format(s.format)) {
+        if (error) *error = fmt::format("--report: unknown format '{}' (accepted: {})", s.format, report_format_choices());
         return std::nullopt;
     }
     if (s.path.empty()) {
@@ -33,9 +65,9 @@ std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* 
 }
 
 std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec) {
-    if (spec.format == "csv") return std::make_unique<CsvReporter>(spec.path);
-    if (spec.format == "jsonl") return std::make_unique<JsonlReporter>(spec.path);
-    return std::make_unique<JunitReporter>(spec.path);
+    const ReportFormat* f = find_format(spec.format);
+    if (!f) throw std::runtime_error(fmt::format("--report: unknown format '{}'", spec.format));
+    return f->make(spec.path);
 }
 
 void flush_checked(std::FILE* f, const std::string& path) {

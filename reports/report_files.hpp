@@ -1,4 +1,5 @@
-// --report=FORMAT:PATH: which file reporters exist and how to make one.
+// --report=FORMAT:PATH: the registry of report formats (the one place that knows which file
+// reporters exist, as backends/registry.hpp is for backends) and how to make one.
 #pragma once
 
 #include <cstdio>
@@ -6,12 +7,27 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reports/reporter.hpp"
 
 namespace sdpa {
 
-/// One --report request: format ("csv", "jsonl" or "junit") and file path.
+/// One report format of the registry.
+struct ReportFormat {
+    std::string_view name;  ///< FORMAT of --report=FORMAT:PATH
+    std::string_view what;  ///< what the file holds, for --help and docs/perf_and_reports.md
+    /// Opens (truncates) `path`; throws std::runtime_error naming it when it cannot.
+    std::unique_ptr<Reporter> (*make)(const std::string& path);
+};
+
+/// Every report format, in --help order.
+const std::vector<ReportFormat>& report_formats();
+
+/// "csv|jsonl|junit": the accepted FORMATs, for messages and --help.
+std::string report_format_choices();
+
+/// One --report request: a format of report_formats() and the file path.
 struct ReportSpec {
     std::string format;
     std::string path;
@@ -21,8 +37,8 @@ struct ReportSpec {
 /// ':', an unknown format (naming the accepted ones) or an empty path.
 std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* error);
 
-/// The reporter for `spec` (CsvReporter, JsonlReporter or JunitReporter); throws
-/// std::runtime_error when its file cannot be opened.
+/// The reporter of spec's format for its path; throws std::runtime_error when its file cannot be
+/// opened (or, a programming error, the format is not in the registry).
 std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec);
 
 /// Flushes `f` and throws std::runtime_error("cannot write report 'PATH': REASON") when the

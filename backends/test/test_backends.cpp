@@ -1,10 +1,13 @@
 #include "backends/test/test_backends.hpp"
 
 #include "backends/ref/ref_backend.hpp"
+#include "backends/registry.hpp"
 
 #include <chrono>
 #include <csignal>
 #include <thread>
+
+#include <fmt/format.h>
 
 namespace sdpa {
 
@@ -35,16 +38,16 @@ private:
 
 class MisbehavingBackend final : public Backend {
 public:
-    MisbehavingBackend(std::string_view name, Misbehaviour m) : name_(name), m_(m) {}
+    MisbehavingBackend(std::string name, Misbehaviour m) : name_(std::move(name)), m_(m) {}
     std::string_view name() const override { return name_; }
-    std::string version() const override { return std::string(name_) + ": test-only backend"; }
+    std::string version() const override { return name_ + ": test-only backend"; }
     std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
     std::unique_ptr<Plan> prepare(const Problem&, const SdpaInputs&) override {
         return std::make_unique<MisbehavingPlan>(m_);
     }
 
 private:
-    std::string_view name_;
+    std::string name_;
     Misbehaviour m_;
 };
 
@@ -84,13 +87,14 @@ public:
 
 }  // namespace
 
-std::vector<std::string> test_backend_names() { return {"test:sleep", "test:segv", "test:stateful", "test:fp8"}; }
+std::vector<std::string> test_backend_kinds() { return {"sleep", "segv", "stateful", "fp8"}; }
 
-std::unique_ptr<Backend> make_test_backend(std::string_view name) {
-    if (name == "test:sleep") return std::make_unique<MisbehavingBackend>("test:sleep", Misbehaviour::sleep);
-    if (name == "test:segv") return std::make_unique<MisbehavingBackend>("test:segv", Misbehaviour::segv);
-    if (name == "test:stateful") return std::make_unique<StatefulBackend>();
-    if (name == "test:fp8") return std::make_unique<Fp8RefBackend>();
+std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
+    const std::string name = fmt::format("{}{}", kTestPrefix, kind);
+    if (kind == "sleep") return std::make_unique<MisbehavingBackend>(name, Misbehaviour::sleep);
+    if (kind == "segv") return std::make_unique<MisbehavingBackend>(name, Misbehaviour::segv);
+    if (kind == "stateful") return std::make_unique<StatefulBackend>();
+    if (kind == "fp8") return std::make_unique<Fp8RefBackend>();
     return nullptr;
 }
 

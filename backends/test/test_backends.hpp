@@ -12,14 +12,15 @@
 
 namespace sdpa {
 
-/// "test:sleep" (execute() sleeps for an hour: a hung vendor call), "test:segv" (execute()
-/// raises SIGSEGV: a crashing vendor call), "test:stateful" (the reference, but every case
-/// after the first of a process FAILS: a vendor broken by its own state) and "test:fp8" (the
-/// reference backend's plan, fp8 cases included: the fp8 path end to end without a GPU). Without --isolate,
-/// test:segv kills the whole run and test:sleep hangs it: that is what they are for.
-std::vector<std::string> test_backend_names();
+/// The kinds of test:KIND (backends/registry.hpp kTestPrefix): "sleep" (execute() sleeps for an
+/// hour: a hung vendor call), "segv" (execute() raises SIGSEGV: a crashing vendor call),
+/// "stateful" (the reference, but every case after the first of a process FAILS: a vendor broken
+/// by its own state) and "fp8" (the reference backend's plan, fp8 cases included: the fp8 path
+/// end to end without a GPU). Without --isolate, test:segv kills the whole run and test:sleep
+/// hangs it: that is what they are for.
+std::vector<std::string> test_backend_kinds();
 
-/// The test backend called `name`, or nullptr when `name` is not one of test_backend_names().
-std::unique_ptr<Backend> make_test_backend(std::string_view name);
+/// The test backend test:KIND for `kind`, or nullptr when it is not one of test_backend_kinds().
+std::unique_ptr<Backend> make_test_backend(std::string_view kind);
 
 }  // namespace sdpa

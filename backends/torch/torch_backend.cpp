@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/guarded_buffer.hpp"
+#include "backends/registry.hpp"
 #include "backends/strided_buffer.hpp"
 #include "backends/torch/torch_abi.hpp"
 #include "core/geometry.hpp"
@@ -24,7 +25,7 @@ namespace sdpa {
 const std::array<TorchVariantInfo, 6> kTorchVariants{{
     {TorchVariant::math, TorchDevice::cpu, "math", "at::_scaled_dot_product_attention_math",
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
-        "none (its second output is the attention weights): fwd_t, fwd_bwd UNIMPLEMENTED",
+        "none (its second output is the attention weights): fwd_t UNIMPLEMENTED",
         "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
         true, "", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
         "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
@@ -47,7 +48,7 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
         false, "", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math on CUDA",
-        "top-left", "enable_gqa=True", "none: fwd_t, fwd_bwd UNIMPLEMENTED", "autograd through the composite forward",
+        "top-left", "enable_gqa=True", "none: fwd_t UNIMPLEMENTED", "autograd through the composite forward",
         true, "", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
     {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention (+ _backward)",
         "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
@@ -125,8 +126,7 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
                 return unimplemented(fmt::format("torch:{} recomputes O and stats from Q, K, V, so an aliased {} "
                         "input (a 0 stride or overlapping rows), which the reference backward reads as given, "
                         "has no counterpart there", vi.name, r));
-    const bool stats_out = p.dir == Dir::fwd_t || p.dir == Dir::fwd_bwd;
-    if (v == TorchVariant::math && stats_out)
+    if (v == TorchVariant::math && p.dir == Dir::fwd_t)
         return unimplemented(fmt::format("torch:{} returns no log-sum-exp (its second output is the attention "
                 "weights): --dir=fwd_i and --dir=bwd run on it", vi.name));
     if ((v == TorchVariant::flash || v == TorchVariant::cudnn) && p.dmask)
@@ -403,7 +403,7 @@ private:
 
 class TorchBackend final : public Backend {
 public:
-    explicit TorchBackend(const TorchVariantInfo& vi) : vi_(vi), name_(fmt::format("torch:{}", vi.name)) {}
+    explicit TorchBackend(const TorchVariantInfo& vi) : vi_(vi), name_(fmt::format("{}{}", kTorchPrefix, vi.name)) {}
 
     std::string_view name() const override { return name_; }
 
@@ -485,9 +485,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_torch_backend(std::string_view name) {
-    if (name.rfind("torch:", 0) != 0) return nullptr;
-    const auto v = torch_variant(name.substr(6));
+std::unique_ptr<Backend> make_torch_backend(std::string_view variant) {
+    const auto v = torch_variant(variant);
     return v ? std::make_unique<TorchBackend>(*v) : nullptr;
 }
 

@@ -91,8 +91,8 @@ struct TorchMapping {
 std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v,
         TorchDevice d = TorchDevice::cpu);
 
-/// The backend for --backend=torch:VARIANT (torch:math, torch:flash, torch:efficient,
-/// torch:cudnn, torch:math:cuda, torch:flash:cuda); nullptr for an unknown one.
-std::unique_ptr<Backend> make_torch_backend(std::string_view name);
+/// The backend for --backend=torch:VARIANT (backends/registry.hpp kTorchPrefix) for `variant`
+/// (math, flash, efficient, cudnn, math:cuda, flash:cuda); nullptr for an unknown one.
+std::unique_ptr<Backend> make_torch_backend(std::string_view variant);
 
 }  // namespace sdpa

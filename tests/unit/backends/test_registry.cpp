@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <vector>
 #include <string>
 
 #include "backends/cuda/gpu_spec.hpp"
@@ -34,6 +36,22 @@ TEST(Registry, EveryBackendHasOneRowAndItsEngine) {
     EXPECT_EQ(find_backend_row("faulty:anything")->name, "faulty:");
     EXPECT_EQ(find_backend_row("nope"), nullptr);
     EXPECT_EQ(find_backend_row("onednnx"), nullptr);
+}
+
+TEST(Registry, PrefixesAndLibrariesComeFromTheTable) {
+    // A family's or a variant's prefix is the row's: the factory gets the kind alone.
+    for (const BackendRow& r : backend_table()) {
+        if (r.family) EXPECT_EQ(r.prefix, r.name) << r.name;
+        EXPECT_TRUE(r.name.starts_with(r.prefix)) << r.name;
+    }
+    EXPECT_EQ(find_backend_row("torch:flash")->prefix, kTorchPrefix);
+    EXPECT_EQ(family_names(kTestPrefix), (std::vector<std::string>{"test:sleep", "test:segv", "test:stateful", "test:fp8"}));
+    for (const std::string& n : family_names(kTestPrefix)) EXPECT_EQ(make_backend(n)->name(), n);
+    EXPECT_TRUE(family_names("nope:").empty());
+    EXPECT_EQ(library_keys(), (std::vector<std::string>{"onednn", "cudnn", "torch"}));
+    if (find_backend_row("torch:math")->compiled_in())
+        EXPECT_EQ(library_version_of("torch"), make_backend("torch:math")->library_version());
+    EXPECT_EQ(library_version_of("nope"), "");
 }
 
 TEST(Registry, ListedNamesAreTheCompiledRowsAndMissingOnesSayWhy) {

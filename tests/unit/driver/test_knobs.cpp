@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "driver/case_parser.hpp"
@@ -35,6 +36,19 @@ TEST(KnobTable, EveryDefaultParsesBackToItself) {
         EXPECT_FALSE(k.choices.empty());
     }
     EXPECT_GE(names.size(), 30u);
+}
+
+TEST(KnobTable, EveryIdIsItsRowAndNamesItsKnob) {
+    // Code names knobs by KnobId (driver/random_cases.cpp, the parser): row k of the table is
+    // kKnobNames[k], and knob(id) finds it, so a renamed knob changes one spelling.
+    ASSERT_EQ(knob_table().size(), kKnobNames.size());
+    for (std::size_t k = 0; k < kKnobNames.size(); ++k) {
+        EXPECT_EQ(knob_table()[k].id, kKnobNames[k].value) << k;
+        EXPECT_EQ(knob_table()[k].name, kKnobNames[k].name);
+        EXPECT_EQ(&knob(kKnobNames[k].value), &knob_table()[k]);
+    }
+    EXPECT_EQ(knob(KnobId::seq_len_q).name, "seq-len-q");
+    EXPECT_EQ(fmt::format("{}", KnobId::expected_n_partitions), "expected-n-partitions");
 }
 
 TEST(KnobTable, ReproNamesEachNonDefaultKnobInTableOrderAndParsesBack) {
