@@ -22,6 +22,43 @@ bool structural(const Problem& p, Output out, const std::array<std::int64_t, 4>&
     return false;
 }
 
+namespace {
+
+/// True when dS_bij is 0 by construction: key j is hidden from query i, or query i sees one key.
+bool ds_zero(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
+    const auto [lo, hi] = visible_keys(p, b, i);
+    return j < lo || j >= hi || hi - lo == 1;
+}
+
+}  // namespace
+
+bool zero_by_construction(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
+    const std::int64_t b = idx[0];
+    switch (out) {
+        case Output::dQ: {
+            const auto [lo, hi] = visible_keys(p, b, idx[2]);
+            return hi - lo == 1;
+        }
+        case Output::dK: {  // the queries that see key j are consecutive: each must see only j
+            const std::int64_t j = idx[2];
+            const auto first = first_query_seeing(p, b, j);
+            if (!first) return false;  // structural
+            for (std::int64_t i = *first; i < p.dims.S_q && visible(p, b, i, j); ++i)
+                if (!ds_zero(p, b, i, j)) return false;
+            return true;
+        }
+        case Output::dMask: {  // every (b, i) the bias element sums over (its broadcast dims)
+            const auto dims = bias_dims(p);
+            for (std::int64_t bb = 0; bb < p.dims.B; ++bb)
+                for (std::int64_t i = 0; i < p.dims.S_q; ++i)
+                    if ((dims[0] == 1 || bb == b) && (dims[2] == 1 || i == idx[2]) && !ds_zero(p, bb, i, idx[3]))
+                        return false;
+            return true;
+        }
+        default: return false;
+    }
+}
+
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv) {
     if (t && !t->present(idx[0], idx[2])) return true;
@@ -37,7 +74,7 @@ double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref, 
     std::int64_t zeros = 0, counted = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {
         const auto idx = ref.index(i);
-        if (structural(p, out, idx) || unchecked(p, out, idx, t, conv)) continue;
+        if (structural(p, out, idx) || unchecked(p, out, idx, t, conv) || zero_by_construction(p, out, idx)) continue;
         ++counted;
         zeros += ref.data[i] == 0.f;
     }
@@ -110,6 +147,7 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
             if (!ok && masked_nonzero++ == 0) first_bad_masked = i;
             continue;
         }
+        r.zero_by_construction += zero_by_construction(p, out, idx);
         if (!std::isfinite(e)) {
             ++r.ref_nonfinite;
             continue;
@@ -252,30 +290,33 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
                 "saturates (a larger --fp8-descale={}:... tells more)", c.mistrust.empty() ? "" : "; ", what, amax, p.dt,
                 t, p.fp8.of(t), max_finite(p.dt) * p.fp8.of(t), t);
     };
-    if (p.dir == Dir::bwd) {
-        check(Output::dQ, bwd->dQ, bwd->M_dQ, d.S_kv);
-        check(Output::dK, bwd->dK, bwd->M_dK, d.S_q * group);
-        check(Output::dV, bwd->dV, bwd->M_dV, d.S_q * group);
-        if (p.dmask) {
-            // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
-            // carries the dP = dO V^T dot product of length D_v.
-            const auto& md = bwd->dMask.dims;
-            const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
-            check(Output::dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed);
-        }
-        if (is_fp8(p.dt)) {
-            check(Output::amax, bwd->amax, bwd->M_amax, 0);
-            name_amax_entry(kAmaxBwd);
-            intermediate_range(bwd->amax.data[3], Fp8Tensor::dP, "scaled dS (Amax_dP)");
-            intermediate_range(bwd->p_max, Fp8Tensor::S, "P");
-        }
-    } else {
-        check(Output::O, fwd->O, fwd->M_O, d.S_kv);
-        if (p.dir == Dir::fwd_t) check(Output::stats, fwd->stats, fwd->M_stats, 0);
-        if (is_fp8(p.dt)) {
-            check(Output::amax, fwd->amax, fwd->M_amax, 0);
-            name_amax_entry(kAmaxFwd);
-            intermediate_range(fwd->amax.data[0], Fp8Tensor::S, "P (Amax_S)");
+    for (const Output o : geo.output_list()) {  // the direction's outputs, in report order
+        switch (o) {
+            case Output::O: check(o, fwd->O, fwd->M_O, d.S_kv); break;
+            case Output::stats: check(o, fwd->stats, fwd->M_stats, 0); break;
+            case Output::dQ: check(o, bwd->dQ, bwd->M_dQ, d.S_kv); break;
+            case Output::dK: check(o, bwd->dK, bwd->M_dK, d.S_q * group); break;
+            case Output::dV: check(o, bwd->dV, bwd->M_dV, d.S_q * group); break;
+            case Output::dMask: {
+                // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
+                // carries the dP = dO V^T dot product of length D_v.
+                const auto& md = bwd->dMask.dims;
+                const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
+                check(o, bwd->dMask, bwd->M_dMask, d.D_v + summed);
+                break;
+            }
+            case Output::amax:
+                if (bwd) {
+                    check(o, bwd->amax, bwd->M_amax, 0);
+                    name_amax_entry(kAmaxBwd);
+                    intermediate_range(bwd->amax.data[3], Fp8Tensor::dP, "scaled dS (Amax_dP)");
+                    intermediate_range(bwd->p_max, Fp8Tensor::S, "P");
+                } else {
+                    check(o, fwd->amax, fwd->M_amax, 0);
+                    name_amax_entry(kAmaxFwd);
+                    intermediate_range(fwd->amax.data[0], Fp8Tensor::S, "P (Amax_S)");
+                }
+                break;
         }
     }
     return checks;

@@ -8,73 +8,35 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.hpp"
 #include "compare/tolerance.hpp"
+#include "core/conventions.hpp"
 #include "core/enum_table.hpp"
 #include "core/geometry.hpp"
+#include "core/output_check.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 #include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
 
-/// Which check an output failed (the first one that fails decides; none when it passed). The
-/// minimizer (driver/minimize.hpp) keeps a case failing the same way by it.
-enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, nonfinite, masked_rows, bound,
-    norm, stats_sum };
-
-inline constexpr std::array<EnumName<CheckFailure>, 11> kCheckFailureNames{{{CheckFailure::none, "none"},
-    {CheckFailure::guard, "guard"}, {CheckFailure::stride_gap, "stride_gap"}, {CheckFailure::shape, "shape"},
-    {CheckFailure::unwritten, "unwritten"}, {CheckFailure::ref_nonfinite, "ref_nonfinite"},
-    {CheckFailure::nonfinite, "nonfinite"}, {CheckFailure::masked_rows, "masked_rows"},
-    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}}};
-
-inline std::string_view format_as(CheckFailure v) { return enum_name(kCheckFailureNames, v); }
-
 /// Fraction of reference zeros (outside the structural ones) above which a pass is MISTRUSTED
 /// (benchdnn's "zero trust").
 inline constexpr double kZeroTrust = 0.5;
-
-/// Verdict for one output tensor.
-struct OutputCheck {
-    Output output = Output::O;
-    bool pass = true;
-    CheckFailure failure = CheckFailure::none;  ///< the check that failed (none when pass)
-    bool mistrusted = false;  ///< the reference is mostly zeros: a pass proves little
-    std::string reason;       ///< why it failed ("" when it passed)
-    /// worst_index, got, expected, err and bound describe one element (false when the failure
-    /// is about the buffer: guard bands, stride gaps, unwritten elements, shape)
-    bool located = true;
-    double worst_ratio = 0;   ///< max over elements of |err| / bound (margins: < 1 passes)
-    std::array<std::int64_t, 4> worst_index{0, 0, 0, 0};  ///< (b, h, i, j) of the worst element
-    float got = 0, expected = 0;
-    double err = 0, bound = 0;
-    std::int64_t nonfinite = 0;  ///< elements non-finite in `got` where the reference is finite
-    std::int64_t ref_nonfinite = 0;  ///< non-finite reference elements (outside masked rows):
-                                     ///< the case overflows f32 and proves nothing
-    double zero_fraction = 0;    ///< zeros in the reference outside structural (masked) zeros
-    // Whole-output checks (compare/extra_checks.hpp):
-    double norm_worst = 0;       ///< max over heads of | ||X|| - ||X_ref|| | / (c u_eff ||M||); < 1 passes
-    double norm_ratio = 1;       ///< ||X|| / ||X_ref|| at that head
-    std::array<std::int64_t, 2> norm_head{0, 0};  ///< (b, h) of that head
-    double stats_sum_worst = 0;  ///< stats: max |sum_j exp(s_ij - stats_i) - 1| / slack; < 1 passes
-    double got_zero_fraction = 0;    ///< zeros in `got` outside the structural zeros
-    std::int64_t structural_zeros = 0;  ///< elements the mask forces to 0
-    /// fp8 outputs: reference values past the largest code x descale (expected saturated; the
-    /// check is then MISTRUSTED: compare/README.md).
-    std::int64_t saturated = 0;
-    /// Elements not checked: rows a ragged output does not store, rows a backend leaves unspecified
-    /// (Conventions::padded_rows_unspecified).
-    std::int64_t unchecked = 0;
-    /// Why the check is MISTRUSTED when that is not zero trust (fp8 saturation, nothing checked):
-    /// the sentence the case's reason shows ("" for zero trust, whose sentence the driver writes).
-    std::string mistrust;
-};
 
 /// True when element `idx` of output `out` is 0 (stats: the backend's masked-row value) by the
 /// mask's structure, not by value: O, dQ and stats rows of fully masked queries, dK and dV rows
 /// of keys no query sees (core/problem.hpp row_fully_masked, key_never_visible).
 bool structural(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx);
+
+/// True when the exact value of element `idx` of output `out` is 0 by construction, from the
+/// problem alone (never from values; the rule of docs/trust.md#zero-by-construction): dS_ij =
+/// P_ij (dP_ij - D_i) is 0 where key j is hidden from query i (P_ij = 0) and wherever query i sees
+/// exactly one key (P_ij = 1 and D_i = sum_j P_ij dP_ij = dP_ij; with dropout, both sides carry
+/// the same Z_ij / (1 - p)), so: a dQ row of a query that sees one key, a dK row of a key whose
+/// every query sees only it, and a dMask element whose every summed dS is such. Such an element is
+/// held to the per-element bound like any other, but zero trust does not count it: a kernel that
+/// writes 0 there is right. A key no query sees (a structural zero, structural()) is not counted here.
+bool zero_by_construction(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx);
 
 /// True when element `idx` of output `out` is not checked at all: its row is absent from a ragged
 /// output `t` (TensorGeom::present; t may be null), or it is an O or stats row past the batch's
@@ -104,9 +66,10 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
 /// conventions (scripts/device_check.sh).
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got);
 
-/// All checks for the outputs of p.dir: O (and stats for fwd_t) against `fwd`, or dQ, dK, dV
-/// (and dMask) against `bwd`; with fp8 io also the amax output. Exactly one of fwd/bwd is used,
-/// by direction. Each output is checked with its role of geometry(p).
+/// All checks for the outputs of p.dir (geometry(p).output_list(), in that order): O (and stats
+/// for fwd_t) against `fwd`, or dQ, dK, dV (and dMask) against `bwd`; with fp8 io also the amax
+/// output. Exactly one of fwd/bwd is used, by direction. Each output is checked with its role of
+/// geometry(p).
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv = {});
 

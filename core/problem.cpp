@@ -139,6 +139,10 @@ bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i) {
 }
 
 bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
+    return !first_query_seeing(p, b, j);
+}
+
+std::optional<std::int64_t> first_query_seeing(const Problem& p, std::int64_t b, std::int64_t j) {
     // Both ends of every mask's band grow with i, so the queries seeing key j form an interval:
     // the first query whose band reaches j is the only candidate to check before the last one.
     // (The causal_last_row bias hides row S_q - 1, the last valid row only without query padding;
@@ -146,14 +150,15 @@ bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j) {
     const bool last_hidden = p.mask == Mask::bias && p.mask_fill == MaskFill::causal_last_row;
     std::int64_t last = valid_q(p, b) - 1;
     if (last_hidden && last == p.dims.S_q - 1) --last;
-    if (last < 0 || j >= valid_kv(p, b)) return true;
+    if (last < 0 || j >= valid_kv(p, b)) return std::nullopt;
     std::int64_t lo = 0, hi = last;  // first i with visible_keys(i).second > j
     while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo) / 2;
         if (visible_keys(p, b, mid).second > j) hi = mid;
         else lo = mid + 1;
     }
-    return !visible(p, b, lo, j);
+    if (!visible(p, b, lo, j)) return std::nullopt;
+    return lo;
 }
 
 std::int64_t visible_scores(const Problem& p) {

@@ -204,6 +204,9 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::stri
 bool row_fully_masked(const Problem& p, std::int64_t b, std::int64_t i);
 /// True when key j of batch b is visible to no query (dK and dV rows must then be exactly 0).
 bool key_never_visible(const Problem& p, std::int64_t b, std::int64_t j);
+/// The first query of batch b that sees key j (the queries that see it are consecutive from
+/// there: both ends of every mask's band grow with the query), or nullopt when none does.
+std::optional<std::int64_t> first_query_seeing(const Problem& p, std::int64_t b, std::int64_t j);
 
 /// Number of visible score elements summed over the batch, per head: sum over b and i of the
 /// visible keys (exact for both causal alignments, S_q != S_kv and padding). Used by the FLOP

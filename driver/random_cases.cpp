@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "core/geometry.hpp"
 #include "core/layout.hpp"
 #include "core/splitmix.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 
@@ -112,14 +114,24 @@ void cap_cost(Problem& p) {
     }
 }
 
+/// Every dimension order of --strides (the permutations of "bhsd"), "bhsd" first, in the order
+/// std::next_permutation walks them with b < h < s < d.
+std::vector<std::string> dimension_orders() {
+    static constexpr std::string_view kDims = "bhsd";
+    std::string o(kDims);
+    std::vector<std::string> out;
+    const auto rank = [](char a, char b) { return kDims.find(a) < kDims.find(b); };
+    do out.push_back(o);
+    while (std::next_permutation(o.begin(), o.end(), rank));
+    return out;
+}
+
 /// The --strides spelling of a drawn per-tensor layout: none, one or two permuted roles, packed
 /// QKV inputs, packed gradients, or one role with a row pitch past its last column (a gap).
 std::string draw_strides(const RandomDraws& r, u64 i, const Problem& p) {
     static constexpr Role kRoles[] = {Role::Q, Role::K, Role::V, Role::O, Role::dO, Role::dQ, Role::dK, Role::dV,
         Role::stats};
-    static constexpr std::string_view kOrders[] = {"bhsd", "bhds", "bshd", "bsdh", "bdhs", "bdsh", "hbsd", "hbds",
-        "hsbd", "hsdb", "hdbs", "hdsb", "sbhd", "sbdh", "shbd", "shdb", "sdbh", "sdhb", "dbhs", "dbsh", "dhbs",
-        "dhsb", "dsbh", "dshb"};
+    static const std::vector<std::string> kOrders = dimension_orders();
     auto role = [&](u64 dim) { return kRoles[r.uniform(i, dim, 0, std::size(kRoles) - 1)]; };
     auto order = [&](u64 dim) { return kOrders[r.uniform(i, dim, 1, std::size(kOrders) - 1)]; };
     const bool bwd = has_backward(p.dir);
@@ -143,6 +155,53 @@ std::string draw_strides(const RandomDraws& r, u64 i, const Problem& p) {
             (void)B;
             return fmt::format("{}:{}x{}x{}x1", ro, H * S * pitch, S * pitch, pitch);
         }
+    }
+}
+
+/// The number of terms a typical output element sums: the median over the query rows that see a
+/// key of the keys they see (O's sum over P V, dQ's over dS K) and, with a backward, the median
+/// over the keys some query sees of the queries of the head group that see them (dK's and dV's sums).
+i64 median_terms(const Problem& p) {
+    const Dims& d = p.dims;
+    std::vector<i64> rows, keys;
+    for (i64 b = 0; b < d.B; ++b) {
+        std::vector<i64> seen(static_cast<std::size_t>(d.S_kv) + 1, 0);  // difference array of the viewers
+        for (i64 i = 0; i < d.S_q; ++i) {
+            const auto [lo, hi] = visible_keys(p, b, i);
+            if (hi <= lo) continue;
+            rows.push_back(hi - lo);
+            ++seen[static_cast<std::size_t>(lo)];
+            --seen[static_cast<std::size_t>(hi)];
+        }
+        i64 viewers = 0;
+        for (i64 j = 0; j < d.S_kv; ++j)
+            if ((viewers += seen[static_cast<std::size_t>(j)]) > 0) keys.push_back(viewers * (d.H_q / d.H_kv));
+    }
+    const auto median = [](std::vector<i64>& v) {
+        if (v.empty()) return i64{0};
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        return v[v.size() / 2];
+    };
+    const i64 m = median(rows);
+    return has_backward(p.dir) && !keys.empty() ? std::min(m, median(keys)) : m;
+}
+
+/// Terms an output element must sum before a fill that zeroes most inputs (sparse: 80% zeros) or
+/// makes each softmax row one-hot (tile_spikes: one dominant key) leaves most of it nonzero.
+constexpr i64 kMinTermsForSparseFills = 8;
+
+/// Keeps a drawn case's outputs mostly nonzero, so that the draw is not spent on a MISTRUSTED
+/// case (docs/knobs_run.md#random-cases---randomn): with fewer than kMinTermsForSparseFills terms
+/// per output element, a sparse or tile_spikes fill becomes exact; and a drawn dropout p is
+/// lowered to the largest of kDropoutPs whose chance p^k of dropping every one of k terms is
+/// below 1/4. Every form stays in the draw: both fills and every p are kept where the terms allow.
+void keep_signal(Problem& p) {
+    const i64 k = median_terms(p);
+    if ((p.fill == Fill::sparse || p.fill == Fill::tile_spikes) && k < kMinTermsForSparseFills) p.fill = Fill::exact;
+    if (!p.dropout || p.dropout->p == 0.f) return;
+    while (p.dropout->p > kDropoutPs.front() && std::pow(static_cast<double>(p.dropout->p), static_cast<double>(k)) >= 0.25) {
+        const auto it = std::find(kDropoutPs.begin(), kDropoutPs.end(), p.dropout->p);
+        p.dropout->p = it == kDropoutPs.begin() || it == kDropoutPs.end() ? kDropoutPs.front() : *(it - 1);
     }
 }
 
@@ -219,6 +278,7 @@ Problem random_problem(u64 seed, u64 count, u64 i) {
         std::erase_if(p.strides, [](const auto& kv) { return kv.second.kind == TensorLayout::Kind::strides; });
         make_valid(p, {});
     }
+    keep_signal(p);
     canonicalize_layouts(p);
     return p;
 }
@@ -246,51 +306,51 @@ void draw_mask_details(u64 seed, u64 count, u64 i, Problem& p) {
     }
 }
 
-void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given, const RandomDraws& draws, u64 i) {
-    using Given = std::vector<std::string_view>;
+void bring_prerequisites(Problem& p, const std::vector<KnobId>& given, const RandomDraws& draws, u64 i) {
+    using Given = std::vector<KnobId>;
     struct Rule {
         bool (*applies)(const Problem&, const Given&);
         void (*bring)(Problem&, const Given&, const RandomDraws&, u64);
     };
-    static const auto has = [](const Given& g, std::string_view knob) {
+    static const auto has = [](const Given& g, KnobId knob) {
         return std::find(g.begin(), g.end(), knob) != g.end();
     };
     static constexpr Rule kRules[] = {
-        {[](const Problem& q, const Given& g) { return q.dmask && has(g, "dmask"); },  // dMask: a bias, a backward
+        {[](const Problem& q, const Given& g) { return q.dmask && has(g, KnobId::dmask); },  // dMask: a bias, a backward
             [](Problem& q, const Given& g, const RandomDraws&, u64) {
-                if (!has(g, "mask")) q.mask = Mask::bias;
-                if (!has(g, "dir") && !has_backward(q.dir)) q.dir = Dir::bwd;
+                if (!has(g, KnobId::mask)) q.mask = Mask::bias;
+                if (!has(g, KnobId::dir) && !has_backward(q.dir)) q.dir = Dir::bwd;
             }},
         {[](const Problem&, const Given& g) {  // a bias knob: a bias
-             return !has(g, "mask") && (has(g, "mask-shape") || has(g, "mask-dt") || has(g, "mask-fill"));
+             return !has(g, KnobId::mask) && (has(g, KnobId::mask_shape) || has(g, KnobId::mask_dt) || has(g, KnobId::mask_fill));
          },
             [](Problem& q, const Given&, const RandomDraws&, u64) { q.mask = Mask::bias; }},
         {[](const Problem& q, const Given& g) {  // the implicit form: a causal mask
-             return q.implicit_mask && has(g, "mask-form") && !has(g, "mask") && q.mask != Mask::causal_tl &&
+             return q.implicit_mask && has(g, KnobId::mask_form) && !has(g, KnobId::mask) && q.mask != Mask::causal_tl &&
                     q.mask != Mask::causal_br;
          },
             [](Problem& q, const Given&, const RandomDraws& r, u64 c) {
                 q.mask = r.uniform(c, 0x2000, 0, 1) == 0 ? Mask::causal_tl : Mask::causal_br;
             }},
         {[](const Problem& q, const Given& g) {  // dMask and the implicit form: no padding
-             return (q.dmask && has(g, "dmask")) || (q.implicit_mask && has(g, "mask-form"));
+             return (q.dmask && has(g, KnobId::dmask)) || (q.implicit_mask && has(g, KnobId::mask_form));
          },
             [](Problem& q, const Given& g, const RandomDraws&, u64) {
-                if (!has(g, "seq-len-q")) q.seq_len_q.clear();
-                if (!has(g, "seq-len-kv")) q.seq_len_kv.clear();
+                if (!has(g, KnobId::seq_len_q)) q.seq_len_q.clear();
+                if (!has(g, KnobId::seq_len_kv)) q.seq_len_kv.clear();
             }},
         {[](const Problem& q, const Given& g) {  // ragged: padding lengths, bshd, no io stride override
-             return q.ragged && has(g, "ragged");
+             return q.ragged && has(g, KnobId::ragged);
          },
             [](Problem& q, const Given& g, const RandomDraws& r, u64 c) {
-                if (!has(g, "layout")) q.layout = Layout::bshd;
-                if (!has(g, "strides"))
+                if (!has(g, KnobId::layout)) q.layout = Layout::bshd;
+                if (!has(g, KnobId::strides))
                     for (const Role role : kIoRoles) q.strides.erase(role);
-                if (q.seq_len_q.empty() && q.seq_len_kv.empty() && !has(g, "seq-len-q"))
+                if (q.seq_len_q.empty() && q.seq_len_kv.empty() && !has(g, KnobId::seq_len_q))
                     q.seq_len_q = draw_lengths(r, c, 0, q.dims.B, q.dims.S_q);
             }},
         {[](const Problem& q, const Given& g) {  // device dropout scalars: a dropout
-             return q.dropout_device_scalars && has(g, "dropout-property") && !q.dropout && !has(g, "dropout");
+             return q.dropout_device_scalars && has(g, KnobId::dropout_property) && !q.dropout && !has(g, KnobId::dropout);
          },
             [](Problem& q, const Given&, const RandomDraws& r, u64 c) {
                 q.dropout = Dropout{0.1f, static_cast<u64>(r.uniform(c, 0x2001, 1, 0x7fffffff)), 1};
@@ -300,27 +360,27 @@ void bring_prerequisites(Problem& p, const std::vector<std::string_view>& given,
         if (rule.applies(p, given)) rule.bring(p, given, draws, i);
 }
 
-std::optional<std::string> make_valid(Problem& p, const std::vector<std::string_view>& given) {
+std::optional<std::string> make_valid(Problem& p, const std::vector<KnobId>& given) {
     struct Step {
-        std::string_view knob;
+        KnobId knob;
         void (*drop)(Problem&);
     };
     // Dependent features first, so that the features they depend on survive when they can.
     static constexpr Step kSteps[] = {
-        {"strides", [](Problem& q) { q.strides.clear(); }},
-        {"dropout-property", [](Problem& q) { q.dropout_device_scalars = false; }},
-        {"dmask", [](Problem& q) { q.dmask = false; }},
-        {"ragged", [](Problem& q) { q.ragged = false; }},
-        {"mask-form", [](Problem& q) { q.implicit_mask = false; }},
-        {"mask-fill", [](Problem& q) { q.mask_fill = MaskFill::random; }},
-        {"mask-dt", [](Problem& q) { q.mask_dt.reset(); }},
-        {"mask-shape", [](Problem& q) { q.bias_shape = BiasShape::one; }},
-        {"scale", [](Problem& q) { q.scale.reset(); }},
-        {"scale-dt", [](Problem& q) { q.scale_dt.reset(); }},
-        {"seq-len-q", [](Problem& q) { q.seq_len_q.clear(); }},
-        {"seq-len-kv", [](Problem& q) { q.seq_len_kv.clear(); }},
-        {"dropout", [](Problem& q) { q.dropout.reset(); }},
-        {"layout", [](Problem& q) { q.layout = Layout::bhsd; }},
+        {KnobId::strides, [](Problem& q) { q.strides.clear(); }},
+        {KnobId::dropout_property, [](Problem& q) { q.dropout_device_scalars = false; }},
+        {KnobId::dmask, [](Problem& q) { q.dmask = false; }},
+        {KnobId::ragged, [](Problem& q) { q.ragged = false; }},
+        {KnobId::mask_form, [](Problem& q) { q.implicit_mask = false; }},
+        {KnobId::mask_fill, [](Problem& q) { q.mask_fill = MaskFill::random; }},
+        {KnobId::mask_dt, [](Problem& q) { q.mask_dt.reset(); }},
+        {KnobId::mask_shape, [](Problem& q) { q.bias_shape = BiasShape::one; }},
+        {KnobId::scale, [](Problem& q) { q.scale.reset(); }},
+        {KnobId::scale_dt, [](Problem& q) { q.scale_dt.reset(); }},
+        {KnobId::seq_len_q, [](Problem& q) { q.seq_len_q.clear(); }},
+        {KnobId::seq_len_kv, [](Problem& q) { q.seq_len_kv.clear(); }},
+        {KnobId::dropout, [](Problem& q) { q.dropout.reset(); }},
+        {KnobId::layout, [](Problem& q) { q.layout = Layout::bhsd; }},
     };
     auto err = validate(p);
     for (const Step& s : kSteps) {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "compare/compare.hpp"
-#include "tests/unit/compare/small_problem.hpp"
+#include "small_problem.hpp"
 
 using namespace sdpa;
 
@@ -133,4 +133,50 @@ TEST(Compare, ShapeMismatchFails) {
     const OutputCheck c = check_output(p, Output::O, got, ref, ref, 4);
     EXPECT_FALSE(c.pass);
     EXPECT_NE(c.reason.find("shape"), std::string::npos);
+}
+
+// Zero by construction (docs/trust.md#zero-by-construction): decided from the problem alone.
+TEST(Compare, ZeroByConstructionFollowsTheOneKeyRowsAndTheHiddenKeys) {
+    Problem p = small(Mask::causal_tl);  // S_q 6, S_kv 4: query 0 sees key 0 only, query 1 keys 0-1
+    p.dir = Dir::bwd;
+    const auto at = [](std::int64_t i) { return std::array<std::int64_t, 4>{0, 1, i, 3}; };
+    EXPECT_TRUE(zero_by_construction(p, Output::dQ, at(0)));   // one key: dS = 0 on its row
+    EXPECT_FALSE(zero_by_construction(p, Output::dQ, at(1)));  // two keys
+    EXPECT_FALSE(zero_by_construction(p, Output::dK, at(0)));  // key 0 is also seen by queries 1-5
+    EXPECT_FALSE(zero_by_construction(p, Output::dV, at(0)));  // dV = P^T dO: never by construction
+    EXPECT_FALSE(zero_by_construction(p, Output::O, at(0)));
+    p.dims.S_kv = 1;  // every query sees the one key: dS = 0 everywhere, so are dQ, dK and dMask
+    EXPECT_TRUE(zero_by_construction(p, Output::dK, at(0)));
+    for (std::int64_t i = 0; i < p.dims.S_q; ++i) EXPECT_TRUE(zero_by_construction(p, Output::dQ, at(i))) << i;
+    p.mask = Mask::window;  // window:0,0 with S_q = S_kv: a diagonal, one key per query and query per key
+    p.dims.S_kv = 6;
+    EXPECT_TRUE(zero_by_construction(p, Output::dQ, at(4)));
+    EXPECT_TRUE(zero_by_construction(p, Output::dK, at(4)));
+    p.mask = Mask::bias;  // a [1,1,1,S_kv] bias sums dS over every row: zero only if every row's is
+    p.bias_shape = BiasShape::one_row;
+    p.dmask = true;
+    EXPECT_FALSE(zero_by_construction(p, Output::dMask, {0, 0, 0, 2}));
+    p.dims.S_kv = 1;
+    EXPECT_TRUE(zero_by_construction(p, Output::dMask, {0, 0, 0, 0}));
+}
+
+TEST(Compare, ZeroByConstructionIsHeldToTheBoundButNotToZeroTrust) {
+    Problem p = small(Mask::none, DType::f32);
+    p.dir = Dir::bwd;
+    p.dims.S_kv = 1;  // dQ is 0 by construction everywhere
+    const Tensor zero = filled({1, 2, 6, 8}, 0.f), mag = filled({1, 2, 6, 8}, 1.f);
+    OutputCheck c = check_output(p, Output::dQ, zero, zero, mag, 1);
+    EXPECT_TRUE(c.pass);
+    EXPECT_FALSE(c.mistrusted);  // was MISTRUSTED: 100% of the reference zero
+    EXPECT_EQ(c.zero_by_construction, 96);
+    EXPECT_EQ(c.zero_fraction, 0.0);
+    Tensor got = zero;
+    got.at(0, 1, 3, 2) = 0.01f;  // a kernel that writes a value there still fails the bound
+    c = check_output(p, Output::dQ, got, zero, mag, 1);
+    EXPECT_FALSE(c.pass);
+    EXPECT_EQ(c.failure, CheckFailure::bound);
+    EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 1, 3, 2}));
+    // dV is not zero by construction: a reference of zeros there is still MISTRUSTED.
+    const Tensor zero_v = filled({1, 2, 1, 8}, 0.f), mag_v = filled({1, 2, 1, 8}, 1.f);
+    EXPECT_TRUE(check_output(p, Output::dV, zero_v, zero_v, mag_v, 6).mistrusted);
 }
