@@ -14,7 +14,10 @@ onednn_venv="$deps/onednn-2026.1.0"
 if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; else
   echo "setup.sh: needs root or sudo to install Debian packages" >&2; exit 1; fi
 
-apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libboost-math-dev python3)
+# python3-markdown-it and universal-ctags: the docs test (scripts/check_docs.py) reads the docs with
+# a Markdown parser and finds the code's names with ctags.
+apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libboost-math-dev python3
+  python3-markdown-it universal-ctags)
 # scripts/fuzz.sh sets SDPABENCH_FUZZ_DEPS=1: clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev) and clang's OpenMP (Debian 12's clang is 14).
 if [ "${SDPABENCH_FUZZ_DEPS:-0}" = 1 ]; then apt_pkgs+=(clang libclang-rt-14-dev libomp-14-dev); fi

@@ -105,6 +105,23 @@ dropout_faults)
     [ "$nf" = "$want" ] || fail "$kind: $nf FAILED, want $want"
   done
   ;;
+smoke_faults)
+  # cases/ci/smoke.cases FAILS a dMask that is not summed over the bias's broadcast axes (its dMask
+  # section: 7 broadcast shapes x 3 io types; a full [B,H_q,S_q,S_kv] bias has nothing to sum),
+  # and no other case.
+  run --backend=faulty:dmask_no_reduce --batch=cases/ci/smoke.cases
+  [ "$rc" -eq 1 ] || fail "dmask_no_reduce: exit code $rc, expected 1"
+  [ "$(summary_field failed)" = 21 ] || fail "dmask_no_reduce: $(summary_field failed) FAILED, expected 21"
+  if grep -E '^[0-9]+:FAILED' "$tmp/out" | grep -vq 'FAILED (dMask: '; then fail "dmask_no_reduce: a case FAILED on another output"; fi
+  # A kernel that is right but not deterministic (dQ an ulp off, alternating from run to run) PASSES
+  # every smoke case in --mode=C, and --mode=B FAILS it.
+  run --backend=faulty:dq_nondeterministic --batch=cases/ci/smoke.cases
+  [ "$rc" -eq 0 ] && [ "$(summary_field passed)" = "$(summary_field tests)" ] ||
+    fail "dq_nondeterministic, --mode=C: exit $rc, $(summary_field passed) of $(summary_field tests) passed"
+  run --backend=faulty:dq_nondeterministic --mode=B --dir=bwd --dt=f32,bf16 b1hq4hkv2sq32d32
+  [ "$rc" -eq 1 ] && [ "$(summary_field failed)" = 2 ] || fail "dq_nondeterministic, --mode=B: exit $rc"
+  grep -q 'not deterministic between two runs: dQ: ' "$tmp/out" || fail "dq_nondeterministic, --mode=B: no dQ difference named"
+  ;;
 list_mode)
   run --mode=L --dt=f32,bf16 --dir=fwd_t,bwd b1hq2sq16d16
   [ "$rc" -eq 0 ] || fail "exit code $rc"

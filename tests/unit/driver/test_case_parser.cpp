@@ -571,6 +571,7 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
     // Strided forms, each wanted on fwd_t and bwd for f32 and bf16.
     std::map<std::string, std::set<std::pair<Dir, DType>>> strided;
     std::set<BiasShape> shapes;
+    std::set<std::pair<BiasShape, DType>> dmask;  // --dmask=true backward: every shape, every io type
     bool gqa = false, mha = false, sq_lt = false, sq_gt = false, dqk_ne_dv = false, mask_dt = false, fwd_i = false;
     std::set<std::int64_t> lengths;
     for (const Case& c : cs) {
@@ -582,6 +583,7 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
         if (c.prb.dir != Dir::fwd_i && c.prb.dir != Dir::fwd_bwd && c.prb.mask != Mask::window)
             combos.insert({c.prb.dt, c.prb.dir, c.prb.mask});
         if (c.prb.mask == Mask::bias) shapes.insert(c.prb.bias_shape);
+        if (c.prb.dmask && c.prb.dir == Dir::bwd) dmask.insert({c.prb.bias_shape, c.prb.dt});
         gqa |= d.H_kv > 1 && d.H_kv < d.H_q;
         mha |= d.H_kv == d.H_q && d.H_q > 1;
         sq_lt |= d.S_q < d.S_kv;
@@ -606,6 +608,7 @@ TEST(CaseFiles, SmokeCoverageAndSize) {
     EXPECT_EQ(strided["dO != O"].size(), 2u);        // bwd only, f32 and bf16
     EXPECT_EQ(combos.size(), 3u * 2 * 4);  // {f32,bf16,f16} x {fwd_t,bwd} x every mask
     EXPECT_EQ(shapes.size(), kBiasShapeNames.size());  // all 8 broadcast shapes
+    EXPECT_EQ(dmask.size(), kBiasShapeNames.size() * 3);  // and their dMask in f32, bf16 and f16
     EXPECT_TRUE(gqa && mha && sq_lt && sq_gt && dqk_ne_dv && mask_dt && fwd_i);
     for (std::int64_t s : {1, 17, 113}) EXPECT_TRUE(lengths.count(s)) << s;
 }
