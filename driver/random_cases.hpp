@@ -48,7 +48,10 @@ private:
 /// family, padding, layout and per-tensor strides (permutations, packed QKV, row gaps), dMask,
 /// determinism and dropout (p = 0 included, offset 0 included). Features that a drawn
 /// combination does not allow are dropped (validate() holds for the result), and the cost is
-/// held under kRandomMaxFlops. The fill seed is drawn too. Deterministic in (seed, count, i).
+/// held under kRandomMaxFlops. A draw keeps its signal: a sparse or tile_spikes fill over too few
+/// terms per output element becomes exact, and a dropout p that would drop most of them is lowered
+/// (random_cases.cpp keep_signal; docs/knobs_run.md). The fill seed is drawn too. Deterministic in
+/// (seed, count, i).
 Problem random_problem(std::uint64_t seed, std::uint64_t count, std::uint64_t i);
 
 /// The knobs that belong to p.mask, drawn for case i (window bounds; bias shape, dtype and fill;

@@ -30,8 +30,9 @@ struct Step {
 };
 
 /// The problem of one step of a case: p with the step's direction d (fwd_i, fwd_t or bwd, one of
-/// directions(p.dir)), without --dmask unless d is bwd (dMask is the backward's). Every problem a backend sees is made here, so no backend ever sees fwd_bwd;
-/// throws std::logic_error for d = fwd_bwd.
+/// directions(p.dir)), without --dmask unless d is bwd (dMask is the backward's). Every problem a
+/// backend sees is made here, so no backend ever sees fwd_bwd; throws std::logic_error for
+/// d = fwd_bwd.
 Problem step_problem(const Problem& p, Dir d);
 
 /// The steps run_case takes for `c`, in order. C: a check per direction (fwd_bwd: fwd_t, then bwd
