@@ -30,8 +30,8 @@ enum class FaultKind {
     dmask_no_reduce,            ///< dMask: the first (b, h, row) of each broadcast group, not their sum
     fp8_scale_o_dropped,        ///< fp8: O stored without scale_O (codes = O, not O / descale_O)
     fp8_qk_descales_dropped,    ///< fp8: the scores miss descale_Q x descale_K (S = scale Q_code K_code^T)
-    dq_nondeterministic,        ///< dQ one ulp off on some elements, others on every run
-    dmask_nondeterministic,     ///< dMask one ulp off on some elements, others on every run
+    dq_nondeterministic,        ///< dQ one ulp off on alternate elements, the others on the next run
+    dmask_nondeterministic,     ///< dMask one ulp off on alternate elements, the others on the next run
 };
 
 inline constexpr std::array<EnumName<FaultKind>, 22> kFaultNames{{

@@ -185,11 +185,11 @@ float next_away_from_zero(DType dt, float x) {
     return std::isfinite(y) ? y : x;
 }
 
-/// Run `run`'s jitter of `t` (elements of type dt): every nonzero element whose index is a multiple
-/// of run + 2 one step away from zero. Two runs k < m never agree: element k + 2 moves in run k
-/// only (and so do its multiples that are not multiples of m + 2).
-void jitter(Tensor& t, DType dt, i64 run) {
-    for (std::size_t e = 0; e < t.size(); e += static_cast<std::size_t>(run + 2)) t.data[e] = next_away_from_zero(dt, t.data[e]);
+/// The jitter of phase `phase` of `t` (elements of type dt): every nonzero element e with e + phase
+/// odd one step away from zero, so that two phases in a row differ at every nonzero element.
+void jitter(Tensor& t, DType dt, i64 phase) {
+    for (std::size_t e = 0; e < t.size(); ++e)
+        if ((static_cast<i64>(e) + phase) % 2 == 1) t.data[e] = next_away_from_zero(dt, t.data[e]);
 }
 
 /// Writes 0 one element past the last column of every row of `buf`'s output where that position
@@ -210,18 +210,19 @@ void write_past_rows(GuardedBuffer& buf) {
             }
 }
 
-/// The reference kernel with fault `kind` injected at the step where that bug lives. `runs`
-/// counts the runs of every plan of the backend (the nondeterministic faults' run index).
-RefKernel faulty_kernel(FaultKind kind, std::shared_ptr<i64> runs) {
+/// The reference kernel with fault `kind` injected at the step where that bug lives. `plan` is
+/// the plan's number among the backend's plans (the nondeterministic faults start each plan in
+/// the phase after the last one's).
+RefKernel faulty_kernel(FaultKind kind, i64 plan) {
     RefKernel k;
     k.notes = {fmt::format("injected fault: {}", kind)};
     switch (kind) {
         case FaultKind::dq_nondeterministic:
         case FaultKind::dmask_nondeterministic:
-            k.compute = [kind, runs](const Problem& p, const SdpaInputs& in) {
+            k.compute = [kind, phase = std::make_shared<i64>(plan)](const Problem& p, const SdpaInputs& in) {
                 SdpaOutputs out = reference_as_vendor(p, in);
-                if (kind == FaultKind::dq_nondeterministic) jitter(out.dQ, p.dt, (*runs)++);
-                else jitter(out.dMask, DType::f32, (*runs)++);
+                if (kind == FaultKind::dq_nondeterministic) jitter(out.dQ, p.dt, (*phase)++);
+                else jitter(out.dMask, DType::f32, (*phase)++);
                 return out;
             };
             break;
@@ -270,13 +271,13 @@ public:
     /// The reference's own generator: the mask the faulty kernel claims to apply.
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        return make_reference_plan(p, in, faulty_kernel(kind_, runs_));
+        return make_reference_plan(p, in, faulty_kernel(kind_, plans_++));
     }
 
 private:
     FaultKind kind_;
     std::string name_;
-    std::shared_ptr<i64> runs_ = std::make_shared<i64>(0);  ///< runs of every plan made here
+    i64 plans_ = 0;  ///< plans made so far
 };
 
 }  // namespace

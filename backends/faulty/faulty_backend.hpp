@@ -42,10 +42,11 @@ namespace sdpa {
 ///   bias broadcasts over, not their sum (no-op for a full [B,H_q,S_q,S_kv] bias).
 /// The nondeterministic faults: right to within an ulp on every run, but not bitwise the same from
 /// run to run (a backward that accumulates atomically, as GPU flash backwards and cuDNN's
-/// non-deterministic mode do). Run k of the backend (counted over all its plans) moves every
-/// nonzero element of the output whose index is a multiple of k + 2 one step of its type's grid
-/// away from zero, so that no two runs agree; PASSED in --mode=C, FAILED in --mode=B (no-op for
-/// fp8 outputs, whose grid is the descale's):
+/// non-deterministic mode do). Run r of the backend's plan number q moves every nonzero element e
+/// of the output with e + q + r odd one step of its type's grid away from zero: two runs of one
+/// plan in a row (--mode=B) differ at every nonzero element, and so do the first runs of two plans
+/// made one after the other (the dropout reruns). PASSED in --mode=C, FAILED in --mode=B (no-op
+/// for fp8 outputs, whose grid is the descale's):
 /// - dq_nondeterministic: dQ (in the io type).  - dmask_nondeterministic: dMask (f32).
 std::unique_ptr<Backend> make_faulty_backend(std::string_view kind);
 
