@@ -33,6 +33,10 @@ bool ds_zero(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
 }  // namespace
 
 bool zero_by_construction(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
+    // Without a mask that hides keys and without key padding every valid query sees all S_kv keys:
+    // nothing is zero by construction unless S_kv = 1 (the common case, answered at once).
+    const bool hides_keys = p.mask != Mask::none && !(p.mask == Mask::bias && p.mask_fill != MaskFill::causal_last_row);
+    if (!hides_keys && p.seq_len_kv.empty() && p.dims.S_kv > 1) return false;
     const std::int64_t b = idx[0];
     switch (out) {
         case Output::dQ: {
