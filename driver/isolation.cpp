@@ -40,7 +40,7 @@ namespace sdpa {
 // --isolate (Isolation.IsolatedResultEqualsInProcessFieldByField compares the reports).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, output, pass, failure, mistrusted, reason, located, worst_ratio, worst_index, got,
         expected, err, bound, nonfinite, ref_nonfinite, zero_fraction, norm_worst, norm_ratio, norm_head,
-        stats_sum_worst, got_zero_fraction, structural_zeros, saturated, unchecked, mistrust)
+        stats_sum_worst, got_zero_fraction, structural_zeros, saturated, unchecked, elements, mistrust)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WorstHead, p_value, rate, b, h)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaskStatistics, heads, keep, pairs, identical_heads, first_dup_b, first_dup_h,
         first_dup_of_b, first_dup_of_h, distinct_checked, threshold, failure)

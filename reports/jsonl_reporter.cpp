@@ -72,6 +72,7 @@ nlohmann::json json_record(const CaseResult& r) {
         put_number(o, "stats_sum_worst", c.stats_sum_worst);
         o["saturated"] = c.saturated;  // fp8: reference values past the output's range (compare/compare.hpp)
         o["unchecked"] = c.unchecked;  // ragged absent rows, rows a backend leaves unspecified
+        o["elements"] = c.elements;    // the output's size, as the comparison went over it
         o["mistrust"] = c.mistrust;    // why MISTRUSTED when not zero trust ("" otherwise)
         j["outputs"].push_back(std::move(o));
     }

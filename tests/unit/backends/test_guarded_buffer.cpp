@@ -76,7 +76,7 @@ TEST(GuardedBuffer, StrideGapsArePrefilledAndAWriteIntoOneIsReported) {
     Problem p;
     p.dims = {1, 2, 3, 3, 4, 4, 4};
     const Tensor mag(t.dims, DType::f32, 1.f);
-    const OutputCheck c = check_output(p, Output::dQ, host, host, mag, 3, {}, r);
+    const OutputCheck c = check_output(output_rule(p, Output::dQ), host, {host, mag, 3}, r);
     EXPECT_FALSE(c.pass);
     EXPECT_FALSE(c.located);
     EXPECT_NE(c.reason.find("wrote into the stride gap of dQ at element offset 18"), std::string::npos) << c.reason;
@@ -119,12 +119,12 @@ TEST(GuardedBuffer, CompareTurnsGuardReportsIntoFailures) {
     const Tensor ref({1, 1, 4, 8}, DType::f32, 1.f), mag({1, 1, 4, 8}, DType::f32, 1.f);
     OutputIntegrity outside;
     outside.touched_after = 12;
-    OutputCheck c = check_output(p, Output::O, ref, ref, mag, 4, {}, outside);
+    OutputCheck c = check_output(output_rule(p, Output::O), ref, {ref, mag, 4}, outside);
     EXPECT_FALSE(c.pass);
     EXPECT_NE(c.reason.find("wrote outside O"), std::string::npos) << c.reason;
     OutputIntegrity unwritten;
     unwritten.unwritten = 3;
-    c = check_output(p, Output::dV, ref, ref, mag, 4, {}, unwritten);
+    c = check_output(output_rule(p, Output::dV), ref, {ref, mag, 4}, unwritten);
     EXPECT_FALSE(c.pass);
     EXPECT_NE(c.reason.find("3 element(s) of dV not written"), std::string::npos) << c.reason;
 }
