@@ -241,6 +241,7 @@ struct StepState {
     SdpaOutputs out;
     std::shared_ptr<const DropoutMask> first_mask;  ///< the first direction's vendor mask
     std::int64_t o_saturated = 0;                   ///< fp8 O inputs saturated by the displacement
+    RefQK qk;  ///< the reference's work on Q and K (which no step changes), done once per case
     bool checked_before = false;                    ///< a direction was checked by an earlier step
 };
 
@@ -253,7 +254,7 @@ void prepare_step(const Case& c, Backend& backend, const Problem& q, StepState& 
         st.in = timed(r, Phase::fill, [&] { return fill_inputs(c.prb); });
         st.filled = true;
         st.first_mask = vendor_mask(backend, q);
-        st.o_saturated = timed(r, Phase::displace, [&] { return displace(q, st.in, st.first_mask.get()); });
+        st.o_saturated = timed(r, Phase::displace, [&] { return displace(q, st.in, st.first_mask.get(), &st.qk); });
     } else if (q.dir == Dir::bwd && st.checked_before) {
         st.in.O = std::move(st.out.O);
         st.in.stats = std::move(st.out.stats);
@@ -285,7 +286,9 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
     add_run_notes(*st.plan, r, tag);
     st.out = st.plan->read_outputs();
     if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
-    const RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
+    RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
+    opt.save_qk = &st.qk;  // a forward leaves it, a backward takes it
+    opt.qk = &st.qk;
     std::vector<OutputCheck> checks;
     if (q.dir == Dir::bwd) {
         const RefBackward ref = timed(r, Phase::reference, [&] { return ref_backward(q, st.in, opt); });
