@@ -284,8 +284,8 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
     prepare_step(c, backend, q, st, r, tag);
     timed(r, Phase::vendor, [&] { st.plan->execute(); });
     add_run_notes(*st.plan, r, tag);
-    st.out = st.plan->read_outputs();
-    if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
+    st.out = timed(r, Phase::read, [&] { return st.plan->read_outputs(); });
+    if (auto seen = timed(r, Phase::compare, [&] { return observed_masked_rows(q, st.out); })) r.notes.push_back(tag + *seen);
     RefOptions opt = default_ref_options(c.prb, st.first_mask.get());
     opt.save_qk = &st.qk;  // a forward leaves it, a backward takes it
     opt.qk = &st.qk;
@@ -298,7 +298,7 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
         checks = timed(r, Phase::compare, [&] { return check_outputs(q, st.out, &ref, nullptr, backend.conventions()); });
     }
     for (auto& chk : checks) r.checks.push_back(std::move(chk));
-    if (const auto mask = chained ? vendor_mask(backend, q) : st.first_mask) {
+    if (const auto mask = chained ? vendor_mask(backend, q) : st.first_mask) timed(r, Phase::dropout, [&] {
         if (!r.dropout) {
             r.dropout = dropout_report(q, *mask);
             r.notes.push_back(dropout_note(*r.dropout));
@@ -307,7 +307,7 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
             if (auto diff = first_mask_difference(c.prb, *st.first_mask, "forward", *mask, "backward"))
                 r.dropout->failures.push_back("dropout: the backward's mask is not the forward's: " + *diff);
         dropout_rerun_checks(q, backend, st.in, st.out, *mask, *r.dropout);
-    }
+    });
     st.checked_before = true;
     if (chained) r.reason.clear();
     judge(r);
@@ -363,7 +363,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
     for (const Dir d : dirs) {
         Problem q = p;
         q.dir = d;
-        if (!supported(backend, q, r)) return;
+        if (!timed(r, Phase::prepare, [&] { return supported(backend, q, r); })) return;  // may load the library
     }
     StepState st;
     for (std::size_t k = 0; k < steps->size(); ++k) {
@@ -388,7 +388,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
             break;
         case Step::Kind::rerun:
             if (r.status != Status::failed)
-                if (auto diff = rerun_differs(*st.plan, st.out)) {
+                if (auto diff = timed(r, Phase::rerun, [&] { return rerun_differs(*st.plan, st.out); })) {
                     r.status = Status::failed;
                     r.reason = *diff;
                 }
@@ -440,8 +440,11 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
         r.reason = fmt::format("exception: {}", e.what());
     }
     // A listed case ran nothing: no time, so that two listings of the same cases are byte-equal.
-    r.ms = r.status == Status::listed ? 0.0
-                                      : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (r.status == Status::listed) return r;
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double phases = 0;
+    for (const double ms : r.phases_ms) phases += ms;
+    r.phases_ms[static_cast<std::size_t>(Phase::other)] = std::max(0.0, r.ms - phases);  // what no phase accounts for
     return r;
 }
 
