@@ -1,5 +1,6 @@
 #include "compare/compare.hpp"
 #include "compare/extra_checks.hpp"
+#include "core/isa_clones.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -111,7 +112,7 @@ struct Scan {
 
     /// A compared row whose values are all finite and unsaturated, vectorised: false (nothing
     /// changed) when it is not such a row, for row_exact to take. `ratios` holds D doubles.
-    bool row_fast(std::size_t off, double* ratios, Partial& q) const {
+    SDPA_ISA_CLONES bool row_fast(std::size_t off, double* ratios, Partial& q) const {
         const float *g = got + off, *e = ref + off, *m = mag + off;
         const float max = std::numeric_limits<float>::max();
         int odd = 0;
