@@ -110,16 +110,17 @@ struct Scan {
         return q != q ? INFINITY : q;
     }
 
-    /// A compared row whose values are all finite and unsaturated, vectorised: false (nothing
-    /// changed) when it is not such a row, for row_exact to take. `ratios` holds D doubles.
-    SDPA_ISA_CLONES bool row_fast(std::size_t off, double* ratios, Partial& q) const {
+    /// Compared rows (the n elements from `off`, whole rows of one head) whose values are all
+    /// finite and unsaturated, vectorised: false (nothing changed) when they are not such rows,
+    /// for rows_exact to take. `ratios` holds n doubles.
+    SDPA_ISA_CLONES bool rows_fast(std::size_t off, std::int64_t n, double* ratios, Partial& q) const {
         const float *g = got + off, *e = ref + off, *m = mag + off;
         const float max = std::numeric_limits<float>::max();
         int odd = 0;
         std::int64_t gz = 0, ez = 0;
         double g2 = 0, e2 = 0, m2 = 0;
 #pragma omp simd reduction(| : odd) reduction(+ : gz, ez, g2, e2, m2)
-        for (std::int64_t d = 0; d < D; ++d) {
+        for (std::int64_t d = 0; d < n; ++d) {
             const float gv = g[d], ev = e[d], mv = m[d];
             // NaN fails every comparison: a non-finite value, or a reference value to saturate, is odd.
             odd |= static_cast<int>(!(std::fabs(gv) <= max) | !(std::fabs(mv) <= max) |
@@ -134,7 +135,7 @@ struct Scan {
         if (odd) return false;
         double best = -1;
         std::int64_t at = 0;
-        for (std::int64_t d = 0; d < D; ++d)
+        for (std::int64_t d = 0; d < n; ++d)
             if (ratios[d] > best) {
                 best = ratios[d];
                 at = d;
@@ -143,7 +144,7 @@ struct Scan {
             q.worst = best;
             q.worst_at = off + static_cast<std::size_t>(at);
         }
-        q.counted += D;
+        q.counted += n;
         q.got_zeros += gz;
         q.ref_zeros += ez;
         q.sq.got += g2;
@@ -152,10 +153,10 @@ struct Scan {
         return true;
     }
 
-    /// A compared row element by element: non-finite values counted (the first one kept), a
+    /// Compared rows element by element: non-finite values counted (the first one kept), a
     /// reference value past the fp8 range taken as the saturated one, the bound otherwise.
-    void row_exact(std::size_t off, Partial& q) const {
-        for (std::size_t i = off; i < off + static_cast<std::size_t>(D); ++i) {
+    void rows_exact(std::size_t off, std::int64_t n, Partial& q) const {
+        for (std::size_t i = off; i < off + static_cast<std::size_t>(n); ++i) {
             const float g = got[i], m = mag[i];
             float e = ref[i];
             ++q.counted;
@@ -267,17 +268,25 @@ Partial scan_output(const Scan& s, const std::array<std::int64_t, 4>& dims, cons
     std::vector<Partial> parts(static_cast<std::size_t>(nheads * blocks));
 #pragma omp parallel if (nheads * S * D >= kParallelElements)
     {
-        std::vector<double> ratios(static_cast<std::size_t>(D));
+        std::vector<double> ratios(static_cast<std::size_t>(rows_per_block * D));
 #pragma omp for schedule(static)
         for (std::int64_t item = 0; item < nheads * blocks; ++item) {
             const std::int64_t bh = item / blocks, c0 = item % blocks * rows_per_block;
+            const std::int64_t c1 = std::min(S, c0 + rows_per_block);
+            const std::uint8_t* kind = &kinds[static_cast<std::size_t>(bh / H * S)];  // this batch's rows
             Partial& q = parts[static_cast<std::size_t>(item)];
-            for (std::int64_t c = c0; c < std::min(S, c0 + rows_per_block); ++c) {
+            for (std::int64_t c = c0; c < c1;) {
                 const auto off = static_cast<std::size_t>((bh * S + c) * D);
-                const std::uint8_t kind = kinds[static_cast<std::size_t>(bh / H * S + c)];
-                if (kind & kRowUnchecked) s.row_unchecked(off, q);
-                else if (kind & kRowStructural) s.row_structural(off, q);
-                else if (!s.row_fast(off, ratios.data(), q)) s.row_exact(off, q);
+                std::int64_t end = c + 1;
+                if (kind[c] & kRowUnchecked) {
+                    s.row_unchecked(off, q);
+                } else if (kind[c] & kRowStructural) {
+                    s.row_structural(off, q);
+                } else {  // a run of compared rows, contiguous in memory: one call for all of them
+                    while (end < c1 && kind[end] == 0) ++end;
+                    if (!s.rows_fast(off, (end - c) * D, ratios.data(), q)) s.rows_exact(off, (end - c) * D, q);
+                }
+                c = end;
             }
         }
     }
