@@ -37,8 +37,10 @@ public:
     void poison();
     /// Rows c >= rows[a] (dimension 2) of batch a are left to the kernel (Conventions::
     /// padded_rows_unspecified): check() does not count them as unwritten. rows has dims[0] entries.
-    void set_unspecified_rows(std::vector<std::int64_t> rows) { unspecified_rows_ = std::move(rows); }
-    /// Guard bytes that changed, logical elements still all-0xFF, and gap elements that are not.
+    void set_unspecified_rows(const std::vector<std::int64_t>& rows);
+    /// Guard bytes that changed, logical elements still all-0xFF (those of unspecified rows
+    /// apart), and gap elements that are not, with the first such gap element described: one
+    /// pass over the payload (OpenMP over elements).
     OutputIntegrity check() const;
     /// The logical elements decoded into a dense host tensor of the geometry's dims.
     Tensor read() const;
@@ -51,8 +53,12 @@ private:
     TensorGeom geom_;
     std::size_t payload_, elem_size_;
     std::vector<std::byte> bytes_;
-    std::vector<bool> logical_;  ///< per payload element: a logical element's offset (empty when dense)
-    std::vector<std::int64_t> unspecified_rows_;  ///< set_unspecified_rows (empty: every row checked)
+    /// What each payload element is (kGap, kLogical, kUnspecified); empty when every element is
+    /// logical and checked (a dense layout, no unspecified rows).
+    std::vector<std::uint8_t> kind_;
+    static constexpr std::uint8_t kGap = 0, kLogical = 1, kUnspecified = 2;
+    /// kind_ for the geometry (gaps apart from logical elements), built on first need.
+    void classify();
 };
 
 /// Puts `buf`'s decoded logical elements and what its guards saw into `out`, as the output of

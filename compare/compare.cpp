@@ -1,9 +1,14 @@
 #include "compare/compare.hpp"
 #include "compare/extra_checks.hpp"
+#include "core/isa_clones.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,13 +35,17 @@ bool ds_zero(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
     return j < lo || j >= hi || hi - lo == 1;
 }
 
+/// Without a mask that hides keys and without key padding every valid query sees all S_kv keys:
+/// nothing is zero by construction unless S_kv = 1 (the common case, answered at once).
+bool no_zero_by_construction(const Problem& p) {
+    const bool hides_keys = p.mask != Mask::none && !(p.mask == Mask::bias && p.mask_fill != MaskFill::causal_last_row);
+    return !hides_keys && p.seq_len_kv.empty() && p.dims.S_kv > 1;
+}
+
 }  // namespace
 
 bool zero_by_construction(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx) {
-    // Without a mask that hides keys and without key padding every valid query sees all S_kv keys:
-    // nothing is zero by construction unless S_kv = 1 (the common case, answered at once).
-    const bool hides_keys = p.mask != Mask::none && !(p.mask == Mask::bias && p.mask_fill != MaskFill::causal_last_row);
-    if (!hides_keys && p.seq_len_kv.empty() && p.dims.S_kv > 1) return false;
+    if (no_zero_by_construction(p)) return false;
     const std::int64_t b = idx[0];
     switch (out) {
         case Output::dQ: {
@@ -63,126 +72,394 @@ bool zero_by_construction(const Problem& p, Output out, const std::array<std::in
     }
 }
 
+ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, const std::array<std::int64_t, 4>& dims) {
+    ZeroByConstruction z;
+    if (no_zero_by_construction(p) || (out != Output::dQ && out != Output::dK && out != Output::dMask)) return z;
+    const std::int64_t rows = dims[0] * dims[2];
+    bool any = false;
+    if (out != Output::dMask) {  // dQ, dK: one flag per (b, row), the element rule at column 0
+        z.flags.resize(static_cast<std::size_t>(rows));
+        for (std::int64_t r = 0; r < rows; ++r)
+            any |= (z.flags[static_cast<std::size_t>(r)] = zero_by_construction(p, out, {r / dims[2], 0, r % dims[2], 0}));
+    } else {
+        // dMask element (a, c, j) sums dS over the (b, i) its broadcast dims cover; dS_bij can be
+        // nonzero only where lo_bi <= j < hi_bi with hi_bi - lo_bi > 1 (ds_zero): mark the union
+        // of those key ranges per dMask row (a difference array over the keys), the rest is zero.
+        const std::int64_t S_kv = dims[3];
+        z.width = S_kv;
+        z.flags.assign(static_cast<std::size_t>(rows * S_kv), 0);
+        std::vector<std::int64_t> cover(static_cast<std::size_t>(S_kv + 1));
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t a = r / dims[2], c = r % dims[2];
+            std::fill(cover.begin(), cover.end(), 0);
+            for (std::int64_t b = 0; b < p.dims.B; ++b) {
+                if (dims[0] != 1 && b != a) continue;
+                for (std::int64_t i = 0; i < p.dims.S_q; ++i) {
+                    if (dims[2] != 1 && i != c) continue;
+                    const auto [lo, hi] = visible_keys(p, b, i);
+                    if (hi - lo <= 1) continue;
+                    ++cover[static_cast<std::size_t>(lo)];
+                    --cover[static_cast<std::size_t>(hi)];
+                }
+            }
+            std::int64_t depth = 0;
+            for (std::int64_t j = 0; j < S_kv; ++j) {
+                depth += cover[static_cast<std::size_t>(j)];
+                any |= (z.flags[static_cast<std::size_t>(r * S_kv + j)] = depth == 0);
+            }
+        }
+    }
+    if (!any) z.flags.clear();
+    return z;
+}
+
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv) {
     if (t && !t->present(idx[0], idx[2])) return true;
     return conv.padded_rows_unspecified && (out == Output::O || out == Output::stats) && idx[2] >= valid_q(p, idx[0]);
 }
 
+OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, const TensorGeom* geom) {
+    OutputRule r{p, out, conv, geom, tolerance(p.dt, out)};
+    // fp8 outputs hold codes x descale: the absolute term in values, and the saturation (cuDNN's
+    // conversion is satfinite, core/dtype.hpp): a reference value past the largest code x descale
+    // is expected as that, and the check is then MISTRUSTED (the descale is too small to tell).
+    r.descale = geom ? geom->descale : 1.f;
+    r.tol.tiny *= r.descale;
+    r.limit = max_finite(p.dt) * r.descale;
+    if (geom && is_fp8(p.dt) && geom->type == elem_type(p.dt)) r.saturate = overflow_threshold(p.dt) * r.descale;
+    return r;
+}
+
+std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims) {
+    const std::int64_t rows = dims[0] * dims[2];
+    std::vector<std::uint8_t> kinds(static_cast<std::size_t>(rows));
+    // key_never_visible is a binary search over the queries: parallel for long key lists.
+#pragma omp parallel for schedule(static) if (rows >= 4096)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::array<std::int64_t, 4> idx{r / dims[2], 0, r % dims[2], 0};
+        kinds[static_cast<std::size_t>(r)] = static_cast<std::uint8_t>(
+                (structural(rule.p, rule.output, idx) ? kRowStructural : 0) |
+                (unchecked(rule.p, rule.output, idx, rule.geom, rule.conv) ? kRowUnchecked : 0));
+    }
+    return kinds;
+}
+
 namespace {
 
-/// Zeros of the reference outside the structural and unchecked elements, as a fraction: what zero
-/// trust judges, known before any check of the output runs.
-double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref, const TensorGeom* t,
-        const Conventions& conv) {
-    std::int64_t zeros = 0, counted = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const auto idx = ref.index(i);
-        if (structural(p, out, idx) || unchecked(p, out, idx, t, conv) || zero_by_construction(p, out, idx)) continue;
-        ++counted;
-        zeros += ref.data[i] == 0.f;
+/// What one block of rows of one head contributes to an OutputCheck (flat element indices);
+/// blocks are merged in flat order, so "first" and "worst" mean what one sequential pass gives.
+struct Partial {
+    double worst = -1;        ///< largest |err| / bound (-1: no element compared)
+    std::size_t worst_at = 0; ///< the first element with it
+    std::int64_t nonfinite = 0, ref_nonfinite = 0, saturated = 0, masked_bad = 0;
+    std::size_t first_nonfinite = 0, first_masked_bad = 0;
+    std::int64_t unchecked = 0, structural = 0;
+    std::int64_t counted = 0, ref_zeros = 0, got_zeros = 0;  ///< zero trust over the compared elements
+    HeadSquares sq;
+
+    void merge(const Partial& b) {
+        if (b.worst > worst) {
+            worst = b.worst;
+            worst_at = b.worst_at;
+        }
+        if (nonfinite == 0 && b.nonfinite > 0) first_nonfinite = b.first_nonfinite;
+        if (masked_bad == 0 && b.masked_bad > 0) first_masked_bad = b.first_masked_bad;
+        nonfinite += b.nonfinite;
+        masked_bad += b.masked_bad;
+        ref_nonfinite += b.ref_nonfinite;
+        saturated += b.saturated;
+        unchecked += b.unchecked;
+        structural += b.structural;
+        counted += b.counted;
+        ref_zeros += b.ref_zeros;
+        got_zeros += b.got_zeros;
+        sq.got += b.sq.got;
+        sq.ref += b.sq.ref;
+        sq.mag += b.sq.mag;
     }
+};
+
+/// The one pass over an output: its rule's constants and the three arrays (same dims).
+struct Scan {
+    const float *got, *ref, *mag;
+    std::int64_t D;
+    double c, u, floor, tiny;  ///< the bound c (u (M + floor) + tiny)
+    double saturate, limit;    ///< OutputRule
+    float masked_value;        ///< what a structural element must hold: 0, or the stats convention
+
+    double bound(float m) const { return c * (u * (static_cast<double>(m) + floor) + tiny); }
+    /// |err| / bound; a zero bound takes only a zero error, and NaN never looks like a pass.
+    static double ratio(double err, double bound) {
+        const double quotient = err / bound;  // unconditional, so that a loop of these vectorises
+        const double q = bound > 0 ? quotient : (err > 0 ? INFINITY : 0.0);
+        return q != q ? INFINITY : q;
+    }
+
+    /// Compared rows (the n elements from `off`, whole rows of one head) whose values are all
+    /// finite and unsaturated, vectorised: false (nothing changed) when they are not such rows,
+    /// for rows_exact to take. `ratios` holds n doubles.
+    SDPA_ISA_CLONES bool rows_fast(std::size_t off, std::int64_t n, double* ratios, Partial& q) const {
+        const float *g = got + off, *e = ref + off, *m = mag + off;
+        const float max = std::numeric_limits<float>::max();
+        int odd = 0;
+        std::int64_t gz = 0, ez = 0;
+        double g2 = 0, e2 = 0, m2 = 0;
+#pragma omp simd reduction(| : odd) reduction(+ : gz, ez, g2, e2, m2)
+        for (std::int64_t d = 0; d < n; ++d) {
+            const float gv = g[d], ev = e[d], mv = m[d];
+            // NaN fails every comparison: a non-finite value, or a reference value to saturate, is odd.
+            odd |= static_cast<int>(!(std::fabs(gv) <= max) | !(std::fabs(mv) <= max) |
+                    !(std::fabs(static_cast<double>(ev)) < saturate));
+            ratios[d] = ratio(std::fabs(static_cast<double>(gv) - static_cast<double>(ev)), bound(mv));
+            gz += gv == 0.f;
+            ez += ev == 0.f;
+            g2 += static_cast<double>(gv) * gv;
+            e2 += static_cast<double>(ev) * ev;
+            m2 += static_cast<double>(mv) * mv;
+        }
+        if (odd) return false;
+        double best = -1;
+        std::int64_t at = 0;
+        for (std::int64_t d = 0; d < n; ++d)
+            if (ratios[d] > best) {
+                best = ratios[d];
+                at = d;
+            }
+        if (best > q.worst) {
+            q.worst = best;
+            q.worst_at = off + static_cast<std::size_t>(at);
+        }
+        q.counted += n;
+        q.got_zeros += gz;
+        q.ref_zeros += ez;
+        q.sq.got += g2;
+        q.sq.ref += e2;
+        q.sq.mag += m2;
+        return true;
+    }
+
+    /// Compared rows element by element: non-finite values counted (the first one kept), a
+    /// reference value past the fp8 range taken as the saturated one, the bound otherwise.
+    void rows_exact(std::size_t off, std::int64_t n, Partial& q) const {
+        for (std::size_t i = off; i < off + static_cast<std::size_t>(n); ++i) {
+            const float g = got[i], m = mag[i];
+            float e = ref[i];
+            ++q.counted;
+            q.got_zeros += g == 0.f;
+            q.ref_zeros += e == 0.f;
+            q.sq.got += static_cast<double>(g) * g;
+            q.sq.ref += static_cast<double>(e) * e;
+            q.sq.mag += static_cast<double>(m) * m;
+            if (!std::isfinite(e)) {
+                ++q.ref_nonfinite;
+                continue;
+            }
+            if (!std::isfinite(g)) {
+                if (q.nonfinite++ == 0) q.first_nonfinite = i;
+                continue;
+            }
+            if (std::fabs(e) >= saturate) {
+                e = static_cast<float>(std::copysign(limit, e));
+                ++q.saturated;
+            }
+            const double r = ratio(std::fabs(static_cast<double>(g) - e), bound(m));
+            if (r > q.worst) {
+                q.worst = r;
+                q.worst_at = i;
+            }
+        }
+    }
+
+    /// A row the mask hides: every element exactly masked_value.
+    void row_structural(std::size_t off, Partial& q) const {
+        for (std::size_t i = off; i < off + static_cast<std::size_t>(D); ++i) {
+            const float g = got[i];
+            if (!(g == masked_value) && q.masked_bad++ == 0) q.first_masked_bad = i;
+            q.sq.got += static_cast<double>(g) * g;
+            q.sq.ref += static_cast<double>(ref[i]) * ref[i];
+            q.sq.mag += static_cast<double>(mag[i]) * mag[i];
+        }
+        q.structural += D;
+    }
+
+    /// A row that is not checked: it enters the head norms with the reference's values.
+    void row_unchecked(std::size_t off, Partial& q) const {
+        for (std::size_t i = off; i < off + static_cast<std::size_t>(D); ++i) {
+            const double e2 = static_cast<double>(ref[i]) * ref[i];
+            q.sq.got += e2;
+            q.sq.ref += e2;
+            q.sq.mag += static_cast<double>(mag[i]) * mag[i];
+        }
+        q.unchecked += D;
+    }
+};
+
+/// Elements per block of the pass (whole rows of one head): fixed, so the sums of squares are
+/// added in the same order for any thread count.
+constexpr std::int64_t kBlockElements = 1 << 13;
+/// Outputs smaller than this are compared on one thread.
+constexpr std::int64_t kParallelElements = 1 << 16;
+
+/// The largest finite magnitude (the bound's floor is 1/1024 of it).
+double max_finite_mag(const Tensor& mag) {
+    const float* m = mag.data.data();
+    const auto n = static_cast<std::int64_t>(mag.size());
+    float mx = 0.f;
+#pragma omp parallel for simd reduction(max : mx) schedule(static) if (n >= kParallelElements)
+    for (std::int64_t i = 0; i < n; ++i)
+        if (std::fabs(m[i]) <= std::numeric_limits<float>::max()) mx = std::max(mx, m[i]);
+    return mx;
+}
+
+/// Zeros of the reference outside the structural and unchecked rows and the elements zero by
+/// construction, as a fraction: what zero trust judges. For a check that fails before the pass
+/// (guard bands, gaps, shape).
+double reference_zero_fraction(const Tensor& ref, const std::vector<std::uint8_t>& kinds, const ZeroByConstruction& z) {
+    const auto& dims = ref.dims;
+    const auto D = static_cast<std::size_t>(dims[3]);
+    std::int64_t zeros = 0, counted = 0;
+    for (std::int64_t bh = 0; bh < dims[0] * dims[1]; ++bh)
+        for (std::int64_t c = 0; c < dims[2]; ++c) {
+            const std::int64_t row = bh / dims[1] * dims[2] + c;
+            if (kinds[static_cast<std::size_t>(row)]) continue;
+            const float* e = &ref.data[static_cast<std::size_t>(bh * dims[2] + c) * D];
+            for (std::size_t j = 0; j < D; ++j) {
+                if (z.any() && z.at(row, static_cast<std::int64_t>(j))) continue;
+                ++counted;
+                zeros += e[j] == 0.f;
+            }
+        }
     return counted > 0 ? static_cast<double>(zeros) / counted : 0.0;
+}
+
+/// Takes the elements zero by construction of the compared rows out of the pass's zero-trust
+/// counts (they are held to the bound, which the pass did, but say nothing about trust); returns
+/// how many there were. Runs only for outputs that have such elements.
+std::int64_t exclude_zero_by_construction(Partial& t, const ZeroByConstruction& z, const Tensor& got, const Tensor& ref,
+        const std::vector<std::uint8_t>& kinds) {
+    const auto& dims = ref.dims;
+    const std::int64_t D = dims[3];
+    std::int64_t n = 0;
+    for (std::int64_t bh = 0; bh < dims[0] * dims[1]; ++bh)
+        for (std::int64_t c = 0; c < dims[2]; ++c) {
+            const std::int64_t row = bh / dims[1] * dims[2] + c;
+            if (kinds[static_cast<std::size_t>(row)]) continue;
+            const auto off = static_cast<std::size_t>((bh * dims[2] + c) * D);
+            for (std::int64_t j = 0; j < D; ++j) {
+                if (!z.at(row, j)) continue;
+                ++n;
+                t.ref_zeros -= ref.data[off + static_cast<std::size_t>(j)] == 0.f;
+                t.got_zeros -= got.data[off + static_cast<std::size_t>(j)] == 0.f;
+            }
+        }
+    t.counted -= n;
+    return n;
+}
+
+/// The failure of a buffer that the guard bands, the stride gaps or the shape already condemn,
+/// before any value is compared; nullopt when there is none.
+std::optional<std::pair<CheckFailure, std::string>> buffer_failure(Output out, const Tensor& got, const Tensor& ref,
+        const OutputIntegrity& integrity) {
+    if (integrity.touched_before > 0 || integrity.touched_after > 0)
+        return std::pair{CheckFailure::guard, fmt::format("wrote outside {}: {} guard byte(s) before and {} after the "
+                "buffer changed", out, integrity.touched_before, integrity.touched_after)};
+    if (integrity.gap_written > 0)
+        return std::pair{CheckFailure::stride_gap, fmt::format("wrote into the stride gap of {} at {}: {} element(s) "
+                "between its strided rows changed", out, integrity.first_gap_where, integrity.gap_written)};
+    if (got.dims != ref.dims || got.size() != ref.size())
+        return std::pair{CheckFailure::shape, fmt::format("{} has shape [{}] but the reference has [{}]", out,
+                fmt::join(got.dims, ","), fmt::join(ref.dims, ","))};
+    return std::nullopt;
+}
+
+/// The pass: every block of rows of every head, in parallel, merged in flat order; the per-head
+/// sums of squares into `heads` (dims[0] x dims[1] entries).
+Partial scan_output(const Scan& s, const std::array<std::int64_t, 4>& dims, const std::vector<std::uint8_t>& kinds,
+        std::vector<HeadSquares>& heads) {
+    const std::int64_t H = dims[1], S = dims[2], D = dims[3], nheads = dims[0] * H;
+    const std::int64_t rows_per_block = std::max<std::int64_t>(1, kBlockElements / std::max<std::int64_t>(D, 1));
+    const std::int64_t blocks = (S + rows_per_block - 1) / rows_per_block;
+    std::vector<Partial> parts(static_cast<std::size_t>(nheads * blocks));
+#pragma omp parallel if (nheads * S * D >= kParallelElements)
+    {
+        std::vector<double> ratios(static_cast<std::size_t>(rows_per_block * D));
+#pragma omp for schedule(static)
+        for (std::int64_t item = 0; item < nheads * blocks; ++item) {
+            const std::int64_t bh = item / blocks, c0 = item % blocks * rows_per_block;
+            const std::int64_t c1 = std::min(S, c0 + rows_per_block);
+            const std::uint8_t* kind = &kinds[static_cast<std::size_t>(bh / H * S)];  // this batch's rows
+            Partial& q = parts[static_cast<std::size_t>(item)];
+            for (std::int64_t c = c0; c < c1;) {
+                const auto off = static_cast<std::size_t>((bh * S + c) * D);
+                std::int64_t end = c + 1;
+                if (kind[c] & kRowUnchecked) {
+                    s.row_unchecked(off, q);
+                } else if (kind[c] & kRowStructural) {
+                    s.row_structural(off, q);
+                } else {  // a run of compared rows, contiguous in memory: one call for all of them
+                    while (end < c1 && kind[end] == 0) ++end;
+                    if (!s.rows_fast(off, (end - c) * D, ratios.data(), q)) s.rows_exact(off, (end - c) * D, q);
+                }
+                c = end;
+            }
+        }
+    }
+    Partial total;
+    heads.assign(static_cast<std::size_t>(nheads), HeadSquares{});
+    for (std::size_t item = 0; item < parts.size(); ++item) {
+        total.merge(parts[item]);
+        HeadSquares& h = heads[item / static_cast<std::size_t>(blocks)];
+        h.got += parts[item].sq.got;
+        h.ref += parts[item].sq.ref;
+        h.mag += parts[item].sq.mag;
+    }
+    return total;
 }
 
 }  // namespace
 
-OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
-        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv,
-        const OutputIntegrity& integrity, const TensorGeom* geom) {
+OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
+        const OutputIntegrity& integrity) {
+    const Output out = rule.output;
+    const Tensor& e = ref.value;
     OutputCheck r;
     r.output = out;
-    r.zero_fraction = reference_zero_fraction(p, out, ref, geom, conv);  // set on every path, the early failures too
-    if (integrity.touched_before > 0 || integrity.touched_after > 0) {
+    const std::vector<std::uint8_t> kinds = row_kinds(rule, e.dims);
+    const ZeroByConstruction zbc = zero_by_construction_sweep(rule.p, out, e.dims);
+    if (auto f = buffer_failure(out, got, e, integrity)) {
+        r.zero_fraction = reference_zero_fraction(e, kinds, zbc);  // set on every path, the early failures too
         r.pass = false;
-        r.failure = CheckFailure::guard;
-        r.reason = fmt::format("wrote outside {}: {} guard byte(s) before and {} after the buffer changed", out,
-                integrity.touched_before, integrity.touched_after);
+        r.failure = f->first;
+        r.reason = std::move(f->second);
         r.located = false;
         return r;
     }
-    if (integrity.gap_written > 0) {
-        r.pass = false;
-        r.failure = CheckFailure::stride_gap;
-        r.reason = fmt::format("wrote into the stride gap of {} at {}: {} element(s) between its strided rows "
-                               "changed", out, integrity.first_gap_where, integrity.gap_written);
-        r.located = false;
-        return r;
-    }
-    if (got.dims != ref.dims || got.size() != ref.size()) {
-        r.pass = false;
-        r.failure = CheckFailure::shape;
-        r.reason = fmt::format("{} has shape [{}] but the reference has [{}]", out,
-                fmt::join(got.dims, ","), fmt::join(ref.dims, ","));
-        r.located = false;
-        return r;
-    }
-    Tolerance tol = tolerance(p.dt, out);
-    const double u = effective_u(tol, reduction_length);
-    // fp8 outputs hold codes x descale: the absolute term in values, and the saturation (cuDNN's
-    // conversion is satfinite, core/dtype.hpp): a reference value past the largest code x descale
-    // is expected as that, and the check is then MISTRUSTED (the descale is too small to tell).
-    const float descale = geom ? geom->descale : 1.f;
-    tol.tiny *= descale;
-    const double limit = max_finite(p.dt) * descale;  // the largest value the output can hold
-    const double saturate = geom && is_fp8(p.dt) && geom->type == elem_type(p.dt) ? overflow_threshold(p.dt) * descale : INFINITY;
-    double max_mag = 0;
-    for (float m : mag.data)
-        if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
-    const double floor = max_mag / 1024.0;
-    // The bound of element i (compare/README.md "Bound"): c (u_eff (M_i + max(M) / 1024) + tiny).
-    const auto bound_at = [&](std::size_t i) { return tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny); };
-
-    std::int64_t masked_nonzero = 0;
-    std::size_t first_bad_masked = 0, first_nonfinite = 0;
-    double worst = -1;
-    std::size_t worst_i = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const float g = got.data[i];
-        float e = ref.data[i];
-        const auto idx = ref.index(i);
-        if (unchecked(p, out, idx, geom, conv)) {
-            ++r.unchecked;
-            continue;
-        }
-        if (structural(p, out, idx)) {
-            // Hidden rows: exact zeros for O/dQ/dK/dV; the backend's convention for stats.
-            const bool ok = out == Output::stats ? g == conv.masked_row_stats : g == 0.f;
-            if (!ok && masked_nonzero++ == 0) first_bad_masked = i;
-            continue;
-        }
-        r.zero_by_construction += zero_by_construction(p, out, idx);
-        if (!std::isfinite(e)) {
-            ++r.ref_nonfinite;
-            continue;
-        }
-        if (!std::isfinite(g) && std::isfinite(e)) {
-            if (r.nonfinite++ == 0) first_nonfinite = i;
-            continue;
-        }
-        if (std::fabs(e) >= saturate) {
-            e = static_cast<float>(std::copysign(limit, e));
-            ++r.saturated;
-        }
-        const double err = std::fabs(static_cast<double>(g) - e);
-        const double bound = bound_at(i);
-        double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
-        if (std::isnan(ratio)) ratio = INFINITY;  // a NaN anywhere must never look like a pass
-        if (ratio > worst) {
-            worst = ratio;
-            worst_i = i;
-        }
-    }
+    const Tolerance& tol = rule.tol;
+    const double u = effective_u(tol, ref.reduction_length);
+    const Scan s{got.data.data(), e.data.data(), ref.mag.data.data(), e.dims[3], tol.c, u,
+        max_finite_mag(ref.mag) / 1024.0, tol.tiny, rule.saturate, rule.limit,
+        out == Output::stats ? rule.conv.masked_row_stats : 0.f};
+    std::vector<HeadSquares> heads;
+    Partial t = scan_output(s, e.dims, kinds, heads);
+    if (zbc.any()) r.zero_by_construction = exclude_zero_by_construction(t, zbc, got, e, kinds);
+    r.nonfinite = t.nonfinite;
+    r.ref_nonfinite = t.ref_nonfinite;
+    r.saturated = t.saturated;
+    r.unchecked = t.unchecked;
+    r.elements = static_cast<std::int64_t>(got.size());
+    r.zero_fraction = t.counted > 0 ? static_cast<double>(t.ref_zeros) / t.counted : 0.0;
     auto set_worst = [&](std::size_t i) {
-        r.worst_index = ref.index(i);
+        r.worst_index = e.index(i);
         r.got = got.data[i];
-        r.expected = std::fabs(ref.data[i]) >= saturate ? static_cast<float>(std::copysign(limit, ref.data[i])) : ref.data[i];
+        r.expected = std::fabs(e.data[i]) >= rule.saturate ? static_cast<float>(std::copysign(rule.limit, e.data[i]))
+                                                           : e.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
-        r.bound = bound_at(i);
+        r.bound = s.bound(ref.mag.data[i]);
     };
-    if (worst >= 0) {
-        r.worst_ratio = worst;
-        set_worst(worst_i);
+    if (t.worst >= 0) {
+        r.worst_ratio = t.worst;
+        set_worst(t.worst_at);
     }
     if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
         r.pass = false;
@@ -195,18 +472,18 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
     } else if (r.nonfinite > 0) {
         r.pass = false;
-        set_worst(first_nonfinite);
+        set_worst(t.first_nonfinite);
         r.failure = CheckFailure::nonfinite;
         r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);
-    } else if (masked_nonzero > 0) {
+    } else if (t.masked_bad > 0) {
         r.pass = false;
-        set_worst(first_bad_masked);
+        set_worst(t.first_masked_bad);
         r.failure = CheckFailure::masked_rows;
         r.reason = out == Output::stats
                 ? fmt::format("{} fully masked row(s) whose stats are not the backend's convention {}",
-                          masked_nonzero, conv.masked_row_stats)
-                : fmt::format("{} element(s) of fully masked rows are not exactly 0", masked_nonzero);
-    } else if (worst > 1.0) {
+                          t.masked_bad, rule.conv.masked_row_stats)
+                : fmt::format("{} element(s) of fully masked rows are not exactly 0", t.masked_bad);
+    } else if (t.worst > 1.0) {
         r.pass = false;
         r.failure = CheckFailure::bound;
         r.reason = "error exceeds the bound";
@@ -216,28 +493,25 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     } else if (r.saturated > 0) {
         r.mistrusted = true;
         r.mistrust = fmt::format("{}: {} reference value(s) past the {} range at descale {} (largest {:.6g}), expected "
-                                 "saturated (a larger --fp8-descale={}:... tells more)", out, r.saturated, p.dt,
-                descale, limit, out);
+                                 "saturated (a larger --fp8-descale={}:... tells more)", out, r.saturated, rule.p.dt,
+                rule.descale, rule.limit, out);
     } else if (r.zero_fraction > kZeroTrust) {
         r.mistrusted = true;
     }
-    if (out == Output::stats) check_stats_sums(p, got, ref, mag, r);
-    else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0) {
-        if (r.unchecked == 0) {
-            check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
-        } else {  // the norms of the checked elements: the unchecked ones take the reference's value
-            Tensor g = got;
-            for (std::size_t i = 0; i < g.size(); ++i)
-                if (unchecked(p, out, g.index(i), geom, conv)) g.data[i] = ref.data[i];
-            check_head_norms(g, ref, mag, tol.c, u, tol.tiny, r);
-        }
-    }
-    check_zero_counts(p, out, got, r, geom, conv);
+    if (out == Output::stats) check_stats_sums(rule, got, e, ref.mag, r);
+    else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0)
+        check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], tol.c, u, tol.tiny, r);
+    // Zero trust against the structure: the kernel's zeros among the compared elements (the
+    // structural ones apart) beyond kZeroTrust make a pass MISTRUSTED; a kernel that writes zeros
+    // where the reference is tiny can pass the bound.
+    r.structural_zeros = t.structural;
+    r.got_zero_fraction = t.counted > 0 ? static_cast<double>(t.got_zeros) / t.counted : 0.0;
+    if (r.pass && r.got_zero_fraction > kZeroTrust) r.mistrusted = true;
     return r;
 }
 
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got) {
-    std::map<std::string, std::int64_t> stats;  // value spelling -> rows
+    std::map<std::uint32_t, std::int64_t> stats;  // value bits -> rows (spelled once, at the end)
     std::int64_t rows = 0, o_nan = 0, o_zero = 0, o_other = 0;
     const Dims& d = p.dims;
     const Geometry geo = geometry(p);
@@ -247,7 +521,7 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
             if (!row_fully_masked(p, b, i)) continue;
             for (std::int64_t h = 0; h < d.H_q; ++h) {
                 ++rows;
-                if (!got.stats.empty()) ++stats[fmt::format("{}", got.stats.at(b, h, i, 0))];
+                if (!got.stats.empty()) ++stats[std::bit_cast<std::uint32_t>(got.stats.at(b, h, i, 0))];
                 if (got.O.empty() || i < valid_q(p, b) || (o && !o->present(b, i))) continue;
                 for (std::int64_t k = 0; k < d.D_v; ++k) {
                     const float x = got.O.at(b, h, i, k);
@@ -258,8 +532,10 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
     if (rows == 0) return std::nullopt;
     std::string s = fmt::format("observed: {} fully masked (b,h,row)s", rows);
     if (!stats.empty()) {
+        std::map<std::string, std::int64_t> spelled;  // NaNs of other bits spell alike
+        for (const auto& [v, n] : stats) spelled[fmt::format("{}", std::bit_cast<float>(v))] += n;
         s += "; their stats:";
-        for (const auto& [v, n] : stats) s += fmt::format(" {} x{}", v, n);
+        for (const auto& [v, n] : spelled) s += fmt::format(" {} x{}", v, n);
     }
     if (o_nan + o_zero + o_other > 0)
         s += fmt::format("; O past the valid query lengths: {} unwritten (NaN prefill), {} zero, {} other", o_nan, o_zero,
@@ -274,7 +550,8 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
     const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
     auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
-        checks.push_back(check_output(p, o, got.of(o), ref, mag, reduction, conv, got.integrity_of(o), geo.find(role_of(o))));
+        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o), {ref, mag, reduction},
+                got.integrity_of(o)));
     };
     // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
     auto name_amax_entry = [&](auto names) {

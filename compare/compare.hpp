@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,25 +39,82 @@ bool structural(const Problem& p, Output out, const std::array<std::int64_t, 4>&
 /// writes 0 there is right. A key no query sees (a structural zero, structural()) is not counted here.
 bool zero_by_construction(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx);
 
+/// zero_by_construction() for every element of an output whose reference has dims `dims`, in one
+/// sweep (the per-element rule searches the visible keys of each query): `flags` holds one entry per
+/// row (a, c) of dims[0] x dims[2] for dQ and dK (the rule does not depend on the column; width 1),
+/// and one per element (a, c, j) for dMask (width dims[3]; the bias's broadcast dims are summed
+/// over). Empty flags when no element of the output is zero by construction (the common case, known
+/// without a sweep).
+struct ZeroByConstruction {
+    std::vector<std::uint8_t> flags;
+    std::int64_t width = 1;
+    bool any() const { return !flags.empty(); }
+    /// Element (a, any head, c, j): the row a * dims[2] + c.
+    bool at(std::int64_t row, std::int64_t j) const {
+        return flags[static_cast<std::size_t>(width == 1 ? row : row * width + j)] != 0;
+    }
+};
+ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, const std::array<std::int64_t, 4>& dims);
+
 /// True when element `idx` of output `out` is not checked at all: its row is absent from a ragged
 /// output `t` (TensorGeom::present; t may be null), or it is an O or stats row past the batch's
 /// valid query length and the backend leaves those unspecified (Conventions).
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv);
 
-/// Compares `got` with `ref` element by element under tolerance(p.dt, out) and magnitude `mag`
-/// (same shape). Also: rows that the mask hides completely (O/dQ rows of fully masked queries,
-/// dK/dV rows of keys no query sees) must be exactly 0. `reduction_length` feeds effective_u().
-/// For stats, fully masked rows are exempt from the bound: they must hold exactly the
-/// backend's documented value `conv.masked_row_stats` (ref: +inf, oneDNN: 0).
-/// `integrity` is what the guard bands saw: any touched guard byte fails ("wrote outside"), any
-/// changed element of a stride gap fails ("wrote into the stride gap of X at ..."), any element
-/// still holding the NaN prefill fails ("not written"). `geom`, the output's geometry role (null:
-/// dense, not fp8): its unchecked rows are skipped (unchecked()); for fp8 the absolute term is in
-/// values (tiny x descale) and a reference value past max_finite x descale is expected saturated.
-OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
-        const Tensor& mag, std::int64_t reduction_length, const Conventions& conv = {},
-        const OutputIntegrity& integrity = {}, const TensorGeom* geom = nullptr);
+/// How one output of a problem is judged, fixed by the problem, the output and the backend's
+/// conventions before anything runs: the tolerance row, the fp8 range, and (through p, conv and
+/// geom) which rows are structural zeros or not checked (structural(), unchecked(); both depend on
+/// the row alone, so check_output asks once per row, never per element). Built by output_rule();
+/// refers to the Problem it was built from, which must outlive it.
+struct OutputRule {
+    const Problem& p;
+    Output output = Output::O;
+    Conventions conv;
+    /// The output's geometry role (null: dense, not fp8): its absent ragged rows are not checked,
+    /// and for fp8 its descale scales the values.
+    const TensorGeom* geom = nullptr;
+    /// tolerance(p.dt, output), with `tiny` in values (x descale for fp8).
+    Tolerance tol{};
+    float descale = 1.f;  ///< fp8: the output's descale (value = code x descale); 1 otherwise
+    double limit = 0;     ///< the largest value the output can hold (max_finite x descale)
+    /// |reference| from which an fp8 output is expected saturated (cuDNN's conversion is
+    /// satfinite, core/dtype.hpp): overflow_threshold x descale; INFINITY when nothing saturates.
+    double saturate = INFINITY;
+};
+
+/// The rule for output `out` of `p` under the backend's conventions `conv`; `geom` the output's
+/// geometry role (null: dense, not fp8, as in unit tests of bare tensors).
+OutputRule output_rule(const Problem& p, Output out, const Conventions& conv = {}, const TensorGeom* geom = nullptr);
+
+/// What the rule says of each row (a, c) of an output with dims `dims` (a < dims[0], c < dims[2];
+/// row a * dims[2] + c): kRowStructural when structural(), kRowUnchecked when unchecked() (both
+/// can hold). A row's kind is the same for every head and every element of the row.
+inline constexpr std::uint8_t kRowStructural = 1, kRowUnchecked = 2;
+std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims);
+
+/// The reference's side of one output: its values and magnitudes M (same dims; ref/sdpa_ref.hpp)
+/// and the length of the reduction that produced them (effective_u(): S_kv for O and dQ, S_q
+/// H_q/H_kv for dK and dV, 0 for stats).
+struct RefOutput {
+    const Tensor& value;
+    const Tensor& mag;
+    std::int64_t reduction_length = 0;
+};
+
+/// Compares `got` with the reference `ref` under `rule`, in this order (the first failure names
+/// it: CheckFailure): `integrity`, what the guard bands saw (a touched guard byte fails "wrote
+/// outside", a changed stride-gap element "wrote into the stride gap", an element still holding
+/// the NaN prefill "not written"); the shape; then one pass over the rows of got, ref.value and
+/// ref.mag (OpenMP over rows, no allocation per element) that skips the unchecked rows, requires
+/// the structural rows to be exactly 0 (stats: conv.masked_row_stats), and for every other
+/// element the bound |got - ref| <= c (u_eff (M + max(M) / 1024) + tiny) (compare/README.md),
+/// with non-finite values, fp8 saturation, the worst element, the zero counts and the per-head
+/// sums of squares taken in the same pass; then the whole-output checks (compare/extra_checks.hpp:
+/// per-head norms, or for stats the softmax convention) and zero trust. Never throws for a
+/// mismatch: the verdict is in the result.
+OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
+        const OutputIntegrity& integrity = {});
 
 /// What a backend wrote where the math leaves the value open, as one -v line (nullopt when p has
 /// no fully masked query row): the distinct stats values of the fully masked rows with their

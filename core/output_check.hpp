@@ -60,6 +60,9 @@ struct OutputCheck {
     /// Elements whose exact value the problem makes 0 (compare/compare.hpp zero_by_construction,
     /// docs/trust.md): held to the bound like the others, but zero trust does not count them.
     std::int64_t zero_by_construction = 0;
+    /// Elements of the output the pass went over (checked, structural and unchecked alike; 0 when
+    /// the buffer failed before it): with the compare phase's time, the comparison's rate.
+    std::int64_t elements = 0;
     /// Why the check is MISTRUSTED when that is not zero trust (fp8 saturation, nothing checked):
     /// the sentence the case's reason shows ("" for zero trust, whose sentence the driver writes).
     std::string mistrust;

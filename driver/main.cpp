@@ -11,6 +11,7 @@
 #include <variant>
 
 #include <omp.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -313,6 +314,13 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+    // Host buffers reused across the cases of a batch (docs/perf_and_reports.md#what-a-check-costs):
+    // glibc keeps freed memory in the process (no mmap per large buffer, no trimming), so each case
+    // takes the pages the case before it freed instead of faulting in fresh zeroed ones.
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
+#endif
     try {
         return run(argc, argv);
     } catch (const std::exception& e) {

@@ -148,8 +148,9 @@ bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits
     if (c.expected_partitions > 0 && !backend.partitions_graphs())
         return stop(Status::unimplemented, fmt::format("--expected-n-partitions={}: backend {} does not partition its "
                 "graph", c.expected_partitions, backend.name()));
-    for (const Dir d : directions(p.dir))
-        if (auto no = backend.support(step_problem(p, d))) return stop(no->status, no->reason);
+    for (const Dir d : directions(p.dir))  // may load the backend's library: the prepare phase's time
+        if (auto no = timed(r, Phase::prepare, [&] { return backend.support(step_problem(p, d)); }))
+            return stop(no->status, no->reason);
     return false;
 }
 
@@ -190,7 +191,7 @@ private:
             in_ = timed(r_, Phase::fill, [&] { return fill_inputs(c_.prb); });
             filled_ = true;
             first_mask_ = vendor_mask(backend_, q);
-            o_saturated_ = timed(r_, Phase::displace, [&] { return displace(q, in_, first_mask_.get()); });
+            o_saturated_ = timed(r_, Phase::displace, [&] { return displace(q, in_, first_mask_.get(), &qk_); });
         } else if (q.dir == Dir::bwd && checked_before_) {
             take_forward_outputs(q);
         }
@@ -231,7 +232,9 @@ private:
     /// The reference of direction q.dir on the step's inputs, fed the first direction's dropout
     /// mask (as the vendor's backward must regenerate it).
     void run_reference(const Problem& q) {
-        const RefOptions opt = default_ref_options(c_.prb, first_mask_.get());
+        RefOptions opt = default_ref_options(c_.prb, first_mask_.get());
+        opt.save_qk = &qk_;  // a forward leaves it, a backward takes it
+        opt.qk = &qk_;
         ref_fwd_.reset();
         ref_bwd_.reset();
         timed(r_, Phase::reference, [&] {
@@ -271,8 +274,9 @@ private:
         prepare(q);
         timed(r_, Phase::vendor, [&] { plan_->execute(); });
         add_run_notes(*plan_, r_, tag(q));
-        out_ = plan_->read_outputs();
-        if (auto seen = observed_masked_rows(q, out_)) r_.notes.push_back(tag(q) + *seen);
+        out_ = timed(r_, Phase::read, [&] { return plan_->read_outputs(); });
+        if (auto seen = timed(r_, Phase::compare, [&] { return observed_masked_rows(q, out_); }))
+            r_.notes.push_back(tag(q) + *seen);
         run_reference(q);
         for (auto& chk : timed(r_, Phase::compare, [&] { return checks_against_reference(q, out_); })) {
             if (chk.zero_by_construction > 0)
@@ -280,7 +284,7 @@ private:
                         "held to the bound, not to zero trust", tag(q), chk.output, chk.zero_by_construction));
             r_.checks.push_back(std::move(chk));
         }
-        dropout_checks(q, chained);
+        if (q.dropout) timed(r_, Phase::dropout, [&] { dropout_checks(q, chained); });
         checked_before_ = true;
         if (chained) r_.reason.clear();
         judge(r_);
@@ -314,7 +318,7 @@ private:
     /// Rerun step (B): the checked plan again, every output bitwise equal to the check's.
     void rerun(const Problem& q) {
         if (r_.status == Status::failed) return;
-        if (auto diff = rerun_differs(*plan_, geometry(q).output_list(), out_)) {
+        if (auto diff = timed(r_, Phase::rerun, [&] { return rerun_differs(*plan_, geometry(q).output_list(), out_); })) {
             r_.status = Status::failed;
             r_.reason = *diff;
         }
@@ -333,6 +337,7 @@ private:
     std::optional<RefBackward> ref_bwd_;
     std::shared_ptr<const DropoutMask> first_mask_;  ///< the first direction's vendor mask
     std::int64_t o_saturated_ = 0;                   ///< fp8 O inputs saturated by the displacement
+    RefQK qk_;  ///< the reference's work on Q and K (which no step changes), done once per case
     bool checked_before_ = false;                    ///< a direction was checked by an earlier step
 };
 
@@ -387,8 +392,11 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
         r.reason = fmt::format("exception: {}", e.what());
     }
     // A listed case ran nothing: no time, so that two listings of the same cases are byte-equal.
-    r.ms = r.status == Status::listed ? 0.0
-                                      : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (r.status == Status::listed) return r;
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double phases = 0;
+    for (const double ms : r.phases_ms) phases += ms;
+    r.phases_ms[static_cast<std::size_t>(Phase::other)] = std::max(0.0, r.ms - phases);  // what no phase accounts for
     return r;
 }
 

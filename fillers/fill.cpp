@@ -1,7 +1,9 @@
 #include "fillers/fill.hpp"
 
+#include "core/isa_clones.hpp"
 #include "core/splitmix.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -41,6 +43,26 @@ double normal(std::uint64_t key, std::uint64_t i) {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+/// Elements [i0, i1) of an integer family uniform in [lo, hi] (exact and the adversarial ones)
+/// into data[i0 .. i1). The counter mixing vectorises (integer operations and conversions, exact
+/// in every lane), so the bytes are those of the scalar loop.
+SDPA_ISA_CLONES void fill_uniform_ints(float* data, std::int64_t i0, std::int64_t i1, std::uint64_t key, int lo,
+        int hi) {
+    for (std::int64_t i = i0; i < i1; ++i) data[i] = static_cast<float>(uniform_int(key, static_cast<std::uint64_t>(i), lo, hi));
+}
+
+/// Elements [i0, i1) of the sparse family: 80% zeros, the rest integers in {-2, -1, 1, 2}.
+SDPA_ISA_CLONES void fill_sparse(float* data, std::int64_t i0, std::int64_t i1, std::uint64_t key) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+        const auto c = static_cast<std::uint64_t>(i);
+        const int v = uniform_int(key, 2 * c + 1, 0, 3);  // -2, -1, 1, 2
+        data[i] = uniform(key, 2 * c) < 0.8 ? 0.f : static_cast<float>(v < 2 ? v - 2 : v - 1);
+    }
+}
+
+/// Elements of the fills per task (whole tasks per thread; the values depend on i alone).
+constexpr std::int64_t kFillChunk = 1 << 14;
+
 /// Fills t with values exactly representable in t.dt, by family: integers in [lo, hi]
 /// (exact and the adversarial families, which plant their pattern afterwards), N(0, 1) or
 /// N(0, 9) rounded to t.dt (normal, peaky), or 80% zeros and integers in {-2,-1,1,2} (sparse).
@@ -48,30 +70,19 @@ void fill_tensor(Tensor& t, const Problem& p, TensorId id, int lo, int hi) {
     const std::uint64_t key = stream_key(p.seed, id);
     const auto n = static_cast<std::int64_t>(t.size());
     float* data = t.data.data();
-    switch (p.fill) {
-        case Fill::normal:
-        case Fill::peaky: {
-            const double sd = p.fill == Fill::peaky && id != TensorId::bias ? 3.0 : 1.0;
+    if (p.fill == Fill::normal || p.fill == Fill::peaky) {
+        const double sd = p.fill == Fill::peaky && id != TensorId::bias ? 3.0 : 1.0;
 #pragma omp parallel for schedule(static)
-            for (std::int64_t i = 0; i < n; ++i)
-                data[i] = round_to(t.dt, static_cast<float>(sd * normal(key, static_cast<std::uint64_t>(i))));
-            break;
-        }
-        case Fill::sparse:
-            if (id != TensorId::bias) {
-#pragma omp parallel for schedule(static)
-                for (std::int64_t i = 0; i < n; ++i) {
-                    const auto c = static_cast<std::uint64_t>(i);
-                    const int v = uniform_int(key, 2 * c + 1, 0, 3);  // -2, -1, 1, 2
-                    data[i] = uniform(key, 2 * c) < 0.8 ? 0.f : static_cast<float>(v < 2 ? v - 2 : v - 1);
-                }
-                break;
-            }
-            [[fallthrough]];
-        default:
-#pragma omp parallel for schedule(static)
-            for (std::int64_t i = 0; i < n; ++i)
-                data[i] = static_cast<float>(uniform_int(key, static_cast<std::uint64_t>(i), lo, hi));
+        for (std::int64_t i = 0; i < n; ++i)
+            data[i] = round_to(t.dt, static_cast<float>(sd * normal(key, static_cast<std::uint64_t>(i))));
+        return;
+    }
+    const bool sparse = p.fill == Fill::sparse && id != TensorId::bias;  // a sparse fill's bias is exact's
+#pragma omp parallel for schedule(static) if (n > kFillChunk)
+    for (std::int64_t i0 = 0; i0 < n; i0 += kFillChunk) {
+        const std::int64_t i1 = std::min(n, i0 + kFillChunk);
+        if (sparse) fill_sparse(data, i0, i1, key);
+        else fill_uniform_ints(data, i0, i1, key, lo, hi);
     }
 }
 

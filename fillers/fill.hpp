@@ -7,6 +7,8 @@
 
 namespace sdpa {
 
+struct RefQK;  // ref/sdpa_ref.hpp
+
 /// Fills Q, K, V (all directions), dO (bwd) and the bias (mask = bias) for `p`:
 ///  - exact: small integers (benchdnn style). Q and K take values in [-2, 2] with a density
 ///    that keeps |q.k| <= 2^24 for any D_qk, so every dot product of QK^T is exact in f32;
@@ -44,11 +46,13 @@ void fold_aliases(const TensorGeom& t, Tensor& host);
 void plant_adversarial(const Problem& p, SdpaInputs& in);
 
 /// Displacement for bwd: computes O and stats with the reference forward from the filled
-/// Q, K, V (same mask and scale), rounds O to the io dtype (fp8: onto its grid scaled by
-/// descale_O, saturating), keeps stats in f32 (+inf for fully masked rows), and stores both into
-/// `in` (folded like the fill when their strides alias), so the vendor and the reference see the
-/// same bytes. Returns how many O values saturated (fp8 only: past the io type's range at
-/// descale_O; the case then tells little). No-op (0) for the forward directions.
-std::int64_t displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask = nullptr);
+/// Q, K, V (same mask and scale; without the magnitudes, which only a check needs), rounds O to
+/// the io dtype (fp8: onto its grid scaled by descale_O, saturating), keeps stats in f32 (+inf
+/// for fully masked rows), and stores both into `in` (folded like the fill when their strides
+/// alias), so the vendor and the reference see the same bytes. With `qk`, leaves there the Q and
+/// K work the reference backward takes on these inputs (ref/sdpa_ref.hpp RefQK). Returns how many
+/// O values saturated (fp8 only: past the io type's range at descale_O; the case then tells
+/// little). No-op (0) for the forward directions.
+std::int64_t displace(const Problem& p, SdpaInputs& in, const DropoutMask* mask = nullptr, RefQK* qk = nullptr);
 
 }  // namespace sdpa

@@ -154,10 +154,15 @@ struct BwdCtx {
     i64 nqb, nkb, units;  ///< query blocks, key blocks, units per group (group * nqb)
     std::vector<double> Dr{}, rr{};  ///< per (b, h_q, i): D_i = sum dO o O, r_i = ||dO_i o O_i||_2
     /// ||Q_i||_2 per (b, h_q, i) and ||K_j||_2 per (b, h_kv, j): |scale| ||q_i|| ||k_j|| bounds the
-    /// magnitude |scale| sum_d |q_d k_d| of score s_ij (Cauchy-Schwarz), what its f32 rounding scales with.
-    std::vector<double> qn{}, kn{};
+    /// magnitude |scale| sum_d |q_d k_d| of score s_ij (Cauchy-Schwarz), what its f32 rounding
+    /// scales with; and K as transposed key-block panels (transpose_panels). A forward's
+    /// (RefOptions::qk) or computed here into `own_qk`.
+    const double *qn = nullptr, *kn = nullptr;
+    const float* kt = nullptr;
+    std::vector<double> own_qn{}, own_kn{};
+    RawBuffer<float> own_kt{};
     double kappa = 0;  ///< u_f32 / u_dt: the score errors' share of the magnitudes in io-roundoff units
-    RawBuffer<float> kt{}, vt{};  ///< K, V as transposed key-block panels (transpose_panels)
+    RawBuffer<float> vt{};  ///< V as transposed key-block panels (transpose_panels)
     PaddedRows kp{}, qp{}, dop{};  ///< K, Q (D_qk -> Dqkp) and dO (D_v -> Dvp) rows for the kernels
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
@@ -563,7 +568,21 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     }
     float ds_amax = 0.f, ds_wmax = 0.f, p_amax = 0.f;
     const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
-    c.kt.allocate(n(d.B * d.H_kv * nkb * d.D_qk * kB));
+    // Q and K's norms and K's panels: a forward's on the same inputs when given, else our own.
+    const bool shared_qk = opt.qk && opt.qk->qn.size() == n(d.B * d.H_q * d.S_q) &&
+            opt.qk->kn.size() == n(d.B * d.H_kv * d.S_kv) && opt.qk->kt.size() == n(d.B * d.H_kv * nkb * d.D_qk * kB);
+    if (shared_qk) {
+        c.qn = opt.qk->qn.data();
+        c.kn = opt.qk->kn.data();
+        c.kt = opt.qk->kt.data();
+    } else {
+        c.own_qn.resize(n(d.B * d.H_q * d.S_q));
+        c.own_kn.resize(n(d.B * d.H_kv * d.S_kv));
+        c.own_kt.allocate(n(d.B * d.H_kv * nkb * d.D_qk * kB));
+        c.qn = c.own_qn.data();
+        c.kn = c.own_kn.data();
+        c.kt = c.own_kt.data();
+    }
     c.vt.allocate(n(d.B * d.H_kv * nkb * d.D_v * kB));
     c.kp.allocate(in.K, c.Dqkp);
     c.qp.allocate(in.Q, c.Dqkp);
@@ -572,8 +591,6 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     const i64 rows = d.B * d.H_q * d.S_q;
     c.Dr.resize(n(rows));
     c.rr.resize(c.Dr.size());
-    c.qn.resize(c.Dr.size());
-    c.kn.resize(n(d.B * d.H_kv * d.S_kv));
     c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
     const bool par = work(d) >= kParallelWork;
     int threads = 1;
@@ -601,9 +618,11 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
             c.Dr[n(row)] = Di;
             c.rr[n(row)] = std::sqrt(r2);
         }
-        row_norms(in.Q, c.qn.data());
-        row_norms(in.K, c.kn.data());
-        transpose_panels(in.K, c.kt.data());
+        if (!shared_qk) {
+            row_norms(in.Q, c.own_qn.data());
+            row_norms(in.K, c.own_kn.data());
+            transpose_panels(in.K, c.own_kt.data());
+        }
         transpose_panels(in.V, c.vt.data());
 #pragma omp for collapse(2) schedule(static)
         for (i64 b = 0; b < d.B; ++b)

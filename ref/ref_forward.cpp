@@ -32,15 +32,14 @@ struct FwdCtx {
     RefForward& r;
     const Tensor* bias;
     bool emul, mul;
+    bool mags = true;  ///< RefOptions::magnitudes
     float v;
     i64 group, Dqkp, Dvp, nkb;
     double sqrt_skv;
-    std::vector<float> kt{};  ///< K as transposed key-block panels (transpose_panels)
+    RefQK& qk;  ///< qn, kn, kt: the row norms of Q and K (mag's factors) and K's transposed key-block panels
     std::vector<float> vpad{};  ///< V with rows padded to Dvp floats, when D_v is not a multiple of kNR
     const float* vrows = nullptr;  ///< V's rows as the kernels read them (row stride Dvp)
     double gabs = 1;  ///< |d op(x, v) / dx|: |v| for mul, 1/|v| for div
-    /// ||Q_i||_2 per (b, h_q, i) and ||K_j||_2 per (b, h_kv, j), in f64 (mag's factors).
-    std::vector<double> qn{}, kn{};
     double kappa = 1;       ///< u_f32 / u_dt: the score-error term of M_O in units of the io roundoff
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
@@ -67,7 +66,7 @@ struct FwdScratch {
 SDPA_REF_INLINE void score_magnitudes(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0,
     i64 nj, const double* qn) {
     const Dims& d = c.p.dims;
-    const double* kn = &c.kn[static_cast<std::size_t>((b * d.H_kv + h / c.group) * d.S_kv + j0)];
+    const double* kn = &c.qk.kn[static_cast<std::size_t>((b * d.H_kv + h / c.group) * d.S_kv + j0)];
     for (i64 ii = 0; ii < kB; ++ii) {
         float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
         if (ii >= ni) {
@@ -105,7 +104,7 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
     const i64 ni = std::min(kB, d.S_q - i0), hk = h / c.group;
     const i64 Dqk = d.D_qk, Dv = d.D_v, Dqkp = c.Dqkp, Dvp = c.Dvp;
     pack_rows(w.q.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
-    const double* qn = &c.qn[c.in.Q.offset(b, h, i0, 0) / static_cast<std::size_t>(Dqk)];
+    const double* qn = &c.qk.qn[c.in.Q.offset(b, h, i0, 0) / static_cast<std::size_t>(Dqk)];
     std::fill(w.msacc.begin(), w.msacc.end(), 0.0);
     std::fill(w.m.begin(), w.m.end(), -kInf);
     std::fill(w.l.begin(), w.l.end(), 0.0);
@@ -133,11 +132,11 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
         for (i64 j0 = 0; j0 < d.S_kv; j0 += kB) {
             if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
             const i64 nj = std::min(kB, d.S_kv - j0);
-            const float* kt = &c.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
+            const float* kt = &c.qk.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
             std::fill(w.s64.begin(), w.s64.end(), 0.0);
             gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
             scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr);
-            if (last) score_magnitudes(c, w, b, h, i0, ni, j0, nj, qn);
+            if (last && c.mags) score_magnitudes(c, w, b, h, i0, ni, j0, nj, qn);
 
             if (last && c.drop) {
                 std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
@@ -179,6 +178,14 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                 w.l[ii] = w.l[ii] * alpha + sum;
                 w.m[ii] = mnew;
                 if (!last) continue;
+                if (!c.mags) {  // O alone: only its accumulators follow the max
+                    if (alpha != 1.0 && !c.emul) {
+                        double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+#pragma omp simd
+                        for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
+                    }
+                    continue;
+                }
                 if (alpha != 1.0) {
                     w.mst[ii] *= alpha;
                     double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
@@ -216,16 +223,27 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             // With O's P V, in the same pass over V: M_O's P|V|, and the score errors' share of
             // O's error, sum_j P_ij mag_ij |V_jd| <= amag_i sum_j P_ij |V_jd| (the other share,
             // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
-            gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pexact, kB, vb, Dvp, w.acc.data(), w.macc.data(),
-                Dvp, w.msacc.data(), w.amag.data());
+            if (c.mags)
+                gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pexact, kB, vb, Dvp, w.acc.data(), w.macc.data(),
+                    Dvp, w.msacc.data(), w.amag.data());
+            else  // bitwise gemm_acc_pair's first product (ref_kernels.hpp)
+                gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, vb, Dvp, w.acc.data(), Dvp);
         }
     }
 
     for (i64 ii = 0; ii < ni; ++ii) {
         const i64 i = i0 + ii;
         float* o = &c.r.O.data[c.r.O.offset(b, h, i, 0)];
-        float* mo = &c.r.M_O.data[c.r.M_O.offset(b, h, i, 0)];
         const std::size_t si = c.r.stats.offset(b, h, i, 0);
+        if (!c.mags) {
+            const bool masked = w.m[ii] == -kInf;
+            const double fo = masked ? 0.0 : c.emul ? 1.0 : 1.0 / w.l[ii];
+            const double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+            for (i64 k = 0; k < Dv; ++k) o[k] = masked ? 0.f : static_cast<float>(a[k] * fo);
+            c.r.stats.data[si] = masked ? kInf : static_cast<float>(static_cast<double>(w.m[ii]) + std::log(w.l[ii]));
+            continue;
+        }
+        float* mo = &c.r.M_O.data[c.r.M_O.offset(b, h, i, 0)];
         if (w.m[ii] == -kInf) {
             // Fully masked row: O = 0, M_O = 0, stats = +inf, M_stats = 1 + sqrt(S_kv).
             std::fill(o, o + Dv, 0.f);
@@ -257,20 +275,26 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     const Dims& d = p.dims;
     RefForward r;
     const Geometry g = ref_geometry(p, false);
-    r.O = r.M_O = Tensor(g.at(Role::O).dims, DType::f32);
-    r.stats = r.M_stats = Tensor(g.at(Role::stats).dims, DType::f32);
+    r.O = Tensor(g.at(Role::O).dims, DType::f32);
+    r.stats = Tensor(g.at(Role::stats).dims, DType::f32);
+    if (opt.magnitudes) {
+        r.M_O = Tensor(g.at(Role::O).dims, DType::f32);
+        r.M_stats = Tensor(g.at(Role::stats).dims, DType::f32);
+    }
+    RefQK own;
     // Emulated rounding of P to the io dtype; for f32 it is a no-op and skipped.
     FwdCtx c{p, in, r, p.mask == Mask::bias ? &in.bias : nullptr, (opt.emulate_rounding && p.dt != DType::f32) || is_fp8(p.dt),
-        p.scale_op == ScaleOp::mul, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
-        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv))};
+        p.scale_op == ScaleOp::mul, opt.magnitudes, scale_tensor_value(p), d.H_q / d.H_kv, round_up(d.D_qk, kNR),
+        round_up(d.D_v, kNR), (d.S_kv + kB - 1) / kB, std::sqrt(static_cast<double>(d.S_kv)),
+        opt.save_qk ? *opt.save_qk : own};
     c.gabs = std::fabs(c.mul ? static_cast<double>(c.v) : 1.0 / static_cast<double>(c.v));
     std::tie(c.drop, c.inv_q) = dropout_of(p, opt);
     const i64 nqb = (d.S_q + kB - 1) / kB;
-    c.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
+    c.qk.kt.resize(static_cast<std::size_t>(d.B * d.H_kv * c.nkb * d.D_qk * kB));
     if (c.Dvp != d.D_v) c.vpad.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv * c.Dvp));
     c.vrows = c.vpad.empty() ? in.V.data.data() : c.vpad.data();
-    c.qn.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q));
-    c.kn.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv));
+    c.qk.qn.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q));
+    c.qk.kn.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv));
     c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
     std::vector<float> row_pmax;
     if (is_fp8(p.dt)) {
@@ -281,9 +305,9 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
 
 #pragma omp parallel if (work(d) >= kParallelWork)
     {
-        transpose_panels(in.K, c.kt.data());
-        row_norms(in.Q, c.qn.data());
-        row_norms(in.K, c.kn.data());
+        transpose_panels(in.K, c.qk.kt.data());
+        row_norms(in.Q, c.qk.qn.data());
+        row_norms(in.K, c.qk.kn.data());
         if (!c.vpad.empty()) {
 #pragma omp for schedule(static)
             for (i64 row = 0; row < d.B * d.H_kv * d.S_kv; ++row)
@@ -298,7 +322,7 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
             for (i64 h = 0; h < d.H_q; ++h)
                 for (i64 qb = 0; qb < nqb; ++qb) forward_rows(c, w, b, h, qb * kB);
     }
-    if (is_fp8(p.dt)) {
+    if (is_fp8(p.dt) && opt.magnitudes) {
         // Amax_S: the largest P (after dropout, before scale_S), to the f32 softmax's accuracy
         // (kAmaxRelative of itself); Amax_O: the largest |O| before scale_O, with O's magnitudes.
         const float amax_s = *std::max_element(row_pmax.begin(), row_pmax.end());

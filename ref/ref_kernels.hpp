@@ -27,17 +27,13 @@
 #include <limits>
 
 #include "core/geometry.hpp"
+#include "core/isa_clones.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 #include "ref/sdpa_ref.hpp"
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-/// One clone per ISA level, chosen at load time (GCC function multi-versioning): the
-/// reference stays portable yet uses AVX-512 / AVX2+FMA where the CPU has them.
-#define SDPA_REF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SDPA_REF_CLONES
-#endif
+/// The reference's kernels in one clone per ISA level (core/isa_clones.hpp).
+#define SDPA_REF_CLONES SDPA_ISA_CLONES
 #define SDPA_REF_INLINE inline __attribute__((always_inline))
 
 // The vector helpers are always inlined, so no vector crosses a call boundary.

@@ -5,10 +5,22 @@
 // independent of the thread count.
 #pragma once
 
+#include <vector>
+
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
 
 namespace sdpa {
+
+/// What the reference forward and backward both derive from Q and K alone: the row norms
+/// ||Q_i||_2 per (b, h_q, i) and ||K_j||_2 per (b, h_kv, j) of the magnitudes (f64,
+/// ref/ref_kernels.hpp row_norms), and K in transposed key-block panels (transpose_panels). A
+/// forward fills it (RefOptions::save_qk); a backward on the same Q and K takes it
+/// (RefOptions::qk) instead of computing it again, with bitwise the same results.
+struct RefQK {
+    std::vector<double> qn, kn;
+    std::vector<float> kt;
+};
 
 /// Reference knobs.
 struct RefOptions {
@@ -26,6 +38,14 @@ struct RefOptions {
     /// Injected dMask bug, for the fault-injecting backend only: dMask taken from the first
     /// batch, head and query row of each broadcast group instead of their sum.
     bool dmask_no_reduce = false;
+    /// Forward: also the magnitudes M_O, M_stats (and fp8's amax) that the checks need; without
+    /// them (the displacement, which keeps only O and stats) the forward skips the P |V| product
+    /// and the score magnitudes, and O and stats are bitwise the same.
+    bool magnitudes = true;
+    /// Forward: where to leave the Q and K work a later backward on the same inputs can take.
+    RefQK* save_qk = nullptr;
+    /// Backward: that work, from a forward on the same Q and K (ignored when its sizes do not fit).
+    const RefQK* qk = nullptr;
 };
 
 /// Default options for `p`: rounding emulation on for bf16/f16, off (a no-op) for f32; `mask`

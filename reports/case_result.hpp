@@ -53,15 +53,18 @@ struct ExpectOutcome {
     bool allow_xpass = false;  ///< the entry lets an XPASS pass the run (a flaky bug)
 };
 
-/// The phases of a case whose wall time a result reports (as benchdnn's -v does): filling the
-/// inputs (and for bwd the O/stats they need), displacing them into the vendor's layout, building
-/// and compiling the vendor plan, running it (the checked run, or the timed loop), the f32
-/// reference, and comparing the outputs (the dropout checks' extra runs are in none of them).
-enum class Phase { fill, displace, prepare, vendor, reference, compare };
+/// The phases of a case whose wall time a result reports (as benchdnn's -v does), in pipeline
+/// order: filling the inputs; displacing O and stats from the reference forward (bwd); the vendor
+/// plan (support, building and compiling it, copying the inputs into its buffers); running it (the
+/// checked run, or the timed loop); reading its outputs back (decoding, guard bands, stride gaps);
+/// the f32 reference; comparing the outputs; the dropout checks (mask statistics and the vendor
+/// reruns they need); --mode=B's second run; and `other`, what none of them accounts for (the
+/// case's time minus theirs: validation, the memory guard, freeing the case's buffers).
+enum class Phase { fill, displace, prepare, vendor, read, reference, compare, dropout, rerun, other };
 
-inline constexpr std::array<EnumName<Phase>, 6> kPhaseNames{{{Phase::fill, "fill"}, {Phase::displace, "displace"},
-    {Phase::prepare, "prepare"}, {Phase::vendor, "vendor"}, {Phase::reference, "reference"},
-    {Phase::compare, "compare"}}};
+inline constexpr std::array<EnumName<Phase>, 10> kPhaseNames{{{Phase::fill, "fill"}, {Phase::displace, "displace"},
+    {Phase::prepare, "prepare"}, {Phase::vendor, "vendor"}, {Phase::read, "read"}, {Phase::reference, "reference"},
+    {Phase::compare, "compare"}, {Phase::dropout, "dropout"}, {Phase::rerun, "rerun"}, {Phase::other, "other"}}};
 
 inline std::string_view format_as(Phase v) { return enum_name(kPhaseNames, v); }
 
@@ -136,6 +139,8 @@ struct Summary {
     std::size_t timeouts = 0;       ///< FAILED cases that were timeouts
     std::size_t allowed_xpass = 0;  ///< XPASS cases whose entry allows them
     std::size_t write_errors = 0;   ///< files the run was asked to write and could not (--emit-onednn-json)
+    double ms = 0;                  ///< the cases' wall times summed (CaseResult::ms)
+    std::array<double, kPhaseNames.size()> phases_ms{};  ///< each phase's wall time summed over the cases
     void add(const CaseResult& r);
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }

@@ -23,6 +23,14 @@ std::string summary_line(const Summary& s) {
             s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable]);
 }
 
+std::string phase_totals_line(const Summary& s) {
+    std::string line = fmt::format("total: {:.3g}s;", s.ms * 1e-3);
+    for (const auto& ph : kPhaseNames)
+        if (const double ms = s.phases_ms[static_cast<std::size_t>(ph.value)]; ms > 0)
+            line += fmt::format(" {}: {:.3g}s ({:.0f}%);", ph.name, ms * 1e-3, 100.0 * ms / s.ms);
+    return line;
+}
+
 std::string phases_line(const CaseResult& r) {
     std::string s = "    time:";
     for (const auto& ph : kPhaseNames)
@@ -54,6 +62,7 @@ void ConsoleReporter::on_case(const CaseResult& r) {
 
 void ConsoleReporter::end(const Summary& s) {
     fmt::print(out_, "{}\n", summary_line(s));
+    if (s.ms > 0) fmt::print(out_, "{}\n", phase_totals_line(s));
     std::fflush(out_);
 }
 

@@ -13,6 +13,9 @@ namespace sdpa {
 std::string status_line(const CaseResult& r);
 /// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N".
 std::string summary_line(const Summary& s);
+/// After the summary line, when any case ran (benchdnn's last line): "total: 1.36s; fill: 0.044s
+/// (3%); ...; other: 0.01s (1%)": the cases' time summed, and each phase's over the run with its share.
+std::string phase_totals_line(const Summary& s);
 /// -v: "    time: fill 1.2 ms, displace 0.1 ms, ..., case 9.8 ms": the wall time of each phase run.
 std::string phases_line(const CaseResult& r);
 /// One line per output: "  O: worst |err|/bound 0.031 at (0,1,5,3) got .. expected .. (bound ..)".

@@ -271,6 +271,8 @@ std::vector<Field<OutputCheck>> make_check_fields() {
         stored<C>("saturated", "fp8: reference values past the output's range", [](auto& c) -> auto& { return c.saturated; }),
         stored<C>("unchecked", "elements not checked (ragged absent rows, rows a backend leaves unspecified)",
             [](auto& c) -> auto& { return c.unchecked; }),
+        stored<C>("elements", "the output's size, as the comparison went over it (with compare_ms, its rate)",
+            [](auto& c) -> auto& { return c.elements; }),
         stored<C>("mistrust", "why MISTRUSTED when not zero trust (\"\" otherwise)", [](auto& c) -> auto& { return c.mistrust; }),
         stored<C>("located", "worst_index, got, expected, err and bound describe one element (false: the failure is "
             "about the buffer)", [](auto& c) -> auto& { return c.located; }),

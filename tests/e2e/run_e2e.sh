@@ -11,18 +11,44 @@ fail() { echo "E2E FAIL ($scenario): $*"; echo "--- output tail:"; tail -n 30 "$
 # summary_field NAME: the count after NAME: in the summary line.
 summary_field() { grep -E '^tests:' "$tmp/out" | tail -n 1 | grep -oE "(^| )$1:[0-9]+" | cut -d: -f2; }
 run() { "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err" >>"$tmp/out"; }
+# check_phases JSONL: every case that ran has phase times (reports/case_result.hpp Phase) that
+# are non-negative and sum to its case time within 2%, what no phase accounts for ("other") is at
+# most 2% of the run, and the summary's last line gives the totals.
+check_phases() {
+  python3 - "$1" <<'EOF' || fail "phase times do not account for the case times"
+import json, sys
+bad, ran, run_ms, other_ms = [], 0, 0.0, 0.0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "context" in r or not r.get("case_ms"):
+        continue
+    ran += 1
+    ph = r["phases_ms"]
+    total = sum(ph.values())
+    run_ms += r["case_ms"]
+    other_ms += ph.get("other", 0.0)
+    if min(ph.values()) < 0 or abs(total - r["case_ms"]) > 0.02 * r["case_ms"]:
+        bad.append(f"{r['repro']}: phases sum to {total:.3f} ms of {r['case_ms']:.3f} ms: {ph}")
+print(f"{ran} cases ran; {len(bad)} whose phases do not sum to the case time; other {other_ms:.1f} of {run_ms:.1f} ms")
+print("\n".join(bad[:10]))
+sys.exit(1 if bad or ran == 0 or other_ms > 0.02 * run_ms else 0)
+EOF
+  grep -qE '^total: [0-9.e+-]+s; fill: ' "$tmp/out" || fail "no 'total:' line of phase totals after the summary"
+}
 
 case $scenario in
 smoke_ref)
-  run --backend=ref --batch=cases/ci/smoke.cases
+  run --backend=ref --batch=cases/ci/smoke.cases --report=jsonl:"$tmp/smoke.jsonl"
   [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  check_phases "$tmp/smoke.jsonl"
   tests=$(summary_field tests); passed=$(summary_field passed)
   [ -n "$tests" ] && [ "$tests" -gt 100 ] || fail "expected > 100 tests, got '$tests'"
   [ "$passed" = "$tests" ] || fail "ref against itself must PASS everything: $passed/$tests passed"
   ;;
 smoke_onednn)
-  run --backend=onednn --batch=cases/ci/smoke.cases
+  run --backend=onednn --batch=cases/ci/smoke.cases --report=jsonl:"$tmp/smoke.jsonl"
   [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+  check_phases "$tmp/smoke.jsonl"
   tests=$(summary_field tests); passed=$(summary_field passed); skipped=$(summary_field skipped)
   [ -n "$tests" ] && [ "$tests" -gt 100 ] || fail "expected > 100 tests, got '$tests'"
   [ $((passed + skipped)) -eq "$tests" ] || fail "every case must PASS or be SKIPPED: passed $passed skipped $skipped of $tests"

@@ -76,7 +76,7 @@ TEST(GuardedBuffer, StrideGapsArePrefilledAndAWriteIntoOneIsReported) {
     Problem p;
     p.dims = {1, 2, 3, 3, 4, 4, 4};
     const Tensor mag(t.dims, DType::f32, 1.f);
-    const OutputCheck c = check_output(p, Output::dQ, host, host, mag, 3, {}, r);
+    const OutputCheck c = check_output(output_rule(p, Output::dQ), host, {host, mag, 3}, r);
     EXPECT_FALSE(c.pass);
     EXPECT_FALSE(c.located);
     EXPECT_NE(c.reason.find("wrote into the stride gap of dQ at element offset 18"), std::string::npos) << c.reason;
@@ -119,12 +119,42 @@ TEST(GuardedBuffer, CompareTurnsGuardReportsIntoFailures) {
     const Tensor ref({1, 1, 4, 8}, DType::f32, 1.f), mag({1, 1, 4, 8}, DType::f32, 1.f);
     OutputIntegrity outside;
     outside.touched_after = 12;
-    OutputCheck c = check_output(p, Output::O, ref, ref, mag, 4, {}, outside);
+    OutputCheck c = check_output(output_rule(p, Output::O), ref, {ref, mag, 4}, outside);
     EXPECT_FALSE(c.pass);
     EXPECT_NE(c.reason.find("wrote outside O"), std::string::npos) << c.reason;
     OutputIntegrity unwritten;
     unwritten.unwritten = 3;
-    c = check_output(p, Output::dV, ref, ref, mag, 4, {}, unwritten);
+    c = check_output(output_rule(p, Output::dV), ref, {ref, mag, 4}, unwritten);
     EXPECT_FALSE(c.pass);
     EXPECT_NE(c.reason.find("3 element(s) of dV not written"), std::string::npos) << c.reason;
+}
+
+TEST(GuardedBuffer, OnePassOverALargeStridedBufferFindsTheFirstGapWriteAndSkipsUnspecifiedRows) {
+    // [2,4,300,64] bf16 with a row pitch of 4 * 64 + 16: 16 gap elements after each row, 614,400
+    // logical elements (the pass runs on every thread).
+    const TensorGeom t = geom(ElemType::bf16, {2, 4, 300, 64}, {300 * 272, 64, 272, 1});
+    GuardedBuffer b(t);
+    Tensor host(t.dims, DType::bf16, 1.f);
+    b.write(host);
+    EXPECT_TRUE(b.check().clean());
+    auto* e = static_cast<std::uint16_t*>(b.data());
+    e[1 * 300 * 272 + 200 * 272 + 260] = 0;  // a gap element of batch 1, row 200
+    e[0 * 300 * 272 + 17 * 272 + 270] = 0;   // one of batch 0, row 17: the first in memory
+    e[5] = 0xFFFF;                           // a logical element back to the prefill
+    OutputIntegrity r = b.check();
+    EXPECT_EQ(r.gap_written, 2);
+    EXPECT_EQ(r.first_gap, 17 * 272 + 270);
+    EXPECT_EQ(r.unwritten, 1);
+    // Rows from 100 of batch 0 and from 250 of batch 1 are the kernel's to leave: not unwritten.
+    b.poison();
+    b.set_unspecified_rows({100, 250});
+    for (std::int64_t a = 0; a < 2; ++a)
+        for (std::int64_t h = 0; h < 4; ++h)
+            for (std::int64_t s = 0; s < (a == 0 ? 100 : 250); ++s)
+                for (std::int64_t d = 0; d < 64; ++d) e[t.offset(a, h, s, d)] = 0;
+    r = b.check();
+    EXPECT_EQ(r.unwritten, 0);
+    EXPECT_EQ(r.gap_written, 0);
+    e[t.offset(1, 3, 249, 63)] = 0xFFFF;  // a row that must be written
+    EXPECT_EQ(b.check().unwritten, 1);
 }

@@ -309,17 +309,17 @@ TEST(Fp8Compare, SaturatedOutputsAreExpectedSaturatedAndMistrusted) {
     ref.data = {300.f, 10.f};
     mag.data = {300.f, 10.f};
     got.data = {224.f, 10.f};  // what a satfinite kernel stores
-    OutputCheck c = check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O));
+    OutputCheck c = check_output(output_rule(p, Output::O, {}, &g.at(Role::O)), got, {ref, mag, 1});
     EXPECT_TRUE(c.pass) << c.reason;
     EXPECT_TRUE(c.mistrusted);
     EXPECT_EQ(c.saturated, 1);
     got.data = {448.f, 10.f};  // not saturated but code 896 (e4m3 cannot hold it): far beyond the bound
-    c = check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O));
+    c = check_output(output_rule(p, Output::O, {}, &g.at(Role::O)), got, {ref, mag, 1});
     EXPECT_FALSE(c.pass);
     EXPECT_EQ(c.expected, 224.f);
     // Without the geometry (no descale known) nothing saturates.
     got.data = {300.f, 10.f};
-    c = check_output(p, Output::O, got, ref, mag, 1);
+    c = check_output(output_rule(p, Output::O), got, {ref, mag, 1});
     EXPECT_TRUE(c.pass);
     EXPECT_EQ(c.saturated, 0);
 }
@@ -333,9 +333,9 @@ TEST(Fp8Compare, AbsoluteTermIsInValues) {
     ref.data = {tiny_value};
     mag.data = {0.f};
     got.data = {0.f};
-    EXPECT_TRUE(check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O)).pass);
+    EXPECT_TRUE(check_output(output_rule(p, Output::O, {}, &g.at(Role::O)), got, {ref, mag, 1}).pass);
     ref.data = {tiny_value * 8};  // four subnormal steps: no longer absorbed
-    EXPECT_FALSE(check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O)).pass);
+    EXPECT_FALSE(check_output(output_rule(p, Output::O, {}, &g.at(Role::O)), got, {ref, mag, 1}).pass);
 }
 
 /// The cases of case-language tokens on test:fp8 (the reference on fp8 buffers).
@@ -399,7 +399,7 @@ TEST(Fp8Saturation, ValuesThatRoundToTheLargestCodeAreNotSaturated) {
     ref.data = {460.f, 1.f};
     mag.data = {460.f, 1.f};
     got.data = {448.f, 1.f};
-    const OutputCheck c = check_output(p, Output::O, got, ref, mag, 1, {}, {}, &g.at(Role::O));
+    const OutputCheck c = check_output(output_rule(p, Output::O, {}, &g.at(Role::O)), got, {ref, mag, 1});
     EXPECT_TRUE(c.pass);
     EXPECT_EQ(c.saturated, 0);
 }

@@ -125,11 +125,11 @@ TEST(RaggedCompare, AbsentRowsAreNotChecked) {
             } else {
                 got.at(b, 1, i, 2) = 7.f;  // garbage in a row the tensor does not store
             }
-    OutputCheck c = check_output(p, Output::O, got, ref, mag, p.dims.S_kv, {}, {}, &o);
+    OutputCheck c = check_output(output_rule(p, Output::O, {}, &o), got, {ref, mag, p.dims.S_kv});
     EXPECT_TRUE(c.pass) << c.reason;
     EXPECT_EQ(c.unchecked, (4 * 13 - 19) * p.dims.H_q * p.dims.D_v);
     got.at(2, 0, 3, 0) = 5.f;  // a stored row still counts
-    EXPECT_FALSE(check_output(p, Output::O, got, ref, mag, p.dims.S_kv, {}, {}, &o).pass);
+    EXPECT_FALSE(check_output(output_rule(p, Output::O, {}, &o), got, {ref, mag, p.dims.S_kv}).pass);
 }
 
 TEST(RaggedPipeline, EveryDirectionPassesOnTheReferenceBackend) {

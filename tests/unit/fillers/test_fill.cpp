@@ -2,7 +2,10 @@
 
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <tuple>
 
 #include "fillers/fill.hpp"
 
@@ -72,6 +75,34 @@ TEST(Fill, SeededReproducibleAndThreadCountIndependent) {
     EXPECT_NE(a.Q.data, a.K.data);  // tensors have their own streams
     p.seed = 2;
     EXPECT_NE(fill_inputs(p).Q.data, a.Q.data);
+}
+
+/// FNV-1a over the bits of a tensor's values.
+std::uint64_t fnv(const Tensor& t) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const float f : t.data) h = (h ^ std::bit_cast<std::uint32_t>(f)) * 1099511628211ull;
+    return h;
+}
+
+TEST(Fill, IntegerFamiliesKeepTheirBytesOnEveryThreadCount) {
+    // The vectorised chunks of the integer fills give the bytes the element-by-element loop gave
+    // (the hashes were taken from it), whatever the thread count; tensors span many chunks.
+    Problem p = make(Dir::bwd, DType::f32, Fill::exact, Mask::bias);
+    p.dims = {2, 8, 2, 300, 280, 64, 40};
+    p.bias_shape = BiasShape::b;
+    p.seed = 7;
+    const int threads = omp_get_max_threads();
+    for (const auto& [fill, q, dO] : {std::tuple{Fill::exact, 0xd0c89e407b054383ull, 0xf31fc481a84e2b83ull},
+             std::tuple{Fill::sparse, 0xe44eb5c273854383ull, 0x915d705256ce2b83ull}})
+        for (const int n : {1, std::max(2, threads)}) {
+            p.fill = fill;
+            omp_set_num_threads(n);
+            const SdpaInputs in = fill_inputs(p);
+            omp_set_num_threads(threads);
+            EXPECT_EQ(fnv(in.Q), q) << n;
+            EXPECT_EQ(fnv(in.dO), dO) << n;
+            EXPECT_EQ(fnv(in.bias), 0x331a0cba41f58683ull) << n;  // the bias is exact's in both families
+        }
 }
 
 TEST(Fill, BiasTakesItsBroadcastShapeAndDtype) {

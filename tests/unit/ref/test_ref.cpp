@@ -850,6 +850,42 @@ TEST(RefDeterminism, BackwardBitwiseEqualForOneTwoThreeThreads) {
 
 /// A shape spanning many tiles in both directions, with D = 128 as in the models, against the
 /// naive f64 reference: every element of O, stats, dQ, dK, dV and the magnitudes.
+/// The displacement's forward (RefOptions::magnitudes off) gives bitwise the O and stats of the
+/// full forward, and a backward that takes the forward's Q and K work (RefOptions::qk) bitwise what
+/// it computes alone; a RefQK of other sizes is ignored.
+TEST(RefSharing, LeanForwardAndSharedQKChangeNoBit) {
+    for (const DType dt : {DType::f32, DType::bf16})
+        for (const Mask m : {Mask::none, Mask::causal_br, Mask::bias}) {
+            // D_v = 24 pads V's rows; S not a multiple of 64; GQA; large enough to go parallel.
+            const Problem p = make_problem(2, 4, 2, 150, 130, 40, 24, m, BiasShape::b, ScaleOp::mul, std::nullopt, dt);
+            SdpaInputs in = make_inputs(p, 47);
+            const RefForward full = ref_forward(p, in, {});
+            RefQK qk;
+            RefOptions lean_opt;
+            lean_opt.magnitudes = false;
+            lean_opt.save_qk = &qk;
+            const RefForward lean = ref_forward(p, in, lean_opt);
+            EXPECT_EQ(full.O.data, lean.O.data) << fmt::format("{} {}", dt, m);
+            EXPECT_EQ(full.stats.data, lean.stats.data) << fmt::format("{} {}", dt, m);
+            EXPECT_TRUE(lean.M_O.empty() && lean.M_stats.empty());
+            EXPECT_EQ(qk.qn.size(), static_cast<std::size_t>(2 * 4 * 150));
+            displace(p, in, {});
+            const RefBackward alone = ref_backward(p, in, {});
+            RefOptions shared_opt;
+            shared_opt.qk = &qk;
+            const RefBackward shared = ref_backward(p, in, shared_opt);
+            RefQK wrong{{1.0}, {1.0}, {1.f}};
+            RefOptions wrong_opt;
+            wrong_opt.qk = &wrong;
+            const RefBackward ignored = ref_backward(p, in, wrong_opt);
+            for (auto t : {&RefBackward::dQ, &RefBackward::dK, &RefBackward::dV, &RefBackward::M_dQ, &RefBackward::M_dK,
+                     &RefBackward::M_dV}) {
+                EXPECT_EQ((alone.*t).data, (shared.*t).data) << fmt::format("{} {}", dt, m);
+                EXPECT_EQ((alone.*t).data, (ignored.*t).data) << fmt::format("{} {}", dt, m);
+            }
+        }
+}
+
 TEST(RefVsNaiveLarge, ManyTilesD128) {
     const Problem p = make_problem(1, 2, 1, 300, 450, 128, 128, Mask::causal_br);
     SdpaInputs in = make_inputs(p, 43);

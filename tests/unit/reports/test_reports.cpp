@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "reports/console_reporter.hpp"
 #include "reports/csv_reporter.hpp"
 #include "reports/escape.hpp"
 #include "reports/jsonl_reporter.hpp"
@@ -239,11 +240,11 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
             "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,"
             // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields
             // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases
-            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,,");
+            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,"
-            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,,");
+            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
@@ -305,6 +306,22 @@ TEST(ResultFields, EveryFieldIsInEveryReport) {
         }
         EXPECT_EQ(columns, header.size());
     }
+}
+
+TEST(Console, TheTotalsLineSumsEachPhaseOverTheRun) {
+    CaseResult a, b;
+    a.ms = 30;
+    a.phases_ms[static_cast<std::size_t>(Phase::fill)] = 10;
+    a.phases_ms[static_cast<std::size_t>(Phase::vendor)] = 20;
+    b.ms = 10;
+    b.phases_ms[static_cast<std::size_t>(Phase::vendor)] = 2;
+    b.phases_ms[static_cast<std::size_t>(Phase::compare)] = 8;
+    Summary s;
+    s.add(a);
+    s.add(b);
+    EXPECT_EQ(s.ms, 40.0);
+    EXPECT_EQ(s.phases_ms[static_cast<std::size_t>(Phase::vendor)], 22.0);
+    EXPECT_EQ(phase_totals_line(s), "total: 0.04s; fill: 0.01s (25%); vendor: 0.022s (55%); compare: 0.008s (20%);");
 }
 
 TEST(ReportSpec, ParsesFormatAndPath) {
