@@ -51,11 +51,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gfl
         gflops_at_max, gbytes_per_s_at_median, samples_ms, peak_tflops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MinimizeReport, repro, signature, runs, steps, hit_limit)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ImplPart, where, kind, impl, shape, ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Implementation, name, parts)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BoundTensor, name, dt, dims, strides)
 
 void to_json(nlohmann::json& j, const CaseResult& r) {
     j = nlohmann::json{{"index", r.index}, {"status", r.status}, {"reason", r.reason}, {"ms", r.ms},
         {"repro", r.repro}, {"checks", r.checks}, {"notes", r.notes}, {"info", r.info}, {"checked", r.checked},
-        {"flops", r.flops}, {"bytes", r.bytes}, {"phases_ms", r.phases_ms}, {"alone_status", r.alone_status}};
+        {"flops", r.flops}, {"bytes", r.bytes}, {"phases_ms", r.phases_ms}, {"alone_status", r.alone_status},
+        {"impl", r.impl}, {"tensors", r.tensors}};
     if (r.perf) j["perf"] = *r.perf;
     if (r.dropout) j["dropout"] = *r.dropout;
     if (r.minimized) j["minimized"] = *r.minimized;
@@ -75,6 +79,8 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
     j.at("bytes").get_to(r.bytes);
     j.at("phases_ms").get_to(r.phases_ms);
     j.at("alone_status").get_to(r.alone_status);
+    j.at("impl").get_to(r.impl);
+    j.at("tensors").get_to(r.tensors);
     if (j.contains("perf")) r.perf = j.at("perf").get<PerfResult>();
     if (j.contains("dropout")) r.dropout = j.at("dropout").get<DropoutReport>();
     if (j.contains("minimized")) r.minimized = j.at("minimized").get<MinimizeReport>();

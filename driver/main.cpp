@@ -24,6 +24,7 @@
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
 #include "driver/minimize.hpp"
+#include "driver/selection.hpp"
 #include "driver/emit_json.hpp"
 #include "graph/json_export.hpp"
 #include "driver/run_case.hpp"
@@ -92,7 +93,8 @@ int run(int argc, char** argv) {
         return 0;
     }
 
-    const std::vector<CaseEntry> entries = parse_cases(opts.case_tokens);
+    std::vector<CaseEntry> entries = parse_cases(opts.case_tokens, opts.option_names);
+    if (opts.repeats > 1) entries = repeat_entries(entries, opts.repeats);
     bool usage_error = false;
     for (const auto& e : entries)
         if (e.usage) {
@@ -122,7 +124,14 @@ int run(int argc, char** argv) {
     CaseIds ids;
     std::vector<std::string> case_ids;
     for (const auto& e : entries) case_ids.push_back(ids.next(e));
-    const std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
+    std::vector<std::size_t> selected = shard_cases(entries, opts.shard);
+    if (opts.start > 0 || !opts.match.empty()) {  // benchdnn's --start and --match (driver/selection.hpp)
+        const std::size_t before = selected.size();
+        selected = select_cases(selected, case_ids, opts.start, opts.match);
+        fmt::print(stderr, "note: {}{}{} select {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
+                opts.start > 0 && !opts.match.empty() ? " and " : "",
+                opts.match.empty() ? "" : fmt::format("--match={}", opts.match), selected.size(), before);
+    }
     if (opts.result_fd >= 0) {
         const int fl = ::fcntl(opts.result_fd, F_GETFL);
         if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
@@ -173,7 +182,7 @@ int run(int argc, char** argv) {
         ctx.cases_fingerprint = cases_fingerprint(case_ids);
     }
     for (Reporter* rep : reporters) rep->begin(ctx);
-    const RunLimits limits{opts.max_memory};
+    const RunLimits limits{opts.max_memory, opts.impls};
     for (const std::size_t i : selected) {
         const CaseEntry& e = entries[i];
         const std::string label = e.c ? repro(*e.c) : std::string();
@@ -238,9 +247,18 @@ int run(int argc, char** argv) {
         for (std::size_t i = 0; i < expectations.size(); ++i)
             for (std::size_t k = 0; k < entries.size() && !expectation_used[i]; ++k)
                 expectation_used[i] = entries[k].c && expectation_matches(expectations[i], case_ids[k], entries[k].c->backend);
-    for (std::size_t i = 0; i < expectations.size(); ++i)  // a stale entry, or a glob with a typo
-        if (!expectation_used[i])
-            fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations[i].where);
+    // A stale entry, or a glob with a typo: one line with the count (each shard of a sharded run
+    // would print the whole list), the entries under -v.
+    std::size_t unmatched = 0;
+    for (std::size_t i = 0; i < expectations.size(); ++i)
+        if (!expectation_used[i]) {
+            ++unmatched;
+            if (opts.verbose >= 1)
+                fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations[i].where);
+        }
+    if (unmatched > 0)
+        fmt::print(stderr, "note: {} of the {} --expect entries of {} matched no case of the run{}\n", unmatched,
+                expectations.size(), opts.expect_file, opts.verbose >= 1 ? " (listed above)" : " (-v lists them)");
     return exit_code(summary, opts.fail_on);
 }
 

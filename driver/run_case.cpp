@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <exception>
 #include <cstring>
+#include <map>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -233,8 +235,19 @@ std::unique_ptr<Plan> prepare_plan(const Case& c, Backend& backend, const Proble
     return plan;
 }
 
+/// --impl / --skip-impl on the plan's implementation (core/implementation.hpp impl_excluded):
+/// throws BackendError SKIPPED with the reason when the selection leaves the case out.
+void select_impl(const Plan& plan, const ImplSelection& sel, bool complete) {
+    if (sel.empty()) return;
+    if (std::string why = impl_excluded(plan.implementation(), sel, complete); !why.empty())
+        throw BackendError(Status::skipped, why);
+}
+
 /// What the steps of one case share: the inputs, and the last prepared plan with its outputs.
 struct StepState {
+    ImplSelection impls;  ///< --impl / --skip-impl (RunLimits)
+    /// What each direction's plan ran and bound, by its tag ("" alone, "fwd: " and "bwd: " for fwd_bwd).
+    std::map<std::string, std::pair<Implementation, std::vector<BoundTensor>>> ran;
     SdpaInputs in;
     bool filled = false;
     std::unique_ptr<Plan> plan;
@@ -243,6 +256,33 @@ struct StepState {
     std::int64_t o_saturated = 0;                   ///< fp8 O inputs saturated by the displacement
     bool checked_before = false;                    ///< a direction was checked by an earlier step
 };
+
+/// Records what st.plan ran and bound under `tag` (replacing that tag's record) and sets r's
+/// record from all of them: one plan's as it is; fwd_bwd's two with the tag on the name ("fwd: A;
+/// bwd: B"), on each part's place and on each tensor's name.
+void record_plan(StepState& st, CaseResult& r, const std::string& tag) {
+    st.ran[tag] = {st.plan->implementation(), st.plan->bound_tensors()};
+    if (st.ran.size() == 1 && tag.empty()) {
+        std::tie(r.impl, r.tensors) = st.ran.begin()->second;
+        return;
+    }
+    r.impl = {};
+    r.tensors.clear();
+    for (const std::string t : {"fwd: ", "bwd: "}) {  // in run order
+        const auto it = st.ran.find(t);
+        if (it == st.ran.end()) continue;
+        const auto& [im, tensors] = it->second;
+        r.impl.name += fmt::format("{}{}{}", r.impl.name.empty() ? "" : "; ", t, im.name);
+        for (ImplPart part : im.parts) {
+            part.where = part.where.empty() ? t.substr(0, 3) : t + part.where;
+            r.impl.parts.push_back(std::move(part));
+        }
+        for (BoundTensor b : tensors) {
+            b.name = t + b.name;
+            r.tensors.push_back(std::move(b));
+        }
+    }
+}
 
 /// Fills the inputs (once per case) and prepares the plan of direction `q.dir`. A backward after a
 /// checked forward (fwd_bwd) takes the forward's own O and stats, exactly as it gave them; any
@@ -271,6 +311,8 @@ void prepare_step(const Case& c, Backend& backend, const Problem& q, StepState& 
     }
     st.plan.reset();  // one plan at a time
     st.plan = prepare_plan(c, backend, q, st.in, r, tag);
+    record_plan(st, r, tag);
+    select_impl(*st.plan, st.impls, false);
 }
 
 /// Check step: runs the plan of `q.dir` once, computes the reference (fed the first direction's
@@ -282,6 +324,8 @@ bool check_step(const Case& c, Backend& backend, const Problem& q, StepState& st
     const bool chained = q.dir == Dir::bwd && st.checked_before;
     prepare_step(c, backend, q, st, r, tag);
     timed(r, Phase::vendor, [&] { st.plan->execute(); });
+    record_plan(st, r, tag);
+    select_impl(*st.plan, st.impls, true);
     add_run_notes(*st.plan, r, tag);
     st.out = st.plan->read_outputs();
     if (auto seen = observed_masked_rows(q, st.out)) r.notes.push_back(tag + *seen);
@@ -363,6 +407,7 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         if (!supported(backend, q, r)) return;
     }
     StepState st;
+    st.impls = limits.impls;
     for (std::size_t k = 0; k < steps->size(); ++k) {
         const Step& s = (*steps)[k];
         Problem q = p;
@@ -377,7 +422,13 @@ void run_checked(const Case& c, Backend& backend, CaseResult& r, const TimingOpt
         case Step::Kind::time:
             if (!st.plan) {  // P: nothing checked, the plan is timed alone
                 prepare_step(c, backend, q, st, r, tag);
+                if (!st.impls.empty()) {  // the run that names every part, before the selection
+                    st.plan->execute();
+                    record_plan(st, r, tag);
+                    select_impl(*st.plan, st.impls, true);
+                }
                 measure(*st.plan, timing, backend.peak_tflops(q.dt), r);
+                record_plan(st, r, tag);
                 r.status = Status::executed;  // ran, nothing checked: never PASSED
             } else if (!is_error(r.status)) {
                 measure(*st.plan, timing, backend.peak_tflops(q.dt), r);

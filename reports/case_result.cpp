@@ -24,6 +24,7 @@ std::string_view shown_status(const CaseResult& r) {
 
 void Summary::add(const CaseResult& r) {
     ++tests;
+    if (!reference_fallback(r.impl).empty()) ++ref_fallbacks;
     if (r.expect.kind != Expected::none) {
         ++expected[static_cast<std::size_t>(r.expect.kind)];
         if (r.expect.kind == Expected::xpass && r.expect.allow_xpass) ++allowed_xpass;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compare/compare.hpp"
+#include "core/implementation.hpp"
 #include "core/status.hpp"
 #include "core/timing_stats.hpp"
 
@@ -99,6 +100,13 @@ struct CaseResult {
     /// that run's status ("" when not rerun). PASSED means the failure depends on what ran
     /// before it in this process (a vendor's state), so its repro alone does not reproduce it.
     std::string alone_status;
+    /// What the vendor ran (Plan::implementation after its first run): its implementation name and
+    /// the implementations inside (oneDNN's primitives with their times); for fwd_bwd the two
+    /// plans', the name "fwd: A; bwd: B" and each part's `where` prefixed "fwd: " or "bwd: ".
+    Implementation impl;
+    /// The tensors as the plan bound them (Plan::bound_tensors); for fwd_bwd each name prefixed
+    /// "fwd: " or "bwd: ".
+    std::vector<BoundTensor> tensors;
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs
@@ -134,6 +142,9 @@ struct Summary {
     std::size_t timeouts = 0;       ///< FAILED cases that were timeouts
     std::size_t allowed_xpass = 0;  ///< XPASS cases whose entry allows them
     std::size_t write_errors = 0;   ///< files the run was asked to write and could not (--emit-onednn-json)
+    /// Cases whose vendor ran a reference implementation where the reports flag one
+    /// (core/implementation.hpp reference_fallback): the summary line's ref_fallback:N.
+    std::size_t ref_fallbacks = 0;
     void add(const CaseResult& r);
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }

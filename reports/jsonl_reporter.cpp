@@ -95,6 +95,17 @@ nlohmann::json json_record(const CaseResult& r) {
     } else {
         j["dropout_checks"] = nullptr;
     }
+    j["impl_parts"] = json::array();  // the implementations inside the plan (core/implementation.hpp)
+    for (const ImplPart& p : r.impl.parts) {
+        json o{{"where", p.where}, {"kind", p.kind}, {"impl", p.impl}, {"shape", p.shape},
+            {"reference", is_reference_impl(p.impl)}};
+        if (p.ms >= 0) put_number(o, "ms", p.ms);
+        else o["ms"] = nullptr;
+        j["impl_parts"].push_back(std::move(o));
+    }
+    j["tensors"] = json::array();  // each tensor as bound to the vendor
+    for (const BoundTensor& t : r.tensors)
+        j["tensors"].push_back(json{{"name", t.name}, {"dt", t.dt}, {"dims", t.dims}, {"strides", t.strides}});
     j["notes"] = r.notes;
     return j;
 }

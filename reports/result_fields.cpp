@@ -125,6 +125,18 @@ std::vector<ResultField> make_fields() {
         [](const CaseResult& r) {
             return r.perf && r.perf->peak_tflops > 0 ? V{100.0 * 1e-3 * r.perf->gflops_at_median / r.perf->peak_tflops} : V{};
         }});
+    // What ran (core/implementation.hpp): appended, so that every earlier column keeps its place.
+    t.push_back({"impl", G::top, "impl",
+        "the vendor's name for what ran: oneDNN's partition kernel, cuDNN's plan, PyTorch's operator and SDPBackend "
+        "(absent when the case did not reach the vendor)",
+        [](const CaseResult& r) { return text_or_none(r.impl.name); }});
+    t.push_back({"ref_fallback", G::top, "ref_fallback",
+        "the matmuls or softmax the vendor ran with a reference implementation, 'KIND IMPL (SHAPE)' joined by '; ' "
+        "(absent when none did)",
+        [](const CaseResult& r) { return text_or_none(reference_fallback(r.impl)); }});
+    t.push_back({"ref_parts", G::top, "ref_parts",
+        "how many implementations inside the plan are reference ones, of any kind (absent when the vendor lists none)",
+        [](const CaseResult& r) { return r.impl.parts.empty() ? V{} : V{reference_parts(r.impl)}; }});
     return t;
 }
 

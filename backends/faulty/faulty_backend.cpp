@@ -190,6 +190,7 @@ void write_past_rows(GuardedBuffer& buf) {
 RefKernel faulty_kernel(FaultKind kind) {
     RefKernel k;
     k.notes = {fmt::format("injected fault: {}", kind)};
+    k.impl = fmt::format("sdpabench reference with the fault {}", kind);
     switch (kind) {
         case FaultKind::do_strides_as_o:
             k.read_as = [](const Geometry& g, Role r) {

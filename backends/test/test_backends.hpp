@@ -15,7 +15,9 @@ namespace sdpa {
 /// "test:sleep" (execute() sleeps for an hour: a hung vendor call), "test:segv" (execute()
 /// raises SIGSEGV: a crashing vendor call), "test:stateful" (the reference, but every case
 /// after the first of a process FAILS: a vendor broken by its own state) and "test:fp8" (the
-/// reference backend's plan, fp8 cases included: the fp8 path end to end without a GPU). Without --isolate,
+/// reference backend's plan, fp8 cases included: the fp8 path end to end without a GPU) and
+/// "test:slow" (the reference, each run stretched by busy waiting to SDPABENCH_TEST_SLOWDOWN
+/// times its time: a planted slowdown for scripts/ab_interleave.py's tests). Without --isolate,
 /// test:segv kills the whole run and test:sleep hangs it: that is what they are for.
 std::vector<std::string> test_backend_names();
 
