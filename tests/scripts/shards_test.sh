@@ -43,6 +43,13 @@ def junit(path):
     s = ET.parse(path).getroot().find("testsuite")
     return {k: s.get(k) for k in ("tests", "failures", "errors", "skipped")}, sorted(c.get("name") for c in s.findall("testcase"))
 assert junit(f"{t}/all.xml") == junit(f"{t}/m.xml"), (junit(f"{t}/all.xml")[0], junit(f"{t}/m.xml")[0])
+# The merged JUnit names each shard's command and keeps the shard properties of the run.
+props = {p.get("name"): p.get("value") for p in ET.parse(f"{t}/m.xml").getroot().find("testsuite").find("properties")}
+for i in (0, 1):
+    assert f"--shard={i}/2" in props[f"shard.{i}.command"], props
+    assert f"shard.{i}.host" in props and f"shard.{i}.start" in props, props
+assert props["shard.count"] == "2" and int(props["shard.cases_total"]) == len(a), props
+assert "shard.cases_fingerprint" in props and "command" not in props and "shard.index" not in props, props
 PY
 # Refusals: a missing shard, a shard given twice, a report of an unsharded run.
 python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" >"$tmp/out" 2>&1
