@@ -306,6 +306,7 @@ private:
         }
         std::map<std::size_t, void*> made;  // logical tensor id -> the buffer a partition writes it to
         for (const auto& [port, pt] : sg.inputs) bound_.push_back(bound(port, pt.lt));
+        std::map<Port, BoundTensor> bound_outputs;
         order_ = order;
         VerboseWindow compiling(2);  // the kernel oneDNN picks for each partition, before it runs
         for (const std::size_t i : order) {
@@ -363,13 +364,15 @@ private:
                 made[lt.get_id()] = handle;
                 step.outs.emplace_back(q, rt_.engine, handle);
                 if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end())
-                    bound_.push_back(bound(port->second, q));
+                    bound_outputs.emplace(port->second, bound(port->second, q));
             }
             notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),
                     ins.size(), outs.size()));
             steps_.push_back(std::move(step));
         }
         compiled_ = onednn::parse_verbose(compiling.finish());
+        for (auto& [port, t] : bound_outputs) bound_.push_back(std::move(t));  // in port order, whatever
+                                                                               // order oneDNN lists them in
         for (const auto& [port, pt] : sg.outputs)
             if (!outputs_.count(port))
                 throw BackendError(Status::failed, fmt::format("oneDNN: no partition produces output {}", pt.lt.get_id()));
@@ -387,7 +390,7 @@ private:
     std::vector<onednn::VerbosePartition> compiled_;  ///< what the compilation's verbose lines named
     std::vector<onednn::VerbosePartition> ran_;       ///< what the profiled first run's lines named
     bool profiled_ = false;
-    std::vector<BoundTensor> bound_;                  ///< inputs, then outputs as compiled
+    std::vector<BoundTensor> bound_;                  ///< inputs, then outputs as compiled, in port order
 };
 
 class OnednnBackend final : public Backend {

@@ -24,8 +24,12 @@ t = sys.argv[1]
 def cases(path):
     recs = [json.loads(l) for l in open(path)]
     return recs[0]["context"], recs[1:]
-def same(r):  # everything but the wall times and the timings
-    return {k: v for k, v in r.items() if k not in ("case_ms", "phases_ms", "perf")}
+# Left out: the wall times and timings, and the implementations inside a plan (their times, and the
+# implementation oneDNN's primitive cache hands a case after the cases run before it in its
+# process: docs/onednn.md#conventions-and-platform), with the fields derived from them.
+HISTORY = ("case_ms", "phases_ms", "perf", "impl_parts", "ref_fallback", "ref_parts")
+def same(r):
+    return {k: v for k, v in r.items() if k not in HISTORY}
 ca, a = cases(f"{t}/all.jsonl")
 cm, m = cases(f"{t}/m.jsonl")
 assert len(a) == len(m) > 100, (len(a), len(m))
@@ -36,7 +40,7 @@ for x, y in zip(a, m):
 assert cm["shard"] is None and ca["shard"] is None
 def rows(path):
     lines = [l for l in open(path, newline="") if not l.startswith("# ")]
-    timing = lambda k: k == "runs" or k.endswith("_ms") or k.startswith(("gflops", "tflops", "gbytes"))
+    timing = lambda k: k in HISTORY or k == "runs" or k.endswith("_ms") or k.startswith(("gflops", "tflops", "gbytes"))
     return [{k: v for k, v in r.items() if not timing(k)} for r in csv.DictReader(lines)]
 assert rows(f"{t}/all.csv") == rows(f"{t}/m.csv")
 def junit(path):
