@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/conventions.hpp"
+#include "core/implementation.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
@@ -60,7 +61,20 @@ public:
     /// a backend that does not partition (Backend::partitions_graphs()). Checked against
     /// --expected-n-partitions.
     virtual std::optional<std::size_t> partitions() const { return std::nullopt; }
+    /// What the vendor ran (core/implementation.hpp): its name for the plan's kernels and, where
+    /// it lists them, the implementations inside. The name is known after prepare where the
+    /// vendor says it when compiling (oneDNN, cuDNN, PyTorch); the parts are complete after the
+    /// first execute() (oneDNN lists its primitives with their times then). Default: nothing said.
+    virtual Implementation implementation() const { return {}; }
+    /// Every tensor as the plan bound it to the vendor: dims and strides in the vendor's rank and
+    /// order (oneDNN's 5-D GQA views, PyTorch's views), inputs then outputs. Default: none.
+    virtual std::vector<BoundTensor> bound_tensors() const { return {}; }
 };
+
+/// The tensors of geometry(p) (core/geometry.hpp) that a plan binding the geometry as it is
+/// (the reference backend, the fault injector) gives its kernel: every input and output role
+/// with its dims and strides, in role order (ragged tensors: the strides within a batch).
+std::vector<BoundTensor> geometry_tensors(const Problem& p);
 
 /// A vendor adapter. Implementations translate vendor exceptions into BackendError at
 /// their public functions; nothing else escapes. Every Problem it is given is one step's

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
@@ -22,6 +23,7 @@
 #include "driver/knobs.hpp"
 #include "driver/random_cases.hpp"
 #include "driver/ranges.hpp"
+#include "driver/suggest.hpp"
 #include "graph/json_import.hpp"
 #include "reports/escape.hpp"
 
@@ -67,12 +69,16 @@ KnobState default_state() {
     return s;
 }
 
-/// "--dir, --dt, ..., --batch, --reset": every knob name, for the unknown-knob error.
-std::string all_knob_names() {
-    std::string s;
-    for (const Knob& k : knob_table()) s += fmt::format("--{}, ", k.name);
-    return s + "--batch, --case, --random, --reset";
+/// Every name of the case language: the knobs of knob_table(), then --batch, --case, --random, --reset.
+std::vector<std::string> case_language_names() {
+    std::vector<std::string> names;
+    for (const Knob& k : knob_table()) names.push_back(fmt::format("--{}", k.name));
+    for (const char* n : {"--batch", "--case", "--random", "--reset"}) names.emplace_back(n);
+    return names;
 }
+
+/// "--dir, --dt, ..., --batch, --reset": every knob name, for the unknown-knob error.
+std::string all_knob_names() { return fmt::format("{}", fmt::join(case_language_names(), ", ")); }
 
 /// Where a token came from: a file position, or the command line (file empty).
 struct Loc {
@@ -111,6 +117,27 @@ class Parser {
 public:
     std::vector<CaseEntry> entries;
 
+    /// `options`: the global options' names (driver/cli.hpp GlobalOptions::option_names).
+    explicit Parser(std::vector<std::string> options) : options_(std::move(options)) {}
+
+    /// The message for an unknown knob or option `name` ("--maks"): "did you mean" the nearest
+    /// knobs and global options (driver/suggest.hpp), and the knobs listed; a knob that is a
+    /// global option (met where only the case language is read: a --batch file) is said to be
+    /// one. `option_note` (for a single-dash option, not a knob) opens the parenthesis.
+    std::string unknown_name(std::string_view what, std::string_view shown, std::string_view name,
+            std::string_view option_note = {}) const {
+        std::vector<std::string> names = case_language_names();
+        const bool is_knob = option_note.empty();
+        if (is_knob && std::find(options_.begin(), options_.end(), name) != options_.end())
+            return fmt::format("{} '{}': {} is a global option, given on the command line, not in a --batch file "
+                               "(the case language's knobs: {})", what, shown, name, all_knob_names());
+        names.insert(names.end(), options_.begin(), options_.end());
+        const auto near = did_you_mean(name, names);
+        return fmt::format("{} '{}' ({}{}knobs: {}; global options: see --help)", what, shown, option_note,
+                near.empty() ? std::string() : fmt::format("did you mean {}? ", fmt::join(near, " or ")),
+                all_knob_names());
+    }
+
     /// For "--NAME" (a value knob, no '=') followed by `next`, a value that knob accepts: the
     /// error that says to write --NAME=next. nullopt otherwise.
     static std::optional<std::string> spaced_value(std::string_view tok, std::string_view next) {
@@ -127,9 +154,10 @@ public:
 
     /// Handles one token with the knob state of its file (or of the command line).
     void token(std::string_view tok, KnobState& st, const Loc& loc) {
-        if (tok.starts_with('-') && !tok.starts_with("--"))
-            return error(loc, fmt::format("unknown option '{}' (the only short option is -v; knobs start with "
-                                          "'--': {}; see --help)", tok, all_knob_names()));
+        if (tok.starts_with('-') && !tok.starts_with("--")) {
+            const std::string as_long = "-" + std::string(tok.substr(0, tok.find('=')));
+            return error(loc, unknown_name("unknown option", tok, as_long, "the only short option is -v, or -vN; "));
+        }
         if (!tok.starts_with("--")) return problem(tok, st, loc);
         const std::size_t eq = tok.find('=');
         const std::string_view name = tok.substr(2, eq == std::string_view::npos ? tok.npos : eq - 2);
@@ -215,16 +243,19 @@ public:
             st.given[k] = true;
             return;
         }
-        error(loc, fmt::format("unknown knob '{}' (accepted: {})", tok.substr(0, eq), all_knob_names()));
+        error(loc, unknown_name("unknown knob", tok.substr(0, eq), tok.substr(0, eq)));
     }
 
     /// Reads one file with its own copy of the knob state (changes end with the file). Tokens
     /// are joined as benchdnn's batch reader joins them: a token ending in '\' is continued by
     /// the next token (the '\' dropped; a lone '\' joins the tokens either side of it), over
     /// line ends and comment lines, and the joined token is located at its first piece. A logical
-    /// line runs to the end of the first physical line that does not continue; after an error
-    /// the rest of it is dropped, so a bad knob never runs the line's problems with knobs the
-    /// author did not ask for.
+    /// line runs to the end of the first physical line that does not continue. A bad token costs
+    /// only itself: a problem descriptor (or --batch, --case, --random) that does not parse is
+    /// its own error and the rest of the line goes on. A knob that does not parse is its error,
+    /// and every problem, --batch, --case or --random after it on its logical line is an error
+    /// of its own that names the knob ("not run"): it would run with a knob value the author did
+    /// not ask for. Nothing is dropped unreported.
     void file(const std::string& path, KnobState st) {
         struct Pending {
             std::string text;
@@ -236,14 +267,24 @@ public:
         std::optional<Pending> dangling;      // the last knob after the last problem, --case or --batch
         bool cont = false;                    // the pending token continues into the next one
         Loc cont_at;                          // where its last '\' is
-        std::size_t group = 0, last_line = 0, skip = 0;  // skip: the logical line an error dropped
+        std::size_t group = 0, last_line = 0;
+        std::optional<Pending> bad_knob;  // the knob error of the logical line being read
         auto flush = [&] {
-            if (!pend || pend->group == skip) return;
+            if (!pend) return;
+            const std::string_view t = pend->text;
+            const bool target = !t.starts_with("--") || t.starts_with("--batch=") || t.starts_with("--case=") ||
+                                t.starts_with("--random=");
+            if (bad_knob && bad_knob->group != pend->group) bad_knob.reset();
+            if (bad_knob && target) {
+                error(pend->loc, fmt::format("'{}' not run: the knob '{}' before it on its line ({}) did not parse",
+                        t, bad_knob->text, bad_knob->loc.position()));
+                dangling.reset();
+                return;
+            }
             const std::size_t before = errors_;
             if (!pend->err.empty()) error(pend->loc, pend->err);
             else token(pend->text, st, pend->loc);
-            if (errors_ != before) skip = pend->group;
-            const std::string_view t = pend->text;
+            if (errors_ != before && !target && !t.empty()) bad_knob = pend;
             if (!pend->err.empty() || errors_ != before || !t.starts_with("--") || t.starts_with("--batch=") ||
                     t.starts_with("--case=") || t.starts_with("--random="))
                 dangling.reset();
@@ -262,7 +303,14 @@ public:
                     pend->text += tok;
                 } else if (!lone || !pend) {
                     if (pend && pend->err.empty() && n == last_line && !lone)
-                        if (auto m = spaced_value(pend->text, tok)) pend->err = *m;  // tok goes with the line
+                        if (auto m = spaced_value(pend->text, tok)) {  // the value is part of its knob's error
+                            pend->err = *m;
+                            pend->text += " " + std::string(tok);
+                            flush();
+                            pend.reset();
+                            last_line = n;
+                            continue;
+                        }
                     flush();
                     if (n != last_line) ++group;
                     pend = Pending{lone ? std::string() : std::string(tok), Loc{path, n, col}, group,
@@ -297,10 +345,13 @@ private:
     std::vector<fs::path> canon_;     ///< the same, canonical, for cycle detection
     std::size_t errors_ = 0;          ///< errors of the line being read (not of its includes)
     std::size_t cases_ = 0;           ///< cases emitted so far (bounded by kMaxCases)
+    std::vector<std::string> options_;  ///< the global options' names, for "did you mean"
 
-    void error(const Loc& loc, const std::string& msg) {
+    /// An error entry at `loc`. On the command line it is a usage error (exit 2, nothing runs)
+    /// unless `usage` is false: a bad problem descriptor costs only its own case there too.
+    void error(const Loc& loc, const std::string& msg, bool usage = true) {
         CaseEntry e;
-        e.usage = loc.command_line();
+        e.usage = usage && loc.command_line();
         e.where = loc.where();
         e.error = escape_for_message(loc.command_line()
                         ? fmt::format("command line: error: {}", msg)
@@ -561,7 +612,7 @@ private:
     void problem(std::string_view tok, const KnobState& st, const Loc& loc) {
         std::string why;
         const auto descriptors = expand_descriptor(tok, &why);
-        if (!descriptors) return error(loc, fmt::format("bad problem descriptor {}", why));
+        if (!descriptors) return error(loc, fmt::format("bad problem descriptor {}", why), false);
         for (const std::string& d : *descriptors) {
             const std::size_t before = entries.size();
             one_problem(d, st, loc);
@@ -573,15 +624,15 @@ private:
     void one_problem(std::string_view tok, const KnobState& st, const Loc& loc) {
         std::string name, err;
         const auto dims = parse_descriptor(tok, &name, &err);
-        if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err));
-        if (auto why = graph_rewrite_given(st, tok)) return error(loc, *why);
+        if (!dims) return error(loc, fmt::format("bad problem descriptor {}", err), false);
+        if (auto why = graph_rewrite_given(st, tok)) return error(loc, *why, false);
         const auto& table = knob_table();
         std::size_t expands = 1;  // saturates at the limit
         for (const auto& values : st.values) expands = std::min(expands * values.size(), kMaxCases + 1);
         if (cases_ + expands > kMaxCases)
             return error(loc, fmt::format("'{}' expands to {}{} cases with the current knob lists, past the limit "
                                           "of {} cases per run", tok, expands > kMaxCases ? "more than " : "",
-                                          std::min(expands, kMaxCases), kMaxCases));
+                                          std::min(expands, kMaxCases), kMaxCases), false);
         cases_ += expands;
         std::vector<std::size_t> idx(table.size(), 0);
         while (true) {
@@ -664,8 +715,8 @@ std::string case_language_help() {
     return s;
 }
 
-std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens) {
-    Parser p;
+std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const std::vector<std::string>& options) {
+    Parser p(options);
     KnobState st = default_state();
     std::string dangling;               // last knob after the last problem, --case or --batch
     std::vector<std::string> batches;   // --batch files named on the command line that held no problem

@@ -37,10 +37,15 @@ std::string case_language_help();
 /// are relative to the current directory on the command line and to the including file
 /// inside files; a knob set inside a batch file lasts until the end of that file. Parsing
 /// goes on after an error, so one bad line costs only its own cases. A file that cannot be
-/// opened, or a --batch cycle, is one error entry naming the include chain. Command-line usage
-/// errors (usage = true): a knob after the last problem/--batch (it would apply to nothing),
-/// --batch files that hold no problem at all, an unknown single-dash option. At most
-/// 1,000,000 cases per run (an error names the descriptor that goes past it).
-std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens);
+/// opened, or a --batch cycle, is one error entry naming the include chain. A bad token costs
+/// only itself: a problem descriptor that does not parse is its own error entry (on the command
+/// line too, where it is not a usage error), and the problems after a bad knob on its line in a
+/// file are error entries that name it (Parser::file). Command-line usage errors (usage = true):
+/// a bad knob or value, a knob after the last problem/--batch (it would apply to nothing),
+/// --batch files that hold no problem at all, an unknown single-dash option. An unknown knob or
+/// option is answered with the nearest names, `options` (the global options' names,
+/// driver/cli.hpp) among them (driver/suggest.hpp). At most 1,000,000 cases per run (an error
+/// names the descriptor that goes past it).
+std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const std::vector<std::string>& options = {});
 
 }  // namespace sdpa

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <regex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -34,7 +35,12 @@ std::string footer() {
             "TEST-ONLY BACKENDS (for sdpabench's own tests; test:sleep and test:segv hang or crash without --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N\n"
-            "  executed:N xfail:N xpass:N not_applicable:N'.\n"
+            "  executed:N xfail:N xpass:N not_applicable:N ref_fallback:N' (ref_fallback: the cases whose vendor ran\n"
+            "  a matmul or softmax on a reference implementation, each with a 'reference fallback:' line).\n"
+            "  Every result names what ran: the vendor's implementation (-v lists the ones inside it and the\n"
+            "  tensors as bound; the reports' impl, ref_fallback, ref_parts fields). benchdnn's option names\n"
+            "  work where sdpabench has the option (--max-ms-per-prb, --fix-times-per-prb, --repeats-per-prb,\n"
+            "  -vN, --start, --match, --impl, --skip-impl; docs/benchdnn.md).\n"
             "  Statuses: PASSED (checked and right), EXECUTED (ran without a check: --mode=P), MISTRUSTED\n"
             "  (matches, but the reference is mostly zeros), SKIPPED (platform cannot run it), UNIMPLEMENTED\n"
             "  (no kernel, or a graph sdpabench does not model), INVALID_ARGUMENTS (case breaks a rule), FAILED\n"
@@ -50,21 +56,22 @@ std::string footer() {
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.
 void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_template, std::vector<std::string>& reports) {
     const char* g = "Performance and reports";
-    app.add_option("--max-ms-per-case", o.timing.max_ms_per_case,
+    app.add_option("--max-ms-per-case,--max-ms-per-prb", o.timing.max_ms_per_case,
                "P/CP: wall-clock budget of one case's timed loop in ms (flushes included, warm-up not): timed runs "
                "go on while it lasts; the loop stops at the first run past it once --min-runs runs are in, so "
                "--min-runs wins over the budget and a slow case can take min-runs x its time")
             ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
     app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past --max-ms-per-case")
             ->check(CLI::Range(1, std::numeric_limits<int>::max()))->capture_default_str()->group(g);
-    app.add_option("--fix-times", o.timing.fix_times, "P/CP: exactly N timed runs (overrides --max-ms-per-case and --min-runs)")
+    app.add_option("--fix-times,--fix-times-per-prb", o.timing.fix_times,
+               "P/CP: exactly N timed runs (overrides --max-ms-per-case and --min-runs)")
             ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(g);
     app.add_flag("--cold-cache", o.timing.cold_cache,
                "P/CP: write a buffer of 2x the last-level cache before every timed run (not timed)")->group(g);
     app.add_option("--perf-template", perf_template,
                fmt::format("P/CP: perf line per timed case; fields {}; modifiers on time/Gflops/Tflops: - min, 0 "
                            "median (also no modifier), + max (rates at that time); 'csv' = the default; the header "
-                           "line names each column with its unit", perf_template_fields()))
+                           "line names each column with its unit ('def', benchdnn's name of its default, is this default too)", perf_template_fields()))
             ->capture_default_str()->group(g);
     std::string formats;
     for (const ReportFormat& f : report_formats()) formats += fmt::format("; {}: {}", f.name, f.what);
@@ -75,11 +82,50 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
             ->group(g);
 }
 
+/// Which cases run and on which implementations (issue 32): benchdnn's --start, --match,
+/// --repeats-per-prb, --impl and --skip-impl.
+void add_selection_options(CLI::App& app, GlobalOptions& o) {
+    const char* g = "Selecting cases (benchdnn's options)";
+    app.add_option("--start", o.start,
+               "Run only the cases of index N and after (the index of the whole run, as the status lines and "
+               "reports number them; benchdnn's --start): resumes a run that stopped at case N")
+            ->option_text("N")->group(g);
+    app.add_option("--match", o.match,
+               "Run only the cases whose id (their repro line; FILE:LINE for a line that did not parse) the "
+               "regular expression REGEX finds (ECMAScript syntax, a search anywhere in the id; benchdnn's --match)")
+            ->option_text("REGEX")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        try {
+                            std::regex re(s);
+                        } catch (const std::regex_error& e) {
+                            return fmt::format("'{}' is not a regular expression: {}", s, e.what());
+                        }
+                        return {};
+                    },
+                    "REGEX"))
+            ->group(g);
+    app.add_option("--repeats-per-prb", o.repeats,
+               "Run every case N times in a row (benchdnn's --repeats-per-prb: to reproduce a sporadic failure); "
+               "the repeats are cases of their own, with ids ' #2', ' #3', ...")
+            ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")->group(g);
+    app.add_option("--impl", o.impls.impl,
+               "Run a case only when its implementation (the vendor's name, shown by -v and in the reports' "
+               "'impl' field) or one inside it matches a pattern of LIST (comma-separated; a glob with * ? [ ], "
+               "else a substring, as benchdnn's --impl); the others are SKIPPED with the name they got")
+            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")->group(g);
+    app.add_option("--skip-impl", o.impls.skip,
+               "SKIP a case whose implementation or one inside it matches a pattern of LIST (as --impl; "
+               "--skip-impl=ref skips the cases where oneDNN ran a reference kernel, as benchdnn's does)")
+            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")->group(g);
+}
+
 /// Parses the template and report specs into `o`; returns an error sentence or "".
 std::string finish_perf_options(GlobalOptions& o, const std::string& perf_template,
         const std::vector<std::string>& reports) {
     std::string err;
-    auto t = parse_perf_template(perf_template == "csv" ? kDefaultPerfTemplate : perf_template, &err);
+    const bool named_default = perf_template == "csv" || perf_template == "def";  // benchdnn's names
+    auto t = parse_perf_template(named_default ? kDefaultPerfTemplate : perf_template, &err);
     if (!t) return err;
     o.perf_template = std::move(*t);
     for (const auto& r : reports) {
@@ -140,7 +186,9 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "sdpabench"};
     app.allow_extras();
     app.footer(footer());
-    app.add_flag("-v,--verbose", out.opts.verbose, "Per case: backend notes (oneDNN partitions) and the worst |err|/bound of every output, even when it passes");
+    app.add_flag("-v,--verbose", out.opts.verbose, "Per case: the implementation the vendor ran (and the ones inside it, "
+            "with their times), every tensor's dims and strides as bound, backend notes and the worst |err|/bound of every "
+            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one");
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
     std::string list_knobs;
     app.add_option("--list-knobs", list_knobs,
@@ -154,6 +202,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
     std::string perf_template{kDefaultPerfTemplate};
     std::vector<std::string> reports;
     add_perf_options(app, out.opts, perf_template, reports);
+    add_selection_options(app, out.opts);
 
     app.add_option("--emit-onednn-json", out.opts.emit_onednn_json,
             "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
@@ -216,6 +265,17 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
+    for (const CLI::Option* opt : app.get_options())
+        for (const std::string& n : opt->get_lnames()) out.opts.option_names.push_back("--" + n);
+    // benchdnn's -vN is --verbose=N (CLI11 would read -v2 as -v -2).
+    std::vector<std::string> args(argv, argv + argc);
+    for (std::string& a : args)
+        if (a.size() > 2 && a.starts_with("-v") && a.find_first_not_of("0123456789", 2) == std::string::npos)
+            a = "--verbose=" + a.substr(2);
+    std::vector<char*> arg_ptrs;
+    for (std::string& a : args) arg_ptrs.push_back(a.data());
+    argc = static_cast<int>(arg_ptrs.size());
+    argv = arg_ptrs.data();
     // CLI11 would take the next argument as the value of "--opt=" (an unset shell variable):
     // "--perf-template= --backend=ref" must not run onednn with a template "--backend=ref".
     for (int i = 1; i < argc; ++i) {

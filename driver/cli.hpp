@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "driver/shard.hpp"
+#include "core/implementation.hpp"
 #include "driver/timing.hpp"
 #include "driver/exit_code.hpp"
 #include "reports/perf_template.hpp"
@@ -38,6 +39,13 @@ struct GlobalOptions {
     /// --tags=KEY:VALUE (repeatable, or comma-separated): the user's labels in the run context.
     std::vector<std::pair<std::string, std::string>> tags;
     Shard shard;                   ///< --shard=I/N: run only shard I of N (driver/shard.hpp); 0/1 = all
+    std::size_t start = 0;         ///< --start=N: run the cases of index >= N only (benchdnn's --start)
+    std::string match;             ///< --match=REGEX: run the cases whose id it finds (benchdnn's --match)
+    std::size_t repeats = 1;       ///< --repeats-per-prb=N: each case N times in a row (benchdnn's option)
+    ImplSelection impls;           ///< --impl, --skip-impl (core/implementation.hpp)
+    /// Every global option's long names ("--max-ms-per-case", "--max-ms-per-prb", ...): with the
+    /// knobs, the names "did you mean" picks from for an unknown one (driver/case_parser.hpp).
+    std::vector<std::string> option_names;
 };
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: kExitOk after

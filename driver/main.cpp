@@ -28,6 +28,7 @@
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
 #include "driver/minimize.hpp"
+#include "driver/selection.hpp"
 #include "driver/run_case.hpp"
 #include "git_commit.hpp"
 #include "reports/console_reporter.hpp"
@@ -132,10 +133,17 @@ class Run {
 public:
     Run(const GlobalOptions& opts, std::vector<CaseEntry> entries, std::vector<Expectation> expectations)
         : opts_(opts), entries_(std::move(entries)), expectations_(std::move(expectations)),
-          used_(expectations_.size(), false), timing_(opts.timing), limits_{opts.max_memory} {
+          used_(expectations_.size(), false), timing_(opts.timing), limits_{opts.max_memory, opts.impls} {
         CaseIds ids;  // from the whole list, so that a case has the same id in every shard
         for (const auto& e : entries_) ids_.push_back(ids.next(e));
         selected_ = shard_cases(entries_, opts.shard);
+        if (opts.start > 0 || !opts.match.empty()) {  // benchdnn's --start and --match (driver/selection.hpp)
+            const std::size_t before = selected_.size();
+            selected_ = select_cases(selected_, ids_, opts.start, opts.match);
+            fmt::print(stderr, "note: {}{}{} select {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
+                    opts.start > 0 && !opts.match.empty() ? " and " : "",
+                    opts.match.empty() ? "" : fmt::format("--match={}", opts.match), selected_.size(), before);
+        }
         if (timing_.cold_cache) {
             flusher_ = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());
             timing_.flusher = flusher_.get();
@@ -231,16 +239,24 @@ private:
                                     "before it in this process]", r.alone_status);
     }
 
-    /// A stale --expect entry, or a glob with a typo, is named on stderr. An entry for another
-    /// shard's cases is not stale: with shards it is judged on the whole run.
+    /// A stale --expect entry, or a glob with a typo, is counted on stderr in one line (each shard
+    /// of a sharded run would print the whole list), the entries named under -v. An entry for
+    /// another shard's cases is not stale: with shards it is judged on the whole run.
     void note_unused_expectations() {
         if (opts_.shard.count > 1)
             for (std::size_t x = 0; x < expectations_.size(); ++x)
                 for (std::size_t k = 0; k < entries_.size() && !used_[x]; ++k)
                     used_[x] = entries_[k].c && expectation_matches(expectations_[x], ids_[k], entries_[k].c->backend);
+        std::size_t unmatched = 0;
         for (std::size_t x = 0; x < expectations_.size(); ++x)
-            if (!used_[x])
-                fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations_[x].where);
+            if (!used_[x]) {
+                ++unmatched;
+                if (opts_.verbose >= 1)
+                    fmt::print(stderr, "{}: note: this --expect entry matched no case of the run\n", expectations_[x].where);
+            }
+        if (unmatched > 0)
+            fmt::print(stderr, "note: {} of the {} --expect entries of {} matched no case of the run{}\n", unmatched,
+                    expectations_.size(), opts_.expect_file, opts_.verbose >= 1 ? " (listed above)" : " (-v lists them)");
     }
 
     const GlobalOptions& opts_;
@@ -260,7 +276,8 @@ private:
 /// The parsed cases, or the usage exit code (the errors printed) when the command line has a usage
 /// error or no problem at all.
 std::variant<std::vector<CaseEntry>, int> parse_run_cases(const GlobalOptions& opts) {
-    std::vector<CaseEntry> entries = parse_cases(opts.case_tokens);
+    std::vector<CaseEntry> entries = parse_cases(opts.case_tokens, opts.option_names);
+    if (opts.repeats > 1) entries = repeat_entries(entries, opts.repeats);
     bool usage = false;
     for (const auto& e : entries)
         if (e.usage) {

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
+#include <map>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -154,12 +156,20 @@ bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits
     return false;
 }
 
+/// --impl / --skip-impl on the plan's implementation (core/implementation.hpp impl_excluded):
+/// throws BackendError SKIPPED with the reason when the selection leaves the case out.
+void select_impl(const Plan& plan, const ImplSelection& sel, bool complete) {
+    if (sel.empty()) return;
+    if (std::string why = impl_excluded(plan.implementation(), sel, complete); !why.empty())
+        throw BackendError(Status::skipped, why);
+}
+
 /// One case's steps on one backend: what they share (the inputs, the plan of the last prepared
 /// step, its outputs and its reference) and one member per kind of step. Writes into r.
 class CaseRun {
 public:
-    CaseRun(const Case& c, Backend& backend, const TimingOptions& timing, CaseResult& r)
-        : c_(c), backend_(backend), timing_(timing), r_(r), chained_(directions(c.prb.dir).size() > 1) {}
+    CaseRun(const Case& c, Backend& backend, const TimingOptions& timing, const ImplSelection& impls, CaseResult& r)
+        : c_(c), backend_(backend), timing_(timing), impls_(impls), r_(r), chained_(directions(c.prb.dir).size() > 1) {}
 
     /// Runs `steps` (case_steps) in order; stops after a check a later direction must not build on.
     void run(const std::vector<Step>& steps) {
@@ -197,6 +207,36 @@ private:
         }
         plan_.reset();  // one plan at a time
         plan_ = prepare_plan(q);
+        record_plan(q);
+        select_impl(*plan_, impls_, false);
+    }
+
+    /// Records what plan_ ran and bound under tag(q) (replacing that tag's record) and sets r's
+    /// record from all of them: one plan's as it is; fwd_bwd's two with the tag on the name
+    /// ("fwd: A; bwd: B"), on each part's place and on each tensor's name.
+    void record_plan(const Problem& q) {
+        const std::string t0 = tag(q);
+        ran_[t0] = {plan_->implementation(), plan_->bound_tensors()};
+        if (!chained_) {
+            std::tie(r_.impl, r_.tensors) = ran_.begin()->second;
+            return;
+        }
+        r_.impl = {};
+        r_.tensors.clear();
+        for (const std::string t : {"fwd: ", "bwd: "}) {  // in run order
+            const auto it = ran_.find(t);
+            if (it == ran_.end()) continue;
+            const auto& [im, tensors] = it->second;
+            r_.impl.name += fmt::format("{}{}{}", r_.impl.name.empty() ? "" : "; ", t, im.name);
+            for (ImplPart part : im.parts) {
+                part.where = part.where.empty() ? t.substr(0, 3) : t + part.where;
+                r_.impl.parts.push_back(std::move(part));
+            }
+            for (BoundTensor b : tensors) {
+                b.name = t + b.name;
+                r_.tensors.push_back(std::move(b));
+            }
+        }
     }
 
     /// Backend::prepare on the prepare phase's clock, the plan's notes, then
@@ -273,6 +313,8 @@ private:
         const bool chained = q.dir == Dir::bwd && checked_before_;
         prepare(q);
         timed(r_, Phase::vendor, [&] { plan_->execute(); });
+        record_plan(q);
+        select_impl(*plan_, impls_, true);
         add_run_notes(*plan_, r_, tag(q));
         out_ = timed(r_, Phase::read, [&] { return plan_->read_outputs(); });
         if (auto seen = timed(r_, Phase::compare, [&] { return observed_masked_rows(q, out_); }))
@@ -308,7 +350,13 @@ private:
     void time(const Problem& q) {
         if (!plan_) {
             prepare(q);
+            if (!impls_.empty()) {  // the run that names every part, before the selection
+                plan_->execute();
+                record_plan(q);
+                select_impl(*plan_, impls_, true);
+            }
             measure(*plan_, timing_, backend_.peak_tflops(q.dt), r_);
+            record_plan(q);
             r_.status = Status::executed;
         } else if (!is_error(r_.status)) {
             measure(*plan_, timing_, backend_.peak_tflops(q.dt), r_);
@@ -327,6 +375,7 @@ private:
     const Case& c_;
     Backend& backend_;
     const TimingOptions& timing_;
+    const ImplSelection& impls_;  ///< --impl / --skip-impl (RunLimits)
     CaseResult& r_;
     const bool chained_;  ///< more than one direction (fwd_bwd): notes are tagged by direction
     SdpaInputs in_;
@@ -339,6 +388,8 @@ private:
     std::int64_t o_saturated_ = 0;                   ///< fp8 O inputs saturated by the displacement
     RefQK qk_;  ///< the reference's work on Q and K (which no step changes), done once per case
     bool checked_before_ = false;                    ///< a direction was checked by an earlier step
+    /// What each direction's plan ran and bound, by its tag ("" alone, "fwd: " and "bwd: " for fwd_bwd).
+    std::map<std::string, std::pair<Implementation, std::vector<BoundTensor>>> ran_;
 };
 
 }  // namespace
@@ -380,7 +431,7 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
     if (is_fp8(c.prb.dt)) r.notes.push_back(fmt::format("fp8 descales: {}", describe(c.prb.fp8)));
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        if (!stopped_before_steps(c, backend, limits, r)) CaseRun(c, backend, timing, r).run(*case_steps(c));
+        if (!stopped_before_steps(c, backend, limits, r)) CaseRun(c, backend, timing, limits.impls, r).run(*case_steps(c));
     } catch (const BackendError& e) {
         r.status = e.status;
         r.reason = e.what();

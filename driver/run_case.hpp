@@ -19,6 +19,11 @@ struct RunLimits {
     /// Memory guard: a case whose estimate_host_memory() exceeds this many bytes is SKIPPED
     /// (with the estimate and the limit) before anything is filled; 0: no limit.
     std::uint64_t max_memory_bytes = 0;
+    /// --impl / --skip-impl (core/implementation.hpp): a case whose vendor implementation they
+    /// leave out is SKIPPED with the name it got, once the plan names it (after prepare for
+    /// --skip-impl, after the plan's first run for both; in P mode that run is an extra,
+    /// untimed one).
+    ImplSelection impls;
 };
 
 /// One step of a case: check a direction against the reference, time the last checked (or a

@@ -25,13 +25,6 @@ using namespace graph_json;
 
 std::string shape_str(const dims_t& d) { return fmt::format("[{}]", fmt::join(d, ",")); }
 
-/// "Q", "mask", ...: a port as import errors name it.
-std::string_view port_name(GraphPort port) {
-    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV",
-        "dropout seed", "dropout offset", "dropout probability", "implicit mask fill", "causal_br S_kv", "causal_br S_q", "dMask"};
-    return names[static_cast<std::size_t>(port)];
-}
-
 /// The [B,H,S,D] strides of file tensor t for a role of dims `want`: a 4-D tensor's own, a 5-D
 /// GQA tensor's [B,H_kv,G,S,D] strides with H_kv and G merged into one head stride. When t's
 /// shape is not `want` (an output whose shape --in-shapes changed), its memory order applied to

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -57,6 +58,10 @@ struct SdpaGraphDesc {
     std::vector<GraphOp> ops;
     std::map<GraphPort, GraphTensor> inputs, outputs;
 };
+
+/// "Q", "mask", "dropout seed", ...: a port as messages and the bound-tensor list name it (the
+/// role's name for a port with a role).
+std::string_view port_name(GraphPort port);
 
 /// The geometry role behind a port: Q, K, V, O, dO, stats, dQ, dK, dV as such; the mask is
 /// the bias when the graph's mask is the bias itself (graph_mask_is_bias); nullopt otherwise

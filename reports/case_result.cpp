@@ -12,6 +12,7 @@ void Summary::add(const CaseResult& r) {
     ++tests;
     ms += r.ms;
     for (std::size_t k = 0; k < phases_ms.size(); ++k) phases_ms[k] += r.phases_ms[k];
+    if (!reference_fallback(r.impl).empty()) ++ref_fallbacks;
     if (r.expect.kind != Expected::none) {
         ++expected[static_cast<std::size_t>(r.expect.kind)];
         if (r.expect.kind == Expected::xpass && r.expect.allow_xpass) ++allowed_xpass;

@@ -13,6 +13,7 @@
 #include "core/dropout.hpp"
 #include "core/enum_table.hpp"
 #include "core/output_check.hpp"
+#include "core/implementation.hpp"
 #include "core/status.hpp"
 #include "core/timing_stats.hpp"
 
@@ -104,6 +105,13 @@ struct CaseResult {
     /// that run's status ("" when not rerun). PASSED means the failure depends on what ran
     /// before it in this process (a vendor's state), so its repro alone does not reproduce it.
     std::string alone_status;
+    /// What the vendor ran (Plan::implementation after its first run): its implementation name and
+    /// the implementations inside (oneDNN's primitives with their times); for fwd_bwd the two
+    /// plans', the name "fwd: A; bwd: B" and each part's `where` prefixed "fwd: " or "bwd: ".
+    Implementation impl;
+    /// The tensors as the plan bound them (Plan::bound_tensors); for fwd_bwd each name prefixed
+    /// "fwd: " or "bwd: ".
+    std::vector<BoundTensor> tensors;
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs
@@ -141,6 +149,9 @@ struct Summary {
     std::size_t write_errors = 0;   ///< files the run was asked to write and could not (--emit-onednn-json)
     double ms = 0;                  ///< the cases' wall times summed (CaseResult::ms)
     std::array<double, kPhaseNames.size()> phases_ms{};  ///< each phase's wall time summed over the cases
+    /// Cases whose vendor ran a reference implementation where the reports flag one
+    /// (core/implementation.hpp reference_fallback): the summary line's ref_fallback:N.
+    std::size_t ref_fallbacks = 0;
     void add(const CaseResult& r);
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }

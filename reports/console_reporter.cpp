@@ -17,10 +17,10 @@ std::string status_line(const CaseResult& r) {
 
 std::string summary_line(const Summary& s) {
     return fmt::format("tests:{} passed:{} skipped:{} mistrusted:{} unimplemented:{} invalid_arguments:{} failed:{} "
-                       "listed:{} executed:{} xfail:{} xpass:{} not_applicable:{}",
+                       "listed:{} executed:{} xfail:{} xpass:{} not_applicable:{} ref_fallback:{}",
             s.tests, s[Status::passed], s[Status::skipped], s[Status::mistrusted], s[Status::unimplemented],
             s[Status::invalid_arguments], s[Status::failed], s[Status::listed], s[Status::executed],
-            s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable]);
+            s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable], s.ref_fallbacks);
 }
 
 std::string phase_totals_line(const Summary& s) {
@@ -52,7 +52,14 @@ void ConsoleReporter::on_case(const CaseResult& r) {
     if (r.minimized)
         fmt::print(out_, "    minimized ({} runs, {} steps{}; fails as {}): {}\n", r.minimized->runs, r.minimized->steps,
                 r.minimized->hit_limit ? ", run limit reached" : "", r.minimized->signature, r.minimized->repro);
+    // Shown without -v: a slow path is what a sweep must see at a glance.
+    if (const std::string fb = reference_fallback(r.impl); !fb.empty())
+        fmt::print(out_, "    reference fallback: {} ran {}\n", r.impl.name.empty() ? "the vendor" : r.impl.name, fb);
     if (verbose_ >= 1) {
+        if (!r.impl.name.empty() || !r.impl.parts.empty())
+            fmt::print(out_, "    implementation: {}\n", r.impl.name.empty() ? "(not named)" : r.impl.name);
+        for (const auto& p : r.impl.parts) fmt::print(out_, "      {}\n", describe(p));
+        for (const auto& t : r.tensors) fmt::print(out_, "    tensor {}\n", describe(t));
         for (const auto& n : r.notes) fmt::print(out_, "    {}\n", n);
         if (r.ms > 0) fmt::print(out_, "{}\n", phases_line(r));
         for (const auto& c : r.checks) fmt::print(out_, "{}\n", margin_line(c));

@@ -11,7 +11,8 @@ namespace sdpa {
 
 /// The status line of one case (no newline).
 std::string status_line(const CaseResult& r);
-/// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N".
+/// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N
+/// executed:N xfail:N xpass:N not_applicable:N ref_fallback:N" (ref_fallback: Summary::ref_fallbacks).
 std::string summary_line(const Summary& s);
 /// After the summary line, when any case ran (benchdnn's last line): "total: 1.36s; fill: 0.044s
 /// (3%); ...; other: 0.01s (1%)": the cases' time summed, and each phase's over the run with its share.
@@ -21,7 +22,9 @@ std::string phases_line(const CaseResult& r);
 /// One line per output: "  O: worst |err|/bound 0.031 at (0,1,5,3) got .. expected .. (bound ..)".
 std::string margin_line(const OutputCheck& c);
 
-/// Writes status lines to `out`; with verbose >= 1 also margins and backend notes.
+/// Writes status lines to `out`, with a "reference fallback: ..." line under a case whose vendor
+/// ran one (core/implementation.hpp reference_fallback); with verbose >= 1 also the implementation
+/// and the ones inside it, the tensors as bound, backend notes, phase times and margins.
 class ConsoleReporter final : public Reporter {
 public:
     ConsoleReporter(std::FILE* out, int verbose) : out_(out), verbose_(verbose) {}

@@ -100,6 +100,10 @@ nlohmann::json json_record(const CaseResult& r) {
     j["outputs"] = json::array();
     for (const auto& c : r.checks) j["outputs"].push_back(object_of(check_fields(), c));
     j["dropout_checks"] = r.dropout ? object_of(dropout_fields(), *r.dropout) : json(nullptr);
+    j["impl_parts"] = json::array();  // the implementations inside the plan (core/implementation.hpp)
+    for (const ImplPart& p : r.impl.parts) j["impl_parts"].push_back(object_of(impl_part_fields(), p));
+    j["tensors"] = json::array();  // each tensor as bound to the vendor
+    for (const BoundTensor& t : r.tensors) j["tensors"].push_back(object_of(tensor_fields(), t));
     return j;
 }
 
@@ -116,6 +120,10 @@ CaseResult result_from_record(const nlohmann::json& j) {
         for (const json& c : *o) r.checks.push_back(from_object(check_fields(), c));
     if (const auto d = j.find("dropout_checks"); d != j.end() && d->is_object())
         r.dropout = from_object(dropout_fields(), *d);
+    if (const auto p = j.find("impl_parts"); p != j.end() && p->is_array())
+        for (const json& x : *p) r.impl.parts.push_back(from_object(impl_part_fields(), x));
+    if (const auto t = j.find("tensors"); t != j.end() && t->is_array())
+        for (const json& x : *t) r.tensors.push_back(from_object(tensor_fields(), x));
     return r;
 }
 

@@ -30,10 +30,11 @@ struct PerfTemplate {
 };
 
 /// The default, a CSV line:
-/// "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,%Tflops%".
+/// "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,
+/// %Tflops%,%impl%,%ref_fallback%": what ran, and the reference fallback it hit, last.
 inline constexpr std::string_view kDefaultPerfTemplate =
         "perf,%backend%,%engine%,%dir%,%dt%,%mask%,%name%,%prb%,%-time%,%0time%,%+time%,%Gflops%,%-Gflops%,%GBps%,%ctime%,"
-        "%Tflops%";
+        "%Tflops%,%impl%,%ref_fallback%";
 
 /// Fields: every result field by its column (reports/result_fields.hpp: %median_ms%, %flops%,
 /// %fill_ms%, ...), and benchdnn's spellings: time (ms; modifiers - 0 +: min, median, max), Gflops

@@ -28,6 +28,7 @@ template <std::size_t N>
 V to_value(const std::array<std::int64_t, N>& x) {
     return V{std::vector<std::int64_t>(x.begin(), x.end())};
 }
+V to_value(const std::vector<std::int64_t>& x) { return V{x}; }
 V to_value(const std::vector<double>& x) { return V{x}; }
 V to_value(const std::vector<std::string>& x) { return V{x}; }
 template <class E>
@@ -82,6 +83,7 @@ void from_value(const V& v, std::array<std::int64_t, N>& x) {
     const auto l = list<std::int64_t>(v);
     for (std::size_t k = 0; k < N && k < l.size(); ++k) x[k] = l[k];
 }
+void from_value(const V& v, std::vector<std::int64_t>& x) { x = list<std::int64_t>(v); }
 void from_value(const V& v, std::vector<double>& x) { x = list<double>(v); }
 void from_value(const V& v, std::vector<std::string>& x) { x = list<std::string>(v); }
 template <class E, std::size_t N>
@@ -226,6 +228,18 @@ std::vector<ResultField> make_fields() {
             return r.perf && r.perf->peak_tflops > 0 ? V{100.0 * 1e-3 * r.perf->gflops_at_median / r.perf->peak_tflops} : V{};
         },
         nullptr});
+    // What ran (core/implementation.hpp): appended, so that every earlier column keeps its place.
+    t.push_back(column({"impl",
+        "the vendor's name for what ran: oneDNN's partition kernel, cuDNN's plan, PyTorch's operator and SDPBackend "
+        "(absent when the case did not reach the vendor)",
+        [](const R& r) { return text_or_none(r.impl.name); }, [](R& r, const V& v) { r.impl.name = text(v); }}));
+    t.push_back(column(derived<R>("ref_fallback",
+        "the matmuls or softmax the vendor ran with a reference implementation, 'KIND IMPL (SHAPE)' joined by '; ' "
+        "(absent when none did)",
+        [](const R& r) { return text_or_none(reference_fallback(r.impl)); })));
+    t.push_back(column(derived<R>("ref_parts",
+        "how many implementations inside the plan are reference ones, of any kind (absent when the vendor lists none)",
+        [](const R& r) { return r.impl.parts.empty() ? V{} : V{reference_parts(r.impl)}; })));
     // The lists: JSONL and the pipe only.
     ResultField notes = column(stored<R>("notes", "the backend's and the checks' notes (-v prints them)",
         [](auto& r) -> auto& { return r.notes; }));
@@ -334,6 +348,34 @@ std::vector<Field<MinimizeReport>> make_minimize_fields() {
     };
 }
 
+std::vector<Field<ImplPart>> make_impl_part_fields() {
+    using P = ImplPart;
+    return {
+        stored<P>("where", "the kernel of the plan it belongs to (oneDNN: \"partition 0\"), \"\" when one",
+            [](auto& p) -> auto& { return p.where; }),
+        stored<P>("kind", "what it computes, in the vendor's words (oneDNN: the primitive kind)", [](auto& p) -> auto& { return p.kind; }),
+        stored<P>("impl", "the vendor's implementation name", [](auto& p) -> auto& { return p.impl; }),
+        stored<P>("shape", "the vendor's problem description", [](auto& p) -> auto& { return p.shape; }),
+        {"ms", "its time in the run that listed it, ms (absent when unknown)",
+            [](const P& p) { return p.ms >= 0 ? V{p.ms} : V{}; },
+            [](P& p, const V& v) { p.ms = std::holds_alternative<std::monostate>(v) ? -1.0 : number(v); }},
+        derived<P>("reference", "a reference (unoptimised) implementation (core/implementation.hpp is_reference_impl)",
+            [](const P& p) { return V{is_reference_impl(p.impl)}; }),
+    };
+}
+
+std::vector<Field<BoundTensor>> make_tensor_fields() {
+    using T = BoundTensor;
+    return {
+        stored<T>("name", "the geometry role (Q, dQ, stats, ...) or a tensor only the vendor graph has (scale, mask)",
+            [](auto& t) -> auto& { return t.name; }),
+        stored<T>("dt", "element type", [](auto& t) -> auto& { return t.dt; }),
+        stored<T>("dims", "dims as the vendor was given them, in its rank and order (a host scalar: [])",
+            [](auto& t) -> auto& { return t.dims; }),
+        stored<T>("strides", "strides in elements, in the same order", [](auto& t) -> auto& { return t.strides; }),
+    };
+}
+
 }  // namespace
 
 const std::vector<ResultField>& result_fields() {
@@ -359,6 +401,16 @@ const std::vector<Field<DropoutReport>>& dropout_fields() {
 
 const std::vector<Field<MinimizeReport>>& minimize_fields() {
     static const std::vector<Field<MinimizeReport>> t = make_minimize_fields();
+    return t;
+}
+
+const std::vector<Field<ImplPart>>& impl_part_fields() {
+    static const std::vector<Field<ImplPart>> t = make_impl_part_fields();
+    return t;
+}
+
+const std::vector<Field<BoundTensor>>& tensor_fields() {
+    static const std::vector<Field<BoundTensor>> t = make_tensor_fields();
     return t;
 }
 

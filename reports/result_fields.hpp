@@ -8,6 +8,8 @@
 //   check_fields()    one OutputCheck: JSONL "outputs"[k]
 //   dropout_fields()  the DropoutReport: JSONL "dropout_checks"
 //   minimize_fields() the MinimizeReport: JSONL "minimized"
+//   impl_part_fields() one implementation inside the plan (core/implementation.hpp): JSONL "impl_parts"[k]
+//   tensor_fields()   one tensor as bound to the vendor: JSONL "tensors"[k]
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,12 @@ const std::vector<Field<DropoutReport>>& dropout_fields();
 
 /// The fields of a --minimize report (MinimizeReport).
 const std::vector<Field<MinimizeReport>>& minimize_fields();
+
+/// The fields of one implementation inside a plan (ImplPart), in JSONL order.
+const std::vector<Field<ImplPart>>& impl_part_fields();
+
+/// The fields of one tensor as a plan bound it (BoundTensor), in JSONL order.
+const std::vector<Field<BoundTensor>>& tensor_fields();
 
 /// A value as CSV prints it: text as is, integers and flags (true/false) in decimal, numbers in
 /// the shortest form that reads back equal, lists space-separated, nothing when absent.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compares two sdpabench jsonl reports (--report=jsonl:PATH) case by case.
+"""Compares two sdpabench reports (--report=jsonl:PATH or csv:PATH) case by case, or the backends of
+reports side by side (--by=backend).
 
 Join key: each case record's "id" (the canonical case id, unique within a run) without its
 --mode knob, so a case still joins when its repro line is written differently, and a P run joins
@@ -49,8 +50,19 @@ Exit status:
      --threshold that is not a finite number >= 0, or an --alpha not strictly between 0 and 1)
 Standard library, and SciPy for the significance test (optional, as above).
 
-Usage: compare_runs.py OLD.jsonl NEW.jsonl [--threshold 0.05] [--alpha 0.01] [--stat median_ms]
-                       [--allow-context-change]
+Reports may be csv (--report=csv:PATH) as well as jsonl; a csv has no samples_ms, so its cases are
+judged by the threshold alone.
+
+Backends side by side (--by=backend): one report that ran several backends (--backend=onednn,torch:flash
+...), or several reports, each case joined on its id without its --backend and --mode knobs; one row
+per case with each backend's time (--stat) and its ratio to the --baseline backend (default: the
+backend of the first case read), then per backend the geometric mean of those ratios over the cases
+timed on both. The reports must come from one machine (host, cpu, threads; their library versions
+may differ, as their backends do) unless --allow-context-change. Exit 0 when some case is timed on
+two backends, 2 otherwise; no case fails.
+
+Usage: compare_runs.py OLD NEW [--threshold 0.05] [--alpha 0.01] [--stat median_ms] [--allow-context-change]
+       compare_runs.py --by=backend REPORT [REPORT...] [--baseline NAME] [--stat median_ms] [--allow-context-change]
 """
 import argparse
 import json
@@ -219,6 +231,23 @@ def not_timed(o, n):
     return f"not timed in {label} ({show(rec.get('status'))})"
 
 
+def refuse(warnings, diffs, a, what):
+    """Prints the warnings and the context differences; True when they refuse the comparison
+    (differences without --allow-context-change)."""
+    for w in warnings:
+        print(f"compare_runs: warning: {w}", file=sys.stderr)
+    if not diffs:
+        return False
+    listing = "".join(f"\n  {d}" for d in diffs)
+    if not a.allow_context_change:
+        print(f"compare_runs: the {what} differ in context, so their times are not comparable:{listing}\n"
+              "compare_runs: not compared (exit 2); --allow-context-change compares anyway", file=sys.stderr)
+        return True
+    print(f"compare_runs: warning: the {what} differ in context (compared anyway, "
+          f"--allow-context-change):{listing}", file=sys.stderr)
+    return False
+
+
 def compare(a):
     try:
         (octx, ocases), (nctx, ncases) = load(a.old), load(a.new)
@@ -248,16 +277,8 @@ def compare(a):
                             "cannot be checked")
     diffs = context_differences(octx, nctx, warnings) if octx is not None and nctx is not None else []
     diffs += case_differences(old, new, joined, warnings)
-    for w in warnings:
-        print(f"compare_runs: warning: {w}", file=sys.stderr)
-    if diffs:
-        listing = "".join(f"\n  {d}" for d in diffs)
-        if not a.allow_context_change:
-            print(f"compare_runs: the runs differ in context, so their times are not comparable:{listing}\n"
-                  "compare_runs: not compared (exit 2); --allow-context-change compares anyway", file=sys.stderr)
-            return EXIT_NOT_COMPARED
-        print(f"compare_runs: warning: the runs differ in context (compared anyway, "
-              f"--allow-context-change):{listing}", file=sys.stderr)
+    if refuse(warnings, diffs, a, "runs"):
+        return EXIT_NOT_COMPARED
 
     rows, ratios, slower, unsure = [], [], [], []
     mwu, tested, bad_samples = "unloaded", 0, []
@@ -338,6 +359,81 @@ def compare(a):
     return 0
 
 
+def without_backend(key):
+    """The case without its --backend and --mode knobs: the same case on every backend."""
+    return re.sub(r"(^| )--backend=\S+", "", without_mode(key)).strip()
+
+
+def compare_backends(a):
+    """--by=backend: each case's time per backend and its ratio to the baseline backend."""
+    reads = []
+    for path in a.reports:
+        try:
+            reads.append((path,) + load(path))
+        except ReportError as e:
+            print(f"compare_runs: {e}", file=sys.stderr)
+            return EXIT_NOT_COMPARED
+    diffs = []
+    contexts = [(p, c) for p, c, _ in reads if c is not None]
+    for p, c in contexts[1:]:
+        for field in ("host", "cpu", "threads"):
+            if c.get(field) != contexts[0][1].get(field):
+                diffs.append(f"{field}: {show(contexts[0][1].get(field))} ({contexts[0][0]}) vs {show(c.get(field))} ({p})")
+    if refuse([], diffs, a, "reports"):
+        return EXIT_NOT_COMPARED
+    times = defaultdict(dict)  # case key -> backend -> time
+    backends, repeats = [], defaultdict(int)
+    for path, _, cases in reads:
+        for rec in cases:
+            backend = rec.get("backend")
+            key = without_backend(rec["id"]) if has_id(rec) else None
+            if not backend or key is None:
+                continue
+            if backend not in backends:
+                backends.append(backend)
+            if backend in times[key]:
+                repeats[(key, backend)] += 1
+            times[key][backend] = timing(rec, a.stat)
+    for (key, backend), n in repeats.items():
+        print(f"compare_runs: warning: {n + 1} records of case {key} on {backend}; only the last is compared",
+              file=sys.stderr)
+    base = a.baseline or (backends[0] if backends else None)
+    if base not in backends:
+        print(f"compare_runs: --baseline={base}: no case ran on it (backends: {', '.join(backends) or 'none'})",
+              file=sys.stderr)
+        return EXIT_NOT_COMPARED
+    others = [b for b in backends if b != base]
+    print(f"backends: {base} (baseline), {', '.join(others) or 'no other'}; {len(times)} case(s); {a.stat}")
+    fmt_ms = lambda v: f"{v:.4g}" if v is not None else "-"  # noqa: E731
+    width = max([len(k) for k in times] + [4])
+    cols = [f"{base} ms"] + [f"{b} ms (x{base})" for b in others]
+    print(f"{'case':<{width}}  " + "  ".join(f"{c:>{max(len(c), 10)}}" for c in cols))
+    ratios = defaultdict(list)
+    for key, per in times.items():
+        t0 = per.get(base)
+        cells = [f"{fmt_ms(t0):>{max(len(cols[0]), 10)}}"]
+        for b, col in zip(others, cols[1:]):
+            t = per.get(b)
+            r = t / t0 if t is not None and t0 is not None else None
+            if r is not None:
+                ratios[b].append(r)
+            cells.append(f"{(fmt_ms(t) + (f' ({r:.3g}x)' if r is not None else '')):>{max(len(col), 10)}}")
+        print(f"{key:<{width}}  " + "  ".join(cells))
+    compared = False
+    for b in others:
+        rs = ratios[b]
+        if rs:
+            compared = True
+            geo = math.exp(sum(math.log(r) for r in rs) / len(rs))
+            print(f"geometric-mean ratio {b}/{base} ({a.stat}) over {len(rs)} case(s): {geo:.4f}")
+        else:
+            print(f"geometric-mean ratio {b}/{base}: no case timed on both")
+    if not compared:
+        print("compare_runs: no case is timed on two backends: nothing compared (exit 2)", file=sys.stderr)
+        return EXIT_NOT_COMPARED
+    return 0
+
+
 def threshold(text):
     """--threshold: a finite number >= 0 (nan would pass every case, a negative one fail them all)."""
     try:
@@ -362,8 +458,13 @@ def alpha(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("old")
-    ap.add_argument("new")
+    ap.add_argument("reports", nargs="+", metavar="REPORT",
+                    help="OLD NEW; with --by=backend one report or several")
+    ap.add_argument("--by", choices=["run", "backend"], default="run",
+                    help="run (default): OLD against NEW, case by case; backend: the backends of the reports side by "
+                         "side, case by case")
+    ap.add_argument("--baseline", default=None,
+                    help="--by=backend: the backend the others are divided by (default: the first case's)")
     ap.add_argument("--threshold", type=threshold, default=0.05,
                     help="fail when new/old - 1 exceeds this, a finite number >= 0 (default 0.05 = 5%%)")
     ap.add_argument("--alpha", type=alpha, default=0.01,
@@ -376,6 +477,13 @@ def main():
                          "(the differences are printed as a warning)")
     a = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # stdout and stderr interleave in order in a CI log
+    if a.by == "backend":
+        return compare_backends(a)
+    if a.baseline is not None:
+        ap.error("--baseline goes with --by=backend")
+    if len(a.reports) != 2:
+        ap.error(f"compares two reports, OLD and NEW (got {len(a.reports)}); --by=backend takes one or more")
+    a.old, a.new = a.reports
     return compare(a)
 
 

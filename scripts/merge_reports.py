@@ -11,8 +11,10 @@ run), that no case id appears in two shards, and that together they hold every c
 (indices 0 .. cases_total-1, each once), with the same case list (its fingerprint), sdpabench
 version, git commit and library versions. The merged jsonl and csv hold the cases in the order of
 the unsharded run (by idx), after the first shard's context without its shard; the merged JUnit
-document has the cases of shard 0, 1, ... (JUnit carries no index) and counts recomputed over all
-of them.
+document has the cases of shard 0, 1, ... (JUnit carries no index), counts recomputed over all
+of them, and as suite properties the shared context (with shard.count, shard.cases_total and
+shard.cases_fingerprint) and each shard's own command, host and start as shard.I.command,
+shard.I.host, shard.I.start.
 
 Exit status: 0 merged; 1 the inputs are not the complete, disjoint shards of one run (each
 problem named); 2 bad usage or an unreadable input. Standard library only.
@@ -25,7 +27,7 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
-from sdpabench_report import ReportError, read_report
+from sdpabench_report import ReportError, read_csv_rows, read_report
 
 
 class MergeError(Exception):
@@ -76,24 +78,14 @@ def read_jsonl(path):
 
 def read_csv(path):
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            lines = f.read().split("\n")
-            lines = [l + "\n" for l in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        comments, fields, header, rows = read_csv_rows(path)
     except OSError as e:
         raise Unreadable(f"{path}: {e.strerror}")
     except UnicodeDecodeError as e:
         raise Unreadable(f"{path}: not UTF-8 ({e.reason} at byte {e.start})")
-    comments = []
-    while len(comments) < len(lines) and lines[len(comments)].startswith("# "):
-        comments.append(lines[len(comments)])
-    fields = dict(line[2:].rstrip("\r\n").split(": ", 1) for line in comments if ": " in line)
-    rows = list(csv.reader(lines[len(comments):]))
-    if not rows:
-        raise MergeError(f"{path}: no header row")
-    for n, row in enumerate(rows[1:], 1):
-        if len(row) != len(rows[0]):
-            raise MergeError(f"{path}: row {n} has {len(row)} fields, the header {len(rows[0])} (a cut file?)")
-    return comments, shard_of(path, fields), rows[0], rows[1:]
+    except ReportError as e:
+        raise MergeError(str(e))
+    return comments, shard_of(path, fields), header, rows
 
 
 def read_junit(path):
@@ -200,9 +192,18 @@ def merge_junit(out, paths):
     suite = ET.SubElement(root, "testsuite", {"name": "sdpabench", **{k: str(v) for k, v in counts.items()}})
     props = ET.SubElement(suite, "properties")
     first = inputs[0][0].find("properties")
+    per_shard = ("command", "host", "start")  # what each shard has of its own
     for p in (first if first is not None else []):
-        if not p.get("name", "").startswith("shard."):
-            props.append(p)
+        name = p.get("name", "")
+        if name in per_shard or name == "shard.index":
+            continue
+        props.append(p)  # the shared context, and shard.count, shard.cases_total, shard.cases_fingerprint
+    for suite_in, (index, *_), _, _ in inputs:  # each shard's own: shard.I.command, shard.I.host, ...
+        own = suite_in.find("properties")
+        values = {q.get("name"): q.get("value") for q in (own if own is not None else [])}
+        for name in per_shard:
+            if name in values:
+                ET.SubElement(props, "property", {"name": f"shard.{index}.{name}", "value": values[name]})
     suite.extend(cases)
     buf = io.BytesIO()
     ET.ElementTree(root).write(buf, encoding="UTF-8", xml_declaration=True)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Plots throughput against sequence length from sdpabench jsonl reports (P or CP mode).
+"""Plots throughput against sequence length from sdpabench reports (P or CP mode; jsonl, or csv by
+the .csv extension).
 
 One line per series: the cases of one backend, shape (the descriptor without its sq and skv:
 b, hq, hkv, d or dqk/dv), name, dir, dt and mask; x = S_q (from the descriptor), y = GFLOP/s at the
@@ -13,11 +14,17 @@ report's context record, or by the file's stem when it has none ("HOST (STEM)" w
 share a host); one colour per series, one line style per report. Prints "N point(s) in M series -> PNG"
 and one line per series.
 
+Backends side by side (--by=backend): one group of bars per case (its id without the --backend and
+--mode knobs, the shared knobs printed once), one bar per backend: GFLOP/s (TFLOP/s past 1000) at
+the median time, from one report that ran several backends or from several reports. Prints
+"N case(s) x M backend(s) -> PNG" and one line per backend.
+
 Needs matplotlib, installed by scripts/setup.sh into the venv /opt/sdpabench-deps/py
 ($SDPABENCH_DEPS/py when that is set):
 
   /opt/sdpabench-deps/py/bin/python scripts/plot.py sweep.jsonl sweep.png [--title TEXT]
   /opt/sdpabench-deps/py/bin/python scripts/plot.py base.jsonl new.jsonl both.png
+  /opt/sdpabench-deps/py/bin/python scripts/plot.py --by=backend sweep.csv backends.png
 """
 import argparse
 import os
@@ -86,6 +93,79 @@ def read_series(path):
     return context, series
 
 
+def case_key(rec):
+    """The case of a record on any backend: its id without --backend and --mode (None without an id)."""
+    cid = rec.get("id")
+    if not isinstance(cid, str) or not cid:
+        return None
+    return re.sub(r"(^| )--(backend|mode)=\S+", "", cid).strip()
+
+
+def read_backends(paths):
+    """({case: {backend: gflops}}, [backends in order of appearance]) of the timed cases of `paths`."""
+    rates, backends = defaultdict(dict), []
+    for path in paths:
+        try:
+            _, cases = read_report(path)
+        except ReportError as e:
+            sys.exit(f"plot.py: {e}")
+        for rec in cases:
+            perf, key, backend = rec.get("perf"), case_key(rec), rec.get("backend")
+            if not isinstance(perf, dict) or not isinstance(perf.get("gflops"), (int, float)) or not key or not backend:
+                continue
+            if backend not in backends:
+                backends.append(backend)
+            rates[key][backend] = perf["gflops"]
+    return rates, backends
+
+
+def common_knobs(keys):
+    """(the knob tokens every case key shares, {key: its own tokens})."""
+    toks = [k.split() for k in keys]
+    shared = [t for t in toks[0] if t.startswith("--") and all(t in o for o in toks[1:])] if toks else []
+    return shared, {k: " ".join(t for t in k.split() if t not in shared) for k in keys}
+
+
+def plot_backends(a, plt):
+    """--by=backend: grouped bars, one group per case, one bar per backend."""
+    rates, backends = read_backends(a.reports)
+    if not rates:
+        sys.exit(f"plot.py: no timed case in {', '.join(a.reports)} (run sdpabench with --mode=P and "
+                 "--report=jsonl:PATH or csv:PATH)")
+    keys = list(rates)
+    shared, short = common_knobs(keys)
+    tflops = max(g for per in rates.values() for g in per.values()) > 1000
+    scale, unit = (1e-3, "TFLOP/s") if tflops else (1.0, "GFLOP/s")
+    width = 0.8 / max(len(backends), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(keys) * max(len(backends), 1) * 0.5 + 3), 5))
+    for j, b in enumerate(backends):
+        xs = [i + (j - (len(backends) - 1) / 2) * width for i, k in enumerate(keys) if b in rates[k]]
+        ys = [rates[k][b] * scale for k in keys if b in rates[k]]
+        ax.bar(xs, ys, width=width, label=b, color=f"C{j % 10}")
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([short[k] for k in keys], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel(f"{unit} (median time, cuDNN FLOP convention)")
+    ax.set_title(a.title or f"sdpabench backends: {' '.join(shared) or ', '.join(a.reports)}", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, a)
+    print(f"plot.py: {len(keys)} case(s) x {len(backends)} backend(s) -> {a.png}")
+    if shared:
+        print(f"  common to all cases: {' '.join(shared)}")
+    for b in backends:
+        print(f"  {b}: {sum(b in rates[k] for k in keys)} case(s)")
+
+
+def save(fig, a):
+    """Writes the figure to a.png in the format of its extension (none: PNG)."""
+    ext = os.path.splitext(a.png)[1][1:].lower()
+    try:
+        fig.savefig(a.png, dpi=120, format=ext or "png")  # no extension: a PNG, named as given
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot.py: cannot write {a.png}: {getattr(e, 'strerror', None) or e}")
+
+
 def series_labels(keys):
     """({key: label}, common): a label of the key parts that differ between the series (all parts
     when there is one series), and the parts all series share ("" when none)."""
@@ -113,11 +193,14 @@ def report_labels(paths, contexts):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("reports", nargs="+", metavar="REPORT", help="sdpabench jsonl report(s), overlaid")
+    ap.add_argument("reports", nargs="+", metavar="REPORT", help="sdpabench jsonl or csv report(s), overlaid")
     ap.add_argument("png", metavar="PNG", help="the image written")
     ap.add_argument("--title", default=None)
+    ap.add_argument("--by", choices=["series", "backend"], default="series",
+                    help="series (default): throughput against S_q, one line per series; backend: bars per case, "
+                         "one per backend")
     a = ap.parse_args()
-    if a.png.endswith(".jsonl") or os.path.abspath(a.png) in map(os.path.abspath, a.reports):
+    if a.png.endswith((".jsonl", ".csv")) or os.path.abspath(a.png) in map(os.path.abspath, a.reports):
         ap.error(f"the last argument is the image written, and {a.png} looks like a report")
 
     try:
@@ -133,6 +216,8 @@ def main():
     formats = FigureCanvasBase.get_supported_filetypes()
     if ext and ext not in formats:
         sys.exit(f"plot.py: {a.png}: unknown image extension {suffix} (known: {', '.join(sorted(formats))})")
+    if a.by == "backend":
+        return plot_backends(a, plt)
 
     reads = [read_series(p) for p in a.reports]
     for path, (_, s) in zip(a.reports, reads):
@@ -140,7 +225,7 @@ def main():
             print(f"plot.py: warning: no timed case in {path}", file=sys.stderr)
     if not any(s for _, s in reads):
         sys.exit(f"plot.py: no timed case in {', '.join(a.reports)} "
-                 "(run sdpabench with --mode=P and --report=jsonl:PATH)")
+                 "(run sdpabench with --mode=P and --report=jsonl:PATH or csv:PATH)")
     overlay = len(a.reports) > 1
     rlabels = report_labels(a.reports, [c for c, _ in reads]) if overlay else [None]
 
@@ -170,10 +255,7 @@ def main():
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, title=common or None, title_fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(a.png, dpi=120, format=ext or "png")  # no extension: a PNG, named as given
-    except (OSError, ValueError) as e:
-        sys.exit(f"plot.py: cannot write {a.png}: {getattr(e, 'strerror', None) or e}")
+    save(fig, a)
     print(f"plot.py: {sum(n for _, n in lines)} point(s) in {len(lines)} series -> {a.png}")
     if common:
         print(f"  common to all series: {common}")

@@ -155,6 +155,14 @@ public:
         return n;
     }
     double compile_ms() const override { return compile_ms_; }
+    /// The execution plan the heuristics chose, by the name cudnn_frontend gives it
+    /// (Graph::get_plan_name: the engine and its knobs, e.g. "eng0_k24=..."), with the
+    /// implementation sdpabench pinned when it pinned one.
+    Implementation implementation() const override {
+        return {fmt::format("{}{}", plan_name_, composite_ ? " (COMPOSITE implementation, pinned)" : ""), {}};
+    }
+    /// The graph's tensors as given to cuDNN (backends/cudnn/cudnn_mapping.hpp).
+    std::vector<BoundTensor> bound_tensors() const override { return cudnn::bound_tensors(desc_); }
 
 private:
     void run() {
@@ -236,6 +244,7 @@ private:
                 if (desc_.generate_stats) mark_output(stats, Uid::stats);
             }
             notes_.push_back("cuDNN sdpa: COMPOSITE implementation (pinned)");
+            composite_ = true;
         } else if (desc_.fp8) {
             auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward");
             common(a);
@@ -272,7 +281,10 @@ private:
         check_fe(graph_->get_workspace_size(ws), "get_workspace_size");
         workspace_ = cuda::DeviceMem(static_cast<std::size_t>(ws));
         std::string plan;
-        if (graph_->get_plan_name(plan).is_good()) notes_.push_back(fmt::format("cuDNN plan: {}", plan));
+        if (graph_->get_plan_name(plan).is_good()) {
+            notes_.push_back(fmt::format("cuDNN plan: {}", plan));
+            plan_name_ = plan;
+        }
         notes_.push_back(fmt::format("cuDNN {}{}: workspace {} bytes{}", desc_.backward ? "sdpa_backward" : "sdpa",
                 desc_.fp8 ? " (fp8)" : "", ws, desc_.deterministic ? ", deterministic" : ""));
         if (!desc_.ragged.empty()) notes_.push_back(fmt::format("cuDNN ragged offsets on {} tensors", desc_.ragged.size()));
@@ -354,6 +366,8 @@ private:
     cuda::DeviceMem workspace_;
     std::unordered_map<std::int64_t, void*> pack_;
     std::vector<std::string> notes_;
+    std::string plan_name_;   ///< Graph::get_plan_name of the built plan ("" when it gives none)
+    bool composite_ = false;  ///< the COMPOSITE implementation was pinned
     double compile_ms_ = 0;
     bool timed_ = false;  ///< execute_timed_ms() ran (the gate note concerns timed plans only)
 };

@@ -66,6 +66,21 @@ const ScalarDesc* GraphDesc::find_scalar(Uid uid) const {
     return nullptr;
 }
 
+std::vector<BoundTensor> bound_tensors(const GraphDesc& g) {
+    std::vector<BoundTensor> out;
+    for (const auto* list : {&g.inputs, &g.outputs})
+        for (const TensorDesc& t : *list)
+            out.push_back({t.name, fmt::format("{}", t.geom.type), {t.geom.dims.begin(), t.geom.dims.end()},
+                {t.geom.strides.begin(), t.geom.strides.end()}});
+    for (const ScalarDesc& s : g.scalars)
+        out.push_back({s.name, fmt::format("{}", s.type), {s.dims.begin(), s.dims.end()}, {s.strides.begin(), s.strides.end()}});
+    for (const RaggedDesc& r : g.ragged) {
+        const auto n = static_cast<std::int64_t>(r.offsets.size());
+        out.push_back({r.name, fmt::format("{}", r.type), {n, 1, 1, 1}, {1, 1, 1, 1}});
+    }
+    return out;
+}
+
 std::optional<TensorGeom> dropout_mask_geom(const Problem& p) {
     if (!p.dropout) return std::nullopt;
     const Geometry geo = geometry(p);

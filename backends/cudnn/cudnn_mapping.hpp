@@ -13,6 +13,7 @@
 
 #include "core/dropout.hpp"
 #include "core/geometry.hpp"
+#include "core/implementation.hpp"
 #include "core/problem.hpp"
 
 namespace sdpa::cudnn {
@@ -107,6 +108,10 @@ struct GraphDesc {
     /// The scalar with `uid`, or nullptr.
     const ScalarDesc* find_scalar(Uid uid) const;
 };
+
+/// The tensors of graph `g` as cuDNN is given them: inputs, then outputs (name, element type,
+/// 4-D dims and strides), then the scalars ([1,1,1,1]); ragged offsets as [B+1,1,1,1].
+std::vector<BoundTensor> bound_tensors(const GraphDesc& g);
 
 /// The cuDNN graph for problem `p` (p.dir fwd_i, fwd_t or bwd: a step's problem,
 /// driver/run_case.hpp step_problem). Every tensor is its role in geometry(p) (core/geometry.hpp), strides included: the

@@ -216,6 +216,7 @@ void write_past_rows(GuardedBuffer& buf) {
 RefKernel faulty_kernel(FaultKind kind, i64 plan) {
     RefKernel k;
     k.notes = {fmt::format("injected fault: {}", kind)};
+    k.impl = fmt::format("sdpabench reference with the fault {}", kind);
     switch (kind) {
         case FaultKind::dq_nondeterministic:
         case FaultKind::dmask_nondeterministic:

@@ -18,6 +18,7 @@
 #include "backends/strided_buffer.hpp"
 #include "core/geometry.hpp"
 #include "backends/onednn/onednn_graph.hpp"
+#include "backends/onednn/onednn_verbose.hpp"
 
 namespace sdpa {
 
@@ -83,6 +84,72 @@ std::vector<float> mask_values(const Problem& p, const SdpaInputs& in) {
     return merged_mask_values(p, in.bias, {md.front(), mh, md[md.size() - 2], md.back()});
 }
 
+/// The name of a logical tensor's data type, as sdpabench spells types ("bf16", "s64", ...).
+std::string_view ldt_name(dnnl::graph::logical_tensor::data_type dt) {
+    using ldt = dnnl::graph::logical_tensor::data_type;
+    switch (dt) {
+        case ldt::f32: return "f32";
+        case ldt::bf16: return "bf16";
+        case ldt::f16: return "f16";
+        case ldt::s32: return "s32";
+        case ldt::s64: return "s64";
+        case ldt::u8: return "u8";
+        case ldt::s8: return "s8";
+        case ldt::boolean: return "boolean";
+        case ldt::f8_e4m3: return "e4m3";
+        case ldt::f8_e5m2: return "e5m2";
+        default: return "undef";
+    }
+}
+
+/// A port's logical tensor as bound: rank 0 for a host scalar.
+BoundTensor bound(GraphPort port, const dnnl::graph::logical_tensor& lt) {
+    const bool scalar = lt.get_property_type() == dnnl::graph::logical_tensor::property_type::host_scalar;
+    return {std::string(port_name(port)), std::string(ldt_name(lt.get_data_type())),
+        scalar ? std::vector<std::int64_t>{} : lt.get_dims(), scalar ? std::vector<std::int64_t>{} : lt.get_strides()};
+}
+
+/// True when the user asked oneDNN for verbose output (ONEDNN_VERBOSE or its old name
+/// DNNL_VERBOSE set to anything but "0" or "none").
+bool user_verbose() {
+    for (const char* name : {"ONEDNN_VERBOSE", "DNNL_VERBOSE"})
+        if (const char* v = std::getenv(name); v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "none") != 0)
+            return true;
+    return false;
+}
+
+/// A span in which oneDNN's verbose output is captured (backends/onednn/onednn_verbose.hpp) to
+/// learn what it compiled or ran: verbosity `level` is on inside (1: executions; 2: creation and
+/// compilation too), off after. When the user set ONEDNN_VERBOSE, their setting stands and what
+/// was captured is written on to stdout, as they asked.
+class VerboseWindow {
+public:
+    explicit VerboseWindow(int level) {
+        if (!user_) dnnl_set_verbose(level);
+    }
+    ~VerboseWindow() { finish(); }
+    VerboseWindow(const VerboseWindow&) = delete;
+    VerboseWindow& operator=(const VerboseWindow&) = delete;
+    /// Ends the span; what oneDNN printed in it.
+    std::string finish() {
+        if (done_) return {};
+        done_ = true;
+        std::string text = capture_.finish();
+        if (user_) {
+            std::fwrite(text.data(), 1, text.size(), stdout);
+            std::fflush(stdout);
+        } else {
+            dnnl_set_verbose(0);
+        }
+        return text;
+    }
+
+private:
+    bool user_ = user_verbose();
+    bool done_ = false;
+    onednn::StdoutCapture capture_;
+};
+
 /// The engine and stream, created once per backend on first use.
 struct Runtime {
     dnnl::engine engine;
@@ -104,15 +171,33 @@ public:
         compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
 
+    /// The first run is profiled: oneDNN's verbose lines of it name each primitive's
+    /// implementation and time (implementation()). The timing loop's warm-up is that run.
     void execute() override {
-        try {
-            for (auto& step : steps_) step.cp.execute(rt_.stream, step.ins, step.outs);
-            rt_.stream.wait();
-        } catch (const dnnl::error& e) {
-            throw BackendError(Status::failed,
-                    fmt::format("oneDNN execute: {} (status {})", e.what(), static_cast<int>(e.status)));
-        }
+        if (profiled_) return run();
+        profiled_ = true;
+        VerboseWindow w(1);
+        run();
+        ran_ = onednn::parse_verbose(w.finish());
     }
+
+    Implementation implementation() const override {
+        // The partitions of the profiled run, else those of the compilation (whose primitives are
+        // listed only when oneDNN did not take the compiled partition from its cache).
+        const auto& parts = !ran_.empty() ? ran_ : compiled_;
+        Implementation im;
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            im.name += (k ? "+" : "") + parts[k].kernel;
+            const std::string where = parts.size() > 1 && k < order_.size() ? fmt::format("partition {}", order_[k]) : "";
+            for (ImplPart prim : parts[k].primitives) {
+                prim.where = where;
+                im.parts.push_back(std::move(prim));
+            }
+        }
+        return im;
+    }
+
+    std::vector<BoundTensor> bound_tensors() const override { return bound_; }
 
     void poison_outputs() override {
         for (auto& [port, o] : outputs_) o.buffer.poison();
@@ -129,6 +214,16 @@ public:
     std::optional<std::size_t> partitions() const override { return partitions_; }
 
 private:
+    void run() {
+        try {
+            for (auto& step : steps_) step.cp.execute(rt_.stream, step.ins, step.outs);
+            rt_.stream.wait();
+        } catch (const dnnl::error& e) {
+            throw BackendError(Status::failed,
+                    fmt::format("oneDNN execute: {} (status {})", e.what(), static_cast<int>(e.status)));
+        }
+    }
+
     struct Step {
         dnnl::graph::compiled_partition cp;
         std::vector<dnnl::graph::tensor> ins, outs;
@@ -210,6 +305,10 @@ private:
                 if (!placed[i]) order.push_back(i);
         }
         std::map<std::size_t, void*> made;  // logical tensor id -> the buffer a partition writes it to
+        for (const auto& [port, pt] : sg.inputs) bound_.push_back(bound(port, pt.lt));
+        std::map<Port, BoundTensor> bound_outputs;
+        order_ = order;
+        VerboseWindow compiling(2);  // the kernel oneDNN picks for each partition, before it runs
         for (const std::size_t i : order) {
             const auto& part = parts[i];
             if (!part.is_supported())
@@ -264,11 +363,16 @@ private:
                 }
                 made[lt.get_id()] = handle;
                 step.outs.emplace_back(q, rt_.engine, handle);
+                if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end())
+                    bound_outputs.emplace(port->second, bound(port->second, q));
             }
             notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),
                     ins.size(), outs.size()));
             steps_.push_back(std::move(step));
         }
+        compiled_ = onednn::parse_verbose(compiling.finish());
+        for (auto& [port, t] : bound_outputs) bound_.push_back(std::move(t));  // in port order, whatever
+                                                                               // order oneDNN lists them in
         for (const auto& [port, pt] : sg.outputs)
             if (!outputs_.count(port))
                 throw BackendError(Status::failed, fmt::format("oneDNN: no partition produces output {}", pt.lt.get_id()));
@@ -282,6 +386,11 @@ private:
     std::vector<std::string> notes_;
     std::size_t partitions_ = 0;
     double compile_ms_ = 0;
+    std::vector<std::size_t> order_;                  ///< partitions in run (and compile) order
+    std::vector<onednn::VerbosePartition> compiled_;  ///< what the compilation's verbose lines named
+    std::vector<onednn::VerbosePartition> ran_;       ///< what the profiled first run's lines named
+    bool profiled_ = false;
+    std::vector<BoundTensor> bound_;                  ///< inputs, then outputs as compiled, in port order
 };
 
 class OnednnBackend final : public Backend {

@@ -55,6 +55,11 @@ public:
     SdpaOutputs read_outputs() override { return outputs_.read(); }
 
     std::vector<std::string> notes() const override { return k_.notes; }
+    Implementation implementation() const override {
+        if (!k_.impl.empty()) return {k_.impl, {}};
+        return {p_.dir == Dir::bwd ? "sdpabench ref_backward" : "sdpabench ref_forward", {}};
+    }
+    std::vector<BoundTensor> bound_tensors() const override { return geometry_tensors(p_); }
 
 private:
     Problem p_;

@@ -36,6 +36,9 @@ struct RefKernel {
     std::function<void(Role, GuardedBuffer&)> after_write;
     /// Lines for -v.
     std::vector<std::string> notes;
+    /// The plan's implementation name (Plan::implementation); "" names the reference itself:
+    /// "sdpabench ref_forward" or "sdpabench ref_backward" by the direction.
+    std::string impl;
 };
 
 /// A plan that behaves like a vendor kernel on real strided buffers: prepare() packs every input

@@ -4,7 +4,9 @@
 #include "backends/registry.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -85,9 +87,75 @@ public:
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override { return make_reference_plan(p, in); }
 };
 
+/// The environment knob of test:slow: the factor each run is stretched to.
+constexpr const char* kSlowdownVariable = "SDPABENCH_TEST_SLOWDOWN";
+
+/// A reference plan whose every run is stretched to `factor` times its own wall time by a busy
+/// wait (CPU work, so that a loaded machine slows the stretch as it slows the run).
+class SlowPlan final : public Plan {
+public:
+    SlowPlan(std::unique_ptr<Plan> inner, double factor) : inner_(std::move(inner)), factor_(factor) {}
+    void execute() override {
+        using clock = std::chrono::steady_clock;
+        const auto t0 = clock::now();
+        inner_->execute();
+        const auto until = t0 + std::chrono::duration_cast<clock::duration>((clock::now() - t0) * factor_);
+        while (clock::now() < until) {
+        }
+    }
+    void poison_outputs() override { inner_->poison_outputs(); }
+    SdpaOutputs read_outputs() override { return inner_->read_outputs(); }
+    std::vector<std::string> notes() const override {
+        auto n = inner_->notes();
+        n.push_back(fmt::format("test:slow: every run stretched {}x ({})", factor_, kSlowdownVariable));
+        return n;
+    }
+    Implementation implementation() const override { return inner_->implementation(); }
+    std::vector<BoundTensor> bound_tensors() const override { return inner_->bound_tensors(); }
+
+private:
+    std::unique_ptr<Plan> inner_;
+    double factor_;
+};
+
+/// The reference backend with a planted slowdown of a known size: each run takes
+/// SDPABENCH_TEST_SLOWDOWN (a factor >= 1; unset: 1) times the reference's time. One binary, one
+/// environment knob: the A/B script's planted-slowdown test (scripts/ab_interleave.py).
+class SlowBackend final : public Backend {
+public:
+    std::string_view name() const override { return "test:slow"; }
+    std::string version() const override {
+        return fmt::format("test:slow: test-only backend (the reference, each run stretched {}x by {})", factor(),
+                kSlowdownVariable);
+    }
+    std::optional<Unsupported> support(const Problem& p) const override { return ref_.support(p); }
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
+        return reference_backend_host_items(p, threads);
+    }
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        const double f = factor();
+        if (!(f >= 1.0) || !std::isfinite(f))
+            throw BackendError(Status::invalid_arguments, fmt::format("test:slow: {}='{}' is not a factor >= 1",
+                    kSlowdownVariable, std::getenv(kSlowdownVariable)));
+        return std::make_unique<SlowPlan>(make_reference_plan(p, in), f);
+    }
+
+private:
+    /// The factor in the environment (1 when unset or empty; NaN when it is not a number).
+    static double factor() {
+        const char* v = std::getenv(kSlowdownVariable);
+        if (!v || !*v) return 1.0;
+        char* end = nullptr;
+        const double f = std::strtod(v, &end);
+        return *end == '\0' ? f : NAN;
+    }
+    RefBackend ref_;
+};
+
 }  // namespace
 
-std::vector<std::string> test_backend_kinds() { return {"sleep", "segv", "stateful", "fp8"}; }
+std::vector<std::string> test_backend_kinds() { return {"sleep", "segv", "stateful", "fp8", "slow"}; }
 
 std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
     const std::string name = fmt::format("{}{}", kTestPrefix, kind);
@@ -95,6 +163,7 @@ std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
     if (kind == "segv") return std::make_unique<MisbehavingBackend>(name, Misbehaviour::segv);
     if (kind == "stateful") return std::make_unique<StatefulBackend>();
     if (kind == "fp8") return std::make_unique<Fp8RefBackend>();
+    if (kind == "slow") return std::make_unique<SlowBackend>();
     return nullptr;
 }
 

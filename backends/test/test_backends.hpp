@@ -15,9 +15,11 @@ namespace sdpa {
 /// The kinds of test:KIND (backends/registry.hpp kTestPrefix): "sleep" (execute() sleeps for an
 /// hour: a hung vendor call), "segv" (execute() raises SIGSEGV: a crashing vendor call),
 /// "stateful" (the reference, but every case after the first of a process FAILS: a vendor broken
-/// by its own state) and "fp8" (the reference backend's plan, fp8 cases included: the fp8 path
-/// end to end without a GPU). Without --isolate, test:segv kills the whole run and test:sleep
-/// hangs it: that is what they are for.
+/// by its own state), "fp8" (the reference backend's plan, fp8 cases included: the fp8 path
+/// end to end without a GPU) and "slow" (the reference, each run stretched by busy waiting to
+/// SDPABENCH_TEST_SLOWDOWN times its time: a planted slowdown for scripts/ab_interleave.py's
+/// tests). Without --isolate, test:segv kills the whole run and test:sleep hangs it: that is what
+/// they are for.
 std::vector<std::string> test_backend_kinds();
 
 /// The test backend test:KIND for `kind`, or nullptr when it is not one of test_backend_kinds().

@@ -24,33 +24,39 @@ namespace sdpa {
 
 const std::array<TorchVariantInfo, 6> kTorchVariants{{
     {TorchVariant::math, TorchDevice::cpu, "math", "at::_scaled_dot_product_attention_math",
+        "autograd through at::_scaled_dot_product_attention_math", "MATH",
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
         "none (its second output is the attention weights): fwd_t UNIMPLEMENTED",
         "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
         true, "", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
         "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
         "conventions.cases", 0.0f, true},
-    {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu (+ _backward)",
+    {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu",
+        "at::_scaled_dot_product_flash_attention_for_cpu_backward", "FLASH_ATTENTION",
         "top-left on the CPU", "native: query head h reads key head h / (H_q / H_kv)",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
         "the fused backward fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)",
         true, "D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
         true},
     {TorchVariant::efficient, TorchDevice::cuda, "efficient",
-        "at::_scaled_dot_product_efficient_attention (+ _backward)", "top-left",
+        "at::_scaled_dot_product_efficient_attention", "at::_scaled_dot_product_efficient_attention_backward",
+        "EFFICIENT_ATTENTION", "top-left",
         "K, V heads repeated by the plugin (repeat_interleave, as enable_gqa does), dK, dV summed per group",
         "[B,H_q,S_q rounded up to 32] f32; -inf for a fully masked row",
         "the fused backward fed O and the log-sum-exp, with the attn_mask gradient; the bias stored with rows "
         "padded to 16 elements (as scaled_dot_product_attention pads it)", true, "",
         "as math; --dropout only with p = 0", "conventions.cases, conventions_cuda.cases", -INFINITY, false},
-    {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention (+ _backward)",
+    {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention",
+        "at::_scaled_dot_product_cudnn_attention_backward", "CUDNN_ATTENTION",
         "top-left", "K, V heads repeated by the plugin, dK, dV summed per group",
         "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
         false, "", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
-    {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math on CUDA",
+    {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math",
+        "autograd through at::_scaled_dot_product_attention_math", "MATH",
         "top-left", "enable_gqa=True", "none: fwd_t UNIMPLEMENTED", "autograd through the composite forward",
         true, "", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
-    {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention (+ _backward)",
+    {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention",
+        "at::_scaled_dot_product_flash_attention_backward", "FLASH_ATTENTION",
         "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
         "native: query head h reads key head h / (H_q / H_kv)", "[B,H_q,S_q] f32; +inf for a fully masked row",
         "the fused backward fed O and the log-sum-exp; no mask gradient", false, "",
@@ -58,13 +64,18 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "with S_q != S_kv UNIMPLEMENTED; --dropout only with p = 0", "conventions_cuda.cases", INFINITY, false},
 }};
 
+std::string torch_operators(const TorchVariantInfo& v) {
+    if (v.backward_op == fmt::format("{}_backward", v.forward_op)) return fmt::format("{} (+ _backward)", v.forward_op);
+    return std::string(v.forward_op);
+}
+
 std::string torch_variant_table_md() {
     std::string t = "| backend | device | operator | `is_causal` with S_q != S_kv | GQA | default scale (`scale=None`) | "
                     "log-sum-exp | backward | dtypes | knobs | held by (`cases/torch/`) | measured |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const TorchVariantInfo& v : kTorchVariants)
         t += fmt::format("| `torch:{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {}{}{} | {} | {} | {} |\n",
-                v.name, v.device == TorchDevice::cpu ? "CPU" : "CUDA", v.op, v.causal, v.gqa, v.lse, v.backward,
+                v.name, v.device == TorchDevice::cpu ? "CPU" : "CUDA", torch_operators(v), v.causal, v.gqa, v.lse, v.backward,
                 v.takes_f32 ? "f32, bf16, f16" : "bf16, f16", v.dtype_note.empty() ? "" : "; ", v.dtype_note, v.knobs,
                 v.cases, v.measured ? "yes (CPU, CTest e2e.torch.*)" : "not yet: no GPU run");
     return t;
@@ -97,7 +108,7 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         return unimplemented(fmt::format("torch:{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
                 "descales (--dt={})", vi.name, p.dt));
     if (!vi.takes_f32 && p.dt == DType::f32)
-        return unimplemented(fmt::format("torch:{}: {} takes bf16 and f16 inputs only (--dt=f32)", vi.name, vi.op));
+        return unimplemented(fmt::format("torch:{}: {} takes bf16 and f16 inputs only (--dt=f32)", vi.name, torch_operators(vi)));
     if (p.ragged)
         return unimplemented(fmt::format("torch:{}: the dense SDPA operators take no ragged (packed) tensors "
                 "(--ragged=true; PyTorch's varlen path is its nested tensors)", vi.name));
@@ -146,7 +157,7 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         m.is_causal = true;
     if (v == TorchVariant::flash && cuda && m.mask != TorchMapping::MaskArg::none)
         return unimplemented(fmt::format("torch:{}: its operators ({}) take no attn_mask, and this case needs "
-                "one ({}{}; their is_causal is bottom-right)", vi.name, vi.op, p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}",
+                "one ({}{}; their is_causal is bottom-right)", vi.name, torch_operators(vi), p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}",
                 p.mask), padded ? " with padding" : ""));
     m.mask_grad = p.dmask;
     if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
@@ -346,8 +357,8 @@ public:
         SdpaTorchResult r;
         run_(&c, &r);
         if (r.status == 1)
-            throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", vi_.op, r.message));
-        if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", vi_.op, r.message));
+            throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", torch_operators(vi_), r.message));
+        if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", torch_operators(vi_), r.message));
         kernel_ms_ = r.kernel_ms;
         info_ = r.info;
     }
@@ -363,12 +374,38 @@ public:
     void poison_outputs() override { outputs_.poison(); }
     SdpaOutputs read_outputs() override { return outputs_.read(); }
 
+    /// The operator called and its SDPBackend, e.g. "at::_scaled_dot_product_flash_attention_backward
+    /// (SDPBackend.FLASH_ATTENTION, CUDA)".
+    Implementation implementation() const override {
+        return {fmt::format("{} (SDPBackend.{}, {})", p_.dir == Dir::bwd ? vi_.backward_op : vi_.forward_op,
+                        vi_.sdp_backend, vi_.device == TorchDevice::cuda ? "CUDA" : "CPU"),
+            {}};
+    }
+
+    /// The views handed to the operator: the inputs, the attn_mask (the bias or the merged mask),
+    /// the log-sum-exp as [B,H_q,S_q], then the outputs.
+    std::vector<BoundTensor> bound_tensors() const override {
+        std::vector<BoundTensor> out;
+        const auto add = [&out](std::string name, const TensorGeom& t) {
+            const int rank = t.role == Role::stats ? 3 : 4;
+            const SdpaTorchView v = view(nullptr, t, rank);
+            out.push_back({std::move(name), fmt::format("{}", t.type), {v.dims, v.dims + rank}, {v.strides, v.strides + rank}});
+        };
+        for (const TensorGeom* t : geo_.inputs())
+            if (inputs_.count(t->role) && t->role != Role::bias) add(fmt::format("{}", t->role), *t);
+        if (m_.mask == TorchMapping::MaskArg::bias) add("attn_mask", geo_.at(Role::bias));
+        if (m_.mask == TorchMapping::MaskArg::merged) add("attn_mask", mask_geom_);
+        for (const TensorGeom* t : geo_.outputs())
+            if (!t->input) add(fmt::format("{}", t->role), *t);
+        return out;
+    }
+
     std::vector<std::string> notes() const override {
         const char* mask = m_.mask == TorchMapping::MaskArg::bias     ? "the bias"
                            : m_.mask == TorchMapping::MaskArg::merged ? "a merged 0/-inf mask"
                                                                       : "None";
         std::vector<std::string> n{fmt::format("PyTorch: {} is_causal={} attn_mask={} scale={}{}{}{}; PyTorch "
-                "allocates its outputs{}, sdpabench copies them into its guarded buffers", vi_.op,
+                "allocates its outputs{}, sdpabench copies them into its guarded buffers", torch_operators(vi_),
                 m_.is_causal ? "True" : "False", mask, m_.scale ? fmt::format("{}", *m_.scale) : std::string("None"),
                 m_.enable_gqa ? " enable_gqa=True" : "", m_.expand_gqa ? " (K, V heads repeated for GQA)" : "",
                 m_.mask_grad ? " (with the attn_mask gradient)" : "",
@@ -409,14 +446,14 @@ public:
 
     std::string version() const override {
         const TorchPlugin& pl = torch_plugin();
-        if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, vi_.op, pl.error);
+        if (!pl.run) return fmt::format("{}: {}, unavailable: {}", name_, torch_operators(vi_), pl.error);
         std::string device = "CPU";
         if (vi_.device == TorchDevice::cuda) {
             const TorchCuda& cuda = torch_cuda(pl);
             device = cuda.ok ? fmt::format("CUDA ({})", cuda.what) : fmt::format("CUDA, unavailable: {}", cuda.what);
         }
         return fmt::format("{}: libtorch {} (built against {}), {}, {}, plugin {}", name_, pl.version,
-                SDPABENCH_TORCH_VERSION, vi_.op, device, pl.path);
+                SDPABENCH_TORCH_VERSION, torch_operators(vi_), device, pl.path);
     }
 
     /// The libtorch the plugin was built against (known without loading it: the run context asks

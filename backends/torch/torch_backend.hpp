@@ -30,7 +30,10 @@ struct TorchVariantInfo {
     TorchVariant variant;
     TorchDevice device;
     std::string_view name;        ///< "flash:cuda": --backend=torch:flash:cuda
-    std::string_view op;          ///< the ATen operator(s) called
+    /// The ATen operators called: the forward's, the backward's ("autograd through ..." for math,
+    /// whose backward is autograd's), and the torch.nn.attention.SDPBackend they belong to (sdpabench
+    /// calls the operator itself, so the backend is the variant's, not a dispatcher's choice).
+    std::string_view forward_op, backward_op, sdp_backend;
     std::string_view causal;      ///< alignment of is_causal when S_q != S_kv
     std::string_view gqa;         ///< how H_kv < H_q is passed
     std::string_view lse;         ///< the log-sum-exp output: shape, type, masked-row value
@@ -47,6 +50,10 @@ struct TorchVariantInfo {
     /// sources and documentation, not yet run; docs/torch.md says so).
     bool measured;
 };
+
+/// "FORWARD_OP (+ _backward)", or the forward operator alone when the backward is not its
+/// "_backward" twin: the operator column of the table and of messages.
+std::string torch_operators(const TorchVariantInfo& v);
 
 /// The six rows: math and flash on the CPU, then the four variants on CUDA, in --help order.
 extern const std::array<TorchVariantInfo, 6> kTorchVariants;

@@ -58,7 +58,11 @@ run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl 
 grep -q '^0:XFAIL (FAILED: .*planted bug 1' "$tmp/out" || fail "XFAIL line must give the status and the reason"
 run --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=twice b1hq2sq16d16n=twice
 [ "$rc" -eq 0 ] && [ "$(grep -c 'XFAIL (FAILED: .*bug 5 here' "$tmp/out")" -eq 2 ] || fail "the entry that holds, for the case and its repeat"
-grep -q "e.jsonl:9: note: this --expect entry matched no case" "$tmp/out" || fail "an unused entry must be named"
+grep -qE "^note: [56] of the 7 --expect entries of $tmp/e.jsonl matched no case of the run \(-v lists them\)$" "$tmp/out" \
+  || fail "unused entries: one line with the count"
+grep -q "e.jsonl:9: note" "$tmp/out" && fail "unused entries are listed only under -v"
+run -v --expect="$tmp/e.jsonl" --backend=faulty:causal_off_by_one --mask=causal_tl b1hq2sq16d16n=twice
+grep -q "e.jsonl:9: note: this --expect entry matched no case" "$tmp/out" || fail "-v must name the unused entry"
 run --expect="$tmp/e.jsonl" --backend=ref b1hq2sq16d16n=fixed
 [ "$rc" -eq 4 ] || fail "XPASS: exit $rc, expected 4"
 grep -q '^0:XPASS ' "$tmp/out" || fail "XPASS line"

@@ -8,10 +8,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "E2E FAIL (perf_reports): $*"; echo "--- output tail:"; tail -n 30 "$tmp/out" 2>/dev/null; exit 1; }
 
-# A case file whose second line is malformed: its reason carries quotes, '<' and '&'.
+# A case file whose second line is a bad knob alone: its reason carries quotes, '<' and '&'.
 cat >"$tmp/r.cases" <<'CASES'
 --mode=CP --dt=f32 b1hq2sq32d16n=cp.case
---dt=a<b"c&e b1hq2sq16d16
+--dt=a<b"c&e
 --mode=P --dir=bwd --mask=causal_br b1hq2sq16skv24d16n=p_case
 --mode=C b1hq2sq16d16
 CASES
@@ -20,10 +20,10 @@ CASES
 rc=$?
 cat "$tmp/err" >>"$tmp/out"
 [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3 (one INVALID_ARGUMENTS case)"
-grep -q '^perf,backend,engine,dir,dt,mask,name,prb,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,GB/s,compile_ms,TFLOP/s$' "$tmp/out" \
+grep -q '^perf,backend,engine,dir,dt,mask,name,prb,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,GB/s,compile_ms,TFLOP/s,impl,ref_fallback$' "$tmp/out" \
   || fail "no perf header line"
 [ "$(grep -c '^perf,ref,cpu,' "$tmp/out")" -eq 2 ] || fail "expected 2 perf lines (CP and P cases)"
-grep -q '^perf,ref,cpu,bwd,f32,causal_br,p_case,b1hq2sq16skv24d16,' "$tmp/out" || fail "P case perf line"
+grep -q '^perf,ref,cpu,bwd,f32,causal_br,p_case,b1hq2sq16skv24d16,.*,sdpabench ref_backward,$' "$tmp/out" || fail "P case perf line (with its implementation last)"
 [ -e "$tmp/r.xml.partial" ] && fail "junit .partial left behind after a complete run"
 # Non-TTY stderr: no progress line.
 grep -q '\[1/4\]' "$tmp/out" && fail "progress line printed although stderr is not a terminal"

@@ -63,13 +63,15 @@ models_llama)
   [ "$tests" -gt 0 ] && [ $((passed + skipped)) -eq "$tests" ] || fail "passed $passed skipped $skipped of $tests"
   ;;
 bad_line)
-  # A malformed line costs only its own cases; the error names file:line.
+  # A malformed line costs only its own cases; the error names file:line, and the problem after the
+  # bad knob is reported as not run, naming the knob.
   printf 'b1hq2sq16d16\n--dt=bf8 b1hq2sq16d16\nb1hq2sq16d16\n' >"$tmp/bad.cases"
   run --backend=ref --batch="$tmp/bad.cases"
   [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3 (an INVALID_ARGUMENTS case)"
   grep -qE "bad.cases:2:[0-9]+: error: .*bf8" "$tmp/out" || fail "no 'file:line:col: error:' naming bf8"
+  grep -q "bad.cases:2:10: error: 'b1hq2sq16d16' not run: the knob '--dt=bf8'" "$tmp/out" || fail "the problem after it, not run"
   [ "$(summary_field passed)" = 2 ] || fail "the two good cases must still PASS"
-  [ "$(summary_field invalid_arguments)" = 1 ] || fail "expected one INVALID_ARGUMENTS"
+  [ "$(summary_field invalid_arguments)" = 2 ] || fail "expected two INVALID_ARGUMENTS (the knob, the problem after it)"
   # A valid-syntax case that breaks a rule is INVALID_ARGUMENTS with the rule and values.
   run --backend=ref b1hq6hkv4sq16d16 b1hq2sq16d16
   [ "$rc" -eq 3 ] || fail "exit code $rc, expected 3"

@@ -34,6 +34,16 @@ smoke_math|smoke_flash)
     if grep -E '^[0-9]+:XFAIL' "$tmp/out" | grep -vE 'XFAIL \(FAILED: stats: .*--dt=(bf16|f16)'; then fail "an XFAIL above is not the known bug"; fi
     grep -qE '^[0-9]+:PASSED .*--dir=bwd --dt=bf16' "$tmp/out" || fail "flash: the bf16 backward must PASS"
   fi
+  # What ran (issue 32): the operator and its SDPBackend, the views as handed to it.
+  run -v --backend=torch:$v --dir=bwd --layout=bshd b1hq4hkv2sq32d16
+  if [ "$v" = math ]; then
+    grep -q "^    implementation: autograd through at::_scaled_dot_product_attention_math (SDPBackend.MATH, CPU)$" "$tmp/out" \
+      || fail "math: the implementation"
+  else
+    grep -q "^    implementation: at::_scaled_dot_product_flash_attention_for_cpu_backward (SDPBackend.FLASH_ATTENTION, CPU)$" \
+      "$tmp/out" || fail "flash: the implementation"
+  fi
+  grep -q "^    tensor K f32 \[1,2,32,16\] strides \[1024,16,32,1\]$" "$tmp/out" || fail "the K view as bound"
   ;;
 conventions)
   # Each row of the conventions table of docs/torch.md#how-a-case-runs holds on both CPU variants

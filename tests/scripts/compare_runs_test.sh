@@ -292,4 +292,42 @@ has "^significance \(U test, alpha 0.01\): tested on 0 of 3 case\(s\); 3 by the 
 SDPABENCH_DEPS=$tmp/none run_with "env -u PYTHONPATH python3 -S" 1 "no SciPy, no venv" "$data/samples_base.jsonl" "$tmp/slowed.jsonl"
 has "install it \(into the venv $tmp/none/py; SDPABENCH_DEPS moves it; needs root or sudo\) with"
 has "setup.sh"
+
+# --- Backends side by side (--by=backend): one report with three backends, a csv report too.
+cat >"$tmp/be.jsonl" <<'J'
+{"context":{"host":"h","cpu":"c","threads":2,"libraries":{"onednn":"3.13.2"}}}
+{"idx":0,"id":"--mode=P --dir=bwd --dt=bf16 b1hq8sq512d64","backend":"onednn","status":"EXECUTED","perf":{"median_ms":20.0}}
+{"idx":1,"id":"--backend=torch:flash --mode=P --dir=bwd --dt=bf16 b1hq8sq512d64","backend":"torch:flash","status":"EXECUTED","perf":{"median_ms":1.0}}
+{"idx":2,"id":"--backend=ref --mode=P --dir=bwd --dt=bf16 b1hq8sq512d64","backend":"ref","status":"EXECUTED","perf":{"median_ms":40.0}}
+{"idx":3,"id":"--mode=P --dir=bwd b1hq8sq512d64","backend":"onednn","status":"EXECUTED","perf":{"median_ms":10.0}}
+{"idx":4,"id":"--backend=torch:flash --mode=P --dir=bwd b1hq8sq512d64","backend":"torch:flash","status":"EXECUTED","perf":{"median_ms":4.0}}
+{"idx":5,"id":"--backend=ref --mode=P --dir=bwd b1hq8sq512d64","backend":"ref","status":"SKIPPED","perf":null}
+J
+run 0 "--by=backend, one report" --by=backend "$tmp/be.jsonl"
+has "^backends: onednn \(baseline\), torch:flash, ref; 2 case\(s\); median_ms$"
+has "^--dir=bwd --dt=bf16 b1hq8sq512d64 +20 +1 \(0.05x\) +40 \(2x\)$"
+has "^--dir=bwd b1hq8sq512d64 +10 +4 \(0.4x\) +-$"
+has "^geometric-mean ratio torch:flash/onednn \(median_ms\) over 2 case\(s\): 0.1414$"
+has "^geometric-mean ratio ref/onednn \(median_ms\) over 1 case\(s\): 2.0000$"
+run 0 "--by=backend --baseline" --by=backend --baseline=torch:flash "$tmp/be.jsonl"
+has "^geometric-mean ratio onednn/torch:flash \(median_ms\) over 2 case\(s\): 7.0711$"
+run 2 "--by=backend, an unknown baseline" --by=backend --baseline=cudnn "$tmp/be.jsonl"
+has "no case ran on it \(backends: onednn, torch:flash, ref\)"
+# Several reports, one of them csv (its context in comment lines, its timings in columns).
+grep -v torch "$tmp/be.jsonl" >"$tmp/be_one.jsonl"
+{ echo "# host: h"; echo "# cpu: c"; echo "# threads: 2"; echo "idx,id,backend,status,median_ms,min_ms"
+  echo '0,"--backend=torch:flash --mode=P --dir=bwd --dt=bf16 b1hq8sq512d64",torch:flash,EXECUTED,2,1.5'
+  echo '1,"--backend=torch:flash --mode=P --dir=bwd b1hq8sq512d64",torch:flash,SKIPPED,,'; } >"$tmp/be_two.csv"
+run 0 "--by=backend, a jsonl and a csv report" --by=backend "$tmp/be_one.jsonl" "$tmp/be_two.csv"
+has "^--dir=bwd --dt=bf16 b1hq8sq512d64 +20 +40 \(2x\) +2 \(0.1x\)$"
+sed 's/"host":"h"/"host":"other"/' "$tmp/be_one.jsonl" >"$tmp/be_other.jsonl"
+run 2 "--by=backend, reports of two machines" --by=backend "$tmp/be_other.jsonl" "$tmp/be_two.csv"
+has "host: other \($tmp/be_other.jsonl\) vs h \($tmp/be_two.csv\)"
+# The run comparison reads csv reports too (no samples: the threshold alone).
+{ echo "# host: h"; echo "idx,id,backend,status,mode,median_ms,cold_cache"; echo '0,"--mode=P b1",onednn,EXECUTED,P,2,false'; } >"$tmp/a.csv"
+{ echo "# host: h"; echo "idx,id,backend,status,mode,median_ms,cold_cache"; echo '0,"--mode=P b1",onednn,EXECUTED,P,2.5,false'; } >"$tmp/b.csv"
+run 1 "two csv reports" "$tmp/a.csv" "$tmp/b.csv"
+has "^b1 +2 +2.5 +1.250  SLOWER   threshold only \(no samples in old or new\)$"
+run 2 "OLD NEW: a third report needs --by=backend" "$tmp/a.csv" "$tmp/b.csv" "$tmp/b.csv"
+has "compares two reports, OLD and NEW \(got 3\)"
 echo "OK (compare_runs)"

@@ -144,4 +144,21 @@ cmp -s "$tmp/head.jsonl" "$tmp/keep.jsonl" || fail "the last report was overwrit
 head -c 100 "$tmp/head.jsonl" >"$tmp/cut.jsonl"
 plot 1 "cut line" "$tmp/cut.jsonl" "$tmp/c.png"
 has "cut.jsonl:1: not JSON"
+# --- csv reports read as jsonl ones; backends side by side (--by=backend).
+{ echo "# host: ci-1"; echo "idx,id,backend,status,mode,dir,dt,mask,prb,name,median_ms,gflops"
+  echo '0,"--mode=P --dir=bwd b1hq12sq16d64n=gpt2",ref,EXECUTED,P,bwd,f32,none,b1hq12sq16d64,gpt2,1,5'
+  echo '1,"--mode=P --dir=bwd b1hq12sq32d64n=gpt2",ref,EXECUTED,P,bwd,f32,none,b1hq12sq32d64,gpt2,1,8'
+  echo '2,"--backend=torch:flash --mode=P --dir=bwd b1hq12sq16d64n=gpt2",torch:flash,EXECUTED,P,bwd,f32,none,b1hq12sq16d64,gpt2,1,50'
+  echo '3,"--backend=torch:flash --mode=P --dir=bwd b1hq12sq32d64n=gpt2",torch:flash,FAILED,P,bwd,f32,none,b1hq12sq32d64,gpt2,,'; } >"$tmp/be.csv"
+plot 0 "a csv report" "$tmp/be.csv" "$tmp/csv.png"
+has "3 point(s) in 2 series"
+is_png "$tmp/csv.png"
+plot 0 "--by=backend" --by=backend "$tmp/be.csv" "$tmp/be.png"
+has "2 case(s) x 2 backend(s) -> $tmp/be.png"
+has "common to all cases: --dir=bwd"
+has "  ref: 2 case(s)"
+has "  torch:flash: 1 case(s)"
+is_png "$tmp/be.png"
+plot 2 "a csv as the image" "$tmp/be.csv" "$tmp/be2.csv"
+has "looks like a report"
 echo "OK (plot)"

@@ -24,8 +24,12 @@ t = sys.argv[1]
 def cases(path):
     recs = [json.loads(l) for l in open(path)]
     return recs[0]["context"], recs[1:]
-def same(r):  # everything but the wall times and the timings
-    return {k: v for k, v in r.items() if k not in ("case_ms", "phases_ms", "perf")}
+# Left out: the wall times and timings, and the implementations inside a plan (their times, and the
+# implementation oneDNN's primitive cache hands a case after the cases run before it in its
+# process: docs/onednn.md#conventions-and-platform), with the fields derived from them.
+HISTORY = ("case_ms", "phases_ms", "perf", "impl_parts", "ref_fallback", "ref_parts")
+def same(r):
+    return {k: v for k, v in r.items() if k not in HISTORY}
 ca, a = cases(f"{t}/all.jsonl")
 cm, m = cases(f"{t}/m.jsonl")
 assert len(a) == len(m) > 100, (len(a), len(m))
@@ -36,13 +40,20 @@ for x, y in zip(a, m):
 assert cm["shard"] is None and ca["shard"] is None
 def rows(path):
     lines = [l for l in open(path, newline="") if not l.startswith("# ")]
-    timing = lambda k: k == "runs" or k.endswith("_ms") or k.startswith(("gflops", "tflops", "gbytes"))
+    timing = lambda k: k in HISTORY or k == "runs" or k.endswith("_ms") or k.startswith(("gflops", "tflops", "gbytes"))
     return [{k: v for k, v in r.items() if not timing(k)} for r in csv.DictReader(lines)]
 assert rows(f"{t}/all.csv") == rows(f"{t}/m.csv")
 def junit(path):
     s = ET.parse(path).getroot().find("testsuite")
     return {k: s.get(k) for k in ("tests", "failures", "errors", "skipped")}, sorted(c.get("name") for c in s.findall("testcase"))
 assert junit(f"{t}/all.xml") == junit(f"{t}/m.xml"), (junit(f"{t}/all.xml")[0], junit(f"{t}/m.xml")[0])
+# The merged JUnit names each shard's command and keeps the shard properties of the run.
+props = {p.get("name"): p.get("value") for p in ET.parse(f"{t}/m.xml").getroot().find("testsuite").find("properties")}
+for i in (0, 1):
+    assert f"--shard={i}/2" in props[f"shard.{i}.command"], props
+    assert f"shard.{i}.host" in props and f"shard.{i}.start" in props, props
+assert props["shard.count"] == "2" and int(props["shard.cases_total"]) == len(a), props
+assert "shard.cases_fingerprint" in props and "command" not in props and "shard.index" not in props, props
 PY
 # Refusals: a missing shard, a shard given twice, a report of an unsharded run.
 python3 "$src/scripts/merge_reports.py" "$tmp/x.jsonl" "$tmp/s0.jsonl" >"$tmp/out" 2>&1

@@ -40,6 +40,28 @@ TEST(CudnnMapping, TensorsAreTheirGeometryRoles) {
     EXPECT_EQ(q->geom.offset(1, 2, 3, 1), 1 * 60 + 2 * 4 + 3 * 12 + 1);
 }
 
+// What the reports list as bound (issue 32): the graph's tensors with their names, types, dims and
+// strides, inputs then outputs, then the by-value scalars.
+TEST(CudnnMapping, BoundTensorsAreTheGraphsTensors) {
+    Problem p = make("b2hq4hkv2sq8skv16d4", Dir::bwd, DType::bf16);
+    p.layout = Layout::bshd;
+    p.dropout = Dropout{0.25f, 1, 1};
+    const GraphDesc g = describe_graph(p);
+    const std::vector<BoundTensor> b = bound_tensors(g);
+    ASSERT_EQ(b.size(), g.inputs.size() + g.outputs.size() + g.scalars.size());
+    const TensorDesc* k = g.find(Uid::K);
+    const auto at = [&](const std::string& name) {
+        for (const BoundTensor& t : b)
+            if (t.name == name) return t;
+        ADD_FAILURE() << "no bound tensor " << name;
+        return BoundTensor{};
+    };
+    EXPECT_EQ(at(k->name), (BoundTensor{k->name, "bf16", {2, 2, 16, 4}, {128, 4, 8, 1}}));
+    EXPECT_EQ(b.front().name, g.inputs.front().name);
+    EXPECT_EQ(b[g.inputs.size()].name, g.outputs.front().name);
+    EXPECT_EQ(b.back(), (BoundTensor{g.scalars.back().name, "f32", {1, 1, 1, 1}, {1, 1, 1, 1}}));
+}
+
 TEST(CudnnMapping, ForwardTrainingGqaCausalBr) {
     const GraphDesc g = describe_graph(make("b2hq8hkv2sq128skv256dqk64dv32", Dir::fwd_t, DType::bf16, Mask::causal_br));
     EXPECT_FALSE(g.backward);

@@ -83,9 +83,9 @@ TEST(MemoryGuard, SkipsWithEstimateAndLimit) {
     c.backend = "ref";
     c.prb.dims = Dims{1, 1, 1, 64, 64, 16, 16};
     const auto be = make_backend("ref");
-    const CaseResult ok = run_case(c, *be, 0, TimingOptions{}, RunLimits{1ull << 30});
+    const CaseResult ok = run_case(c, *be, 0, TimingOptions{}, RunLimits{1ull << 30, {}});
     EXPECT_EQ(ok.status, Status::passed) << ok.reason;
-    const CaseResult skip = run_case(c, *be, 3, TimingOptions{}, RunLimits{1000});
+    const CaseResult skip = run_case(c, *be, 3, TimingOptions{}, RunLimits{1000, {}});
     EXPECT_EQ(skip.status, Status::skipped);
     EXPECT_EQ(skip.index, 3u);
     const std::string est = format_bytes(estimate_host_memory(c.prb, std::thread::hardware_concurrency(), be->host_memory(c.prb, std::thread::hardware_concurrency())).total);

@@ -249,16 +249,16 @@ TEST(CaseParser, CommandLineErrors) {
     // Every knob of the table, in its order, then the structural words.
     std::string names;
     for (const Knob& k : knob_table()) names += "--" + std::string(k.name) + ", ";
-    EXPECT_EQ(es[0].error, "command line: error: unknown knob '--frobnicate' (accepted: " + names +
-                                   "--batch, --case, --random, --reset)");
-    EXPECT_NE(es[0].error.find("(accepted: --dir, --dt, --mask, "), std::string::npos);
+    EXPECT_EQ(es[0].error, "command line: error: unknown knob '--frobnicate' (knobs: " + names +
+                                   "--batch, --case, --random, --reset; global options: see --help)");
+    EXPECT_NE(es[0].error.find("(knobs: --dir, --dt, --mask, "), std::string::npos);
     es = parse("--dt");  // a knob without its value names the accepted values
     ASSERT_EQ(es.size(), 1u);
     EXPECT_EQ(es[0].error, "command line: error: --dt needs a value (--dt=f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
 
-    es = parse("b1hq1d8");
+    es = parse("b1hq1d8");  // a bad descriptor costs only its case: no usage error (issue 32)
     ASSERT_EQ(es.size(), 1u);
-    EXPECT_TRUE(es[0].usage);
+    EXPECT_FALSE(es[0].usage);
     EXPECT_NE(es[0].error.find("missing sq"), std::string::npos) << es[0].error;
 }
 
@@ -323,16 +323,35 @@ TEST_F(TempDir, ByteOrderMarkIsIgnored) {
 }
 
 TEST_F(TempDir, BadLineInFileCostsOnlyItself) {
-    // A bad knob drops the rest of its line (its problem would run with knobs nobody asked for).
+    // A bad knob is its error; the problem after it on its line is an error of its own that names
+    // the knob (it would run with knobs nobody asked for); the next line runs.
     const std::string f = write("bad.cases", "b1hq1sq4d8\n  --dt=bf8 b1hq1sq5d8\nb1hq1sq6d8\n");
     const auto es = parse_cases({"--batch=" + f});
-    ASSERT_EQ(es.size(), 3u);
-    ASSERT_TRUE(es[0].c && es[2].c);
+    ASSERT_EQ(es.size(), 4u);
+    ASSERT_TRUE(es[0].c && es[3].c);
     EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
     EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
-    EXPECT_EQ(es[2].c->where, f + ":3:1");
+    EXPECT_FALSE(es[2].c.has_value());
+    EXPECT_EQ(es[2].error, f + ":2:12: error: 'b1hq1sq5d8' not run: the knob '--dt=bf8' before it on its line (" + f +
+                               ":2:3) did not parse");
+    EXPECT_EQ(es[3].c->where, f + ":3:1");
+
+    // A bad descriptor costs only itself: the problems after it on its line run (issue 32).
+    const std::string h = write("bad3.cases", "--dir=bwd b1hq8sq64d64 b1hq0sq8d8 b1hq2sq8d8\n");
+    const auto hs = parse_cases({"--batch=" + h});
+    ASSERT_EQ(hs.size(), 3u);
+    ASSERT_TRUE(hs[0].c && hs[2].c);
+    EXPECT_EQ(hs[2].c->prb.dims.H_q, 2);
+    EXPECT_EQ(hs[2].c->prb.dir, Dir::bwd);
+    EXPECT_EQ(hs[1].error, h + ":1:24: error: bad problem descriptor 'b1hq0sq8d8': hq = 0 must be positive");
+    // On the command line too, and there it is no usage error: the other problems run.
+    const auto cl = parse_cases({"--dir=bwd", "b1hq8sq64d64", "b1hq0sq8d8", "b1hq2sq8d8"});
+    ASSERT_EQ(cl.size(), 3u);
+    ASSERT_TRUE(cl[0].c && cl[2].c);
+    EXPECT_FALSE(cl[1].usage);
+    EXPECT_EQ(cl[1].error, "command line: error: bad problem descriptor 'b1hq0sq8d8': hq = 0 must be positive");
 
     // Line 2 holds only a bad descriptor: 2 cases and 1 error, the error at its column.
     const std::string g = write("bad2.cases", "b1hq1sq4d8\n--dt=bf16 b1hq1d8\nb1hq1sq6d8\n");
@@ -380,26 +399,31 @@ TEST_F(TempDir, LineContinuationJoinsTokensLikeBenchdnn) {
     EXPECT_EQ(cs[4].prb.dir, Dir::bwd);
 }
 
-// An error in a continued line drops the rest of the logical line (to the end of the first physical
-// line that does not continue), located at the first piece of the bad token; a '\' at the end of the
-// file, or with no token before it, is an error naming the file and line.
+// A knob error in a continued line makes each problem after it on the logical line (to the end of
+// the first physical line that does not continue) an error naming it, located at the first piece of
+// the bad token; a '\' at the end of the file, or with no token before it, is an error naming the
+// file and line.
 TEST_F(TempDir, LineContinuationErrors) {
     const std::string f = write("bad.cases",
         "b1hq1sq4d8\n"                        // 1
         "  --dt=bf\\\n"                       // 2: --dt=bf8, located at 2:3
         "# comment\n"                         // 3
-        "8 b1hq1sq5d8 --dir=fwd_t,\\\n"       // 4: dropped with it
-        "bwd b1hq1sq6d8\n"                    // 5: dropped too (the logical line ends here)
+        "8 b1hq1sq5d8 --dir=fwd_t,\\\n"       // 4: not run, named
+        "bwd b1hq1sq6d8\n"                    // 5: not run either (the logical line ends here)
         "b1hq1sq7d8 \\\n");                   // 6: the file ends in a continuation
     const auto es = parse_cases({"--batch=" + f});
-    ASSERT_EQ(es.size(), 3u);
+    ASSERT_EQ(es.size(), 5u);
     ASSERT_TRUE(es[0].c);
     EXPECT_EQ(es[0].c->where, f + ":1:1");
     EXPECT_FALSE(es[1].c.has_value());
     EXPECT_FALSE(es[1].usage);
     EXPECT_EQ(es[1].error, f + ":2:3: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
-    EXPECT_FALSE(es[2].c.has_value());
-    EXPECT_EQ(es[2].error,
+    EXPECT_EQ(es[2].error, f + ":4:3: error: 'b1hq1sq5d8' not run: the knob '--dt=bf8' before it on its line (" + f +
+                               ":2:3) did not parse");
+    EXPECT_EQ(es[3].error, f + ":5:5: error: 'b1hq1sq6d8' not run: the knob '--dt=bf8' before it on its line (" + f +
+                               ":2:3) did not parse");
+    EXPECT_FALSE(es[4].c.has_value());
+    EXPECT_EQ(es[4].error,
         f + ":6:12: error: the file ends in a line continuation: nothing follows to be joined with 'b1hq1sq7d8'");
 
     // A continuation before a last comment line is still at the end of the file; the logical line's
@@ -499,7 +523,7 @@ TEST_F(TempDir, MissingFile) {
 
     const std::string a = write("a.cases", "b1hq1sq1d1\n  --batch=nope.cases b1hq1sq2d2\nb1hq1sq3d3\n");
     es = parse_cases({"--batch=" + a});
-    ASSERT_EQ(es.size(), 3u);
+    ASSERT_EQ(es.size(), 4u);
     EXPECT_FALSE(es[1].usage);  // an error inside a file is a file error
     // Looked for next to a.cases, then in each folder above it (benchdnn's inputs-root convention).
     std::string tried;
@@ -509,8 +533,10 @@ TEST_F(TempDir, MissingFile) {
     }
     EXPECT_EQ(es[1].error, a + ":2:3: error: cannot open --batch file 'nope.cases' (tried, relative to the including "
                                "file and each folder above it: " + tried + ") (include chain: " + a + " -> " + missing + ")");
-    ASSERT_TRUE(es[2].c.has_value());  // the rest of line 2 is dropped, line 3 still runs
-    EXPECT_EQ(es[2].c->prb.dims.S_q, 3);
+    ASSERT_TRUE(es[2].c.has_value());  // the bad --batch costs only itself: the rest of line 2 runs
+    EXPECT_EQ(es[2].c->prb.dims.S_q, 2);
+    ASSERT_TRUE(es[3].c.has_value());
+    EXPECT_EQ(es[3].c->prb.dims.S_q, 3);
 
     // A directory is not a case file.
     es = parse_cases({"--batch=" + dir.string()});

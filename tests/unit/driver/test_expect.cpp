@@ -240,7 +240,7 @@ TEST(Summary, CountsEachCaseOnceByWhatItShows) {
     EXPECT_EQ(s[Expected::xfail], 1u);
     EXPECT_EQ(s[Status::executed], 1u);
     EXPECT_EQ(summary_line(s), "tests:3 passed:0 skipped:0 mistrusted:0 unimplemented:0 invalid_arguments:0 failed:1 "
-                               "listed:0 executed:1 xfail:1 xpass:0 not_applicable:0");
+                               "listed:0 executed:1 xfail:1 xpass:0 not_applicable:0 ref_fallback:0");
     EXPECT_EQ(shown_status(xfail), "XFAIL");
     xfail.reason = "O: wrong";
     xfail.expect.reason = "expected FAILED (bug 1, f:1)";
@@ -308,10 +308,13 @@ TEST(CaseLanguage, TrailingKnobInAFileAndSpacedValues) {
 
     const std::string spaced = write_file("sdpabench_spaced.cases", "--dt bf16 b1hq2sq16d16\nb1hq2sq16d16\n");
     es = parse_cases({"--batch=" + spaced});
-    ASSERT_EQ(es.size(), 2u);
+    ASSERT_EQ(es.size(), 3u);
     EXPECT_NE(es[0].error.find("'--dt bf16': a knob and its value are joined by '=': write --dt=bf16"),
             std::string::npos) << es[0].error;
-    EXPECT_TRUE(es[1].c);  // the next line still runs
+    // The problem after it on its line would run without the knob: reported, not run.
+    EXPECT_NE(es[1].error.find("'b1hq2sq16d16' not run: the knob '--dt bf16' before it on its line"), std::string::npos)
+            << es[1].error;
+    EXPECT_TRUE(es[2].c);  // the next line still runs
 
     es = parse_cases({"--dt", "bf16", "b1hq2sq16d16"});
     ASSERT_FALSE(es.empty());

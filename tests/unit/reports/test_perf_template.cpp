@@ -27,6 +27,8 @@ CaseResult timed_case() {
     r.flops = 4'000'000;
     r.bytes = 2'000'000;
     r.perf = make_perf_result(summarize({1, 2, 4}), 12.5, false, r.flops, r.bytes);
+    r.impl = {"larger_partition_kernel_t", {{"", "matmul", "ref:any", "1x2x64x64:1x2x64x64", 3.5},
+                                            {"", "binary", "ref:any", "1x2x64x64:1x2x64x1", 0.5}}};
     return r;
 }
 
@@ -48,10 +50,13 @@ TEST(PerfTemplate, DefaultIsACsvLineWithAHeader) {
     const PerfTemplate t = parse_ok(kDefaultPerfTemplate);
     // The header names each column with its unit.
     EXPECT_EQ(perf_header(t), "perf,backend,engine,dir,dt,mask,name,prb,min_ms,median_ms,max_ms,GFLOP/s,GFLOP/s@min_ms,"
-                              "GB/s,compile_ms,TFLOP/s");
+                              "GB/s,compile_ms,TFLOP/s,impl,ref_fallback");
     // min 1 ms, median 2 ms, max 4 ms; 4e6 FLOPs: 2 GFLOP/s at the median, 4 at the min; 2e6 B / 2 ms = 1 GB/s.
+    // What ran last: the kernel, and the matmul that fell back to a reference implementation (the
+    // binary one is not flagged: core/implementation.hpp is_flagged_kind).
     EXPECT_EQ(render_perf_line(t, timed_case()),
-            "perf,onednn,cpu,bwd,bf16,causal_tl,tiny,b1hq2sq64d64,1,2,4,2,4,1,12.5,0.002");
+            "perf,onednn,cpu,bwd,bf16,causal_tl,tiny,b1hq2sq64d64,1,2,4,2,4,1,12.5,0.002,larger_partition_kernel_t,"
+            "matmul ref:any (1x2x64x64:1x2x64x64)");
     EXPECT_EQ(perf_header(parse_ok("%-Tflops%,%+Tflops%,%+Gflops%,%-time%,%mtime%,%id%")),
             "TFLOP/s@min_ms,TFLOP/s@max_ms,GFLOP/s@max_ms,min_ms,mean_ms,id");
     EXPECT_EQ(render_perf_line(parse_ok("%-Tflops%,%+Tflops%"), timed_case()), "0.004,0.001");

@@ -239,15 +239,61 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
             "1,--dir=bwd b1hq2sq16d16n=a.b-c_d,FAILED,,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
             "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,"
             // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields
-            // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases
-            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,");
+            // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases, and
+            // what ran (impl, ref_fallback, ref_parts: none named)
+            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,,,,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,"
-            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,");
+            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,,,,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
+}
+
+// What ran (issue 32): the implementation in the CSV and JSONL, the parts and the bound tensors in
+// JSONL, the reference fallback as a field and a count in the summary.
+TEST(Reports, WhatRanIsInEveryReport) {
+    CaseResult r = timed_case();
+    r.impl = {"larger_partition_kernel_t",
+        {{"", "matmul", "ref:any", "1x2x64x64:1x2x64x64", 16967.2}, {"", "binary", "ref:any", "1x2x64x64:1x2x64x1", 1.5},
+            {"", "eltwise", "jit:avx512_core_bf16", "1x2x64x64", -1}}};
+    r.tensors = {{"Q", "bf16", {1, 2, 64, 64}, {8192, 64, 128, 1}}, {"scale", "f32", {}, {}}};
+    const std::string row = csv_row(r);
+    EXPECT_TRUE(row.ends_with(",larger_partition_kernel_t,matmul ref:any (1x2x64x64:1x2x64x64),2")) << row;
+    const auto j = nlohmann::json::parse(json_line(json_record(r)));
+    EXPECT_EQ(j.at("impl"), "larger_partition_kernel_t");
+    EXPECT_EQ(j.at("ref_fallback"), "matmul ref:any (1x2x64x64:1x2x64x64)");
+    EXPECT_EQ(j.at("ref_parts"), 2);
+    ASSERT_EQ(j.at("impl_parts").size(), 3u);
+    EXPECT_EQ(j.at("impl_parts")[0].at("kind"), "matmul");
+    EXPECT_EQ(j.at("impl_parts")[0].at("impl"), "ref:any");
+    EXPECT_EQ(j.at("impl_parts")[0].at("ms"), 16967.2);
+    EXPECT_EQ(j.at("impl_parts")[0].at("reference"), true);
+    EXPECT_TRUE(j.at("impl_parts")[2].at("ms").is_null());
+    EXPECT_EQ(j.at("impl_parts")[2].at("reference"), false);
+    ASSERT_EQ(j.at("tensors").size(), 2u);
+    EXPECT_EQ(j.at("tensors")[0].at("dims"), nlohmann::json({1, 2, 64, 64}));
+    EXPECT_EQ(j.at("tensors")[0].at("strides"), nlohmann::json({8192, 64, 128, 1}));
+    EXPECT_EQ(j.at("tensors")[1].at("dims"), nlohmann::json::array());
+    // The summary counts the cases with a fallback; the console names it without -v.
+    Summary s;
+    s.add(r);
+    s.add(timed_case());
+    EXPECT_EQ(s.ref_fallbacks, 1u);
+    EXPECT_TRUE(summary_line(s).ends_with(" not_applicable:0 ref_fallback:1")) << summary_line(s);
+    std::FILE* out = std::tmpfile();
+    ConsoleReporter console(out, 0);
+    console.on_case(r);
+    console.on_case(timed_case());
+    std::rewind(out);
+    char buf[4096] = {};
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, out);
+    std::fclose(out);
+    const std::string text(buf, n);
+    EXPECT_NE(text.find("\n    reference fallback: larger_partition_kernel_t ran matmul ref:any (1x2x64x64:1x2x64x64)\n"),
+            std::string::npos) << text;
+    EXPECT_EQ(text.find("reference fallback", text.find("reference fallback") + 1), std::string::npos) << text;
 }
 
 // One table is every report's fields: each result field is a CSV column with the same text, a
