@@ -45,7 +45,7 @@ TEST(Registry, PrefixesAndLibrariesComeFromTheTable) {
         EXPECT_TRUE(r.name.starts_with(r.prefix)) << r.name;
     }
     EXPECT_EQ(find_backend_row("torch:flash")->prefix, kTorchPrefix);
-    EXPECT_EQ(family_names(kTestPrefix), (std::vector<std::string>{"test:sleep", "test:segv", "test:stateful", "test:fp8"}));
+    EXPECT_EQ(family_names(kTestPrefix), (std::vector<std::string>{"test:sleep", "test:segv", "test:stateful", "test:fp8", "test:slow"}));
     for (const std::string& n : family_names(kTestPrefix)) EXPECT_EQ(make_backend(n)->name(), n);
     EXPECT_TRUE(family_names("nope:").empty());
     EXPECT_EQ(library_keys(), (std::vector<std::string>{"onednn", "cudnn", "torch"}));
