@@ -46,9 +46,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MaskStatistics, heads, keep, pairs, identical
         first_dup_of_b, first_dup_of_h, distinct_checked, threshold, failure)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DropoutReport, mask, stats, failures)
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingStats, runs, min_ms, median_ms, mean_ms, max_ms, cv)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PerfResult, time, compile_ms, cold_cache, gflops_at_min, gflops_at_median,
-        gflops_at_max, gbytes_per_s_at_median, samples_ms, peak_tflops)
+        gflops_at_max, gbytes_per_s_at_median, samples_ms, peak_tflops, noisy)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MinimizeReport, repro, signature, runs, steps, hit_limit)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaseInfo, backend, engine, mode, dir, dt, mask, prb, name, dropout)
 

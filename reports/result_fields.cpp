@@ -125,6 +125,10 @@ std::vector<ResultField> make_fields() {
         [](const CaseResult& r) {
             return r.perf && r.perf->peak_tflops > 0 ? V{100.0 * 1e-3 * r.perf->gflops_at_median / r.perf->peak_tflops} : V{};
         }});
+    t.push_back({"cv", G::perf, "cv", "coefficient of variation of the timed runs: standard deviation / mean (NaN: fewer than 2)",
+        [](const CaseResult& r) { return perf(r, [](const PerfResult& p) { return p.time.cv; }); }});
+    t.push_back({"noisy", G::perf, "noisy", "cv is above --noisy-cv: too noisy to tell a small change",
+        [](const CaseResult& r) { return perf(r, [](const PerfResult& p) { return p.noisy; }); }});
     return t;
 }
 
