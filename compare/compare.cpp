@@ -46,6 +46,33 @@ double reference_zero_fraction(const Problem& p, Output out, const Tensor& ref, 
 
 }  // namespace
 
+ElementBound element_bound(const Problem& p, Output out, const Tensor& mag, std::int64_t reduction_length,
+        float descale) {
+    const Tolerance tol = tolerance(p.dt, out);
+    double max_mag = 0;
+    for (float m : mag.data)
+        if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
+    return {tol.c, effective_u(tol, reduction_length), max_mag / 1024.0, tol.tiny * descale};
+}
+
+std::int64_t reduction_length(const Problem& p, Output out) {
+    const Dims& d = p.dims;
+    const std::int64_t group = d.H_q / d.H_kv;
+    switch (out) {
+        case Output::O:
+        case Output::dQ: return d.S_kv;
+        case Output::dK:
+        case Output::dV: return d.S_q * group;
+        case Output::dMask: {
+            const auto md = bias_dims(p);
+            return d.D_v + (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
+        }
+        case Output::stats:
+        case Output::amax: return 0;
+    }
+    return 0;
+}
+
 OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const Tensor& ref,
         const Tensor& mag, std::int64_t reduction_length, const Conventions& conv,
         const OutputIntegrity& integrity, const TensorGeom* geom) {
@@ -76,21 +103,14 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
         r.located = false;
         return r;
     }
-    Tolerance tol = tolerance(p.dt, out);
-    const double u = effective_u(tol, reduction_length);
     // fp8 outputs hold codes x descale: the absolute term in values, and the saturation (cuDNN's
     // conversion is satfinite, core/dtype.hpp): a reference value past the largest code x descale
     // is expected as that, and the check is then MISTRUSTED (the descale is too small to tell).
     const float descale = geom ? geom->descale : 1.f;
-    tol.tiny *= descale;
+    const ElementBound eb = element_bound(p, out, mag, reduction_length, descale);
     const double limit = max_finite(p.dt) * descale;  // the largest value the output can hold
     const double saturate = geom && is_fp8(p.dt) && geom->type == elem_type(p.dt) ? overflow_threshold(p.dt) * descale : INFINITY;
-    double max_mag = 0;
-    for (float m : mag.data)
-        if (std::isfinite(m)) max_mag = std::max(max_mag, static_cast<double>(m));
-    const double floor = max_mag / 1024.0;
-    // The bound of element i (compare/README.md "Bound"): c (u_eff (M_i + max(M) / 1024) + tiny).
-    const auto bound_at = [&](std::size_t i) { return tol.c * (u * (static_cast<double>(mag.data[i]) + floor) + tol.tiny); };
+    const auto bound_at = [&](std::size_t i) { return eb.at(mag.data[i]); };
 
     std::int64_t masked_nonzero = 0;
     std::size_t first_bad_masked = 0, first_nonfinite = 0;
@@ -182,12 +202,12 @@ OutputCheck check_output(const Problem& p, Output out, const Tensor& got, const 
     if (out == Output::stats) check_stats_sums(p, got, ref, mag, r);
     else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0) {
         if (r.unchecked == 0) {
-            check_head_norms(got, ref, mag, tol.c, u, tol.tiny, r);
+            check_head_norms(got, ref, mag, eb.c, eb.u_eff, eb.tiny, r);
         } else {  // the norms of the checked elements: the unchecked ones take the reference's value
             Tensor g = got;
             for (std::size_t i = 0; i < g.size(); ++i)
                 if (unchecked(p, out, g.index(i), geom, conv)) g.data[i] = ref.data[i];
-            check_head_norms(g, ref, mag, tol.c, u, tol.tiny, r);
+            check_head_norms(g, ref, mag, eb.c, eb.u_eff, eb.tiny, r);
         }
     }
     check_zero_counts(p, out, got, r, geom, conv);
@@ -227,12 +247,11 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
 
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
-    const Dims& d = p.dims;
-    const std::int64_t group = d.H_q / d.H_kv;
     const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
-    auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
-        checks.push_back(check_output(p, o, got.of(o), ref, mag, reduction, conv, got.integrity_of(o), geo.find(role_of(o))));
+    auto check = [&](Output o, const Tensor& ref, const Tensor& mag) {
+        checks.push_back(check_output(p, o, got.of(o), ref, mag, reduction_length(p, o), conv, got.integrity_of(o),
+                geo.find(role_of(o))));
     };
     // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
     auto name_amax_entry = [&](auto names) {
@@ -253,27 +272,21 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
                 t, p.fp8.of(t), max_finite(p.dt) * p.fp8.of(t), t);
     };
     if (p.dir == Dir::bwd) {
-        check(Output::dQ, bwd->dQ, bwd->M_dQ, d.S_kv);
-        check(Output::dK, bwd->dK, bwd->M_dK, d.S_q * group);
-        check(Output::dV, bwd->dV, bwd->M_dV, d.S_q * group);
-        if (p.dmask) {
-            // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
-            // carries the dP = dO V^T dot product of length D_v.
-            const auto& md = bwd->dMask.dims;
-            const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
-            check(Output::dMask, bwd->dMask, bwd->M_dMask, d.D_v + summed);
-        }
+        check(Output::dQ, bwd->dQ, bwd->M_dQ);
+        check(Output::dK, bwd->dK, bwd->M_dK);
+        check(Output::dV, bwd->dV, bwd->M_dV);
+        if (p.dmask) check(Output::dMask, bwd->dMask, bwd->M_dMask);
         if (is_fp8(p.dt)) {
-            check(Output::amax, bwd->amax, bwd->M_amax, 0);
+            check(Output::amax, bwd->amax, bwd->M_amax);
             name_amax_entry(kAmaxBwd);
             intermediate_range(bwd->amax.data[3], Fp8Tensor::dP, "scaled dS (Amax_dP)");
             intermediate_range(bwd->p_max, Fp8Tensor::S, "P");
         }
     } else {
-        check(Output::O, fwd->O, fwd->M_O, d.S_kv);
-        if (p.dir == Dir::fwd_t) check(Output::stats, fwd->stats, fwd->M_stats, 0);
+        check(Output::O, fwd->O, fwd->M_O);
+        if (p.dir == Dir::fwd_t) check(Output::stats, fwd->stats, fwd->M_stats);
         if (is_fp8(p.dt)) {
-            check(Output::amax, fwd->amax, fwd->M_amax, 0);
+            check(Output::amax, fwd->amax, fwd->M_amax);
             name_amax_entry(kAmaxFwd);
             intermediate_range(fwd->amax.data[0], Fp8Tensor::S, "P (Amax_S)");
         }

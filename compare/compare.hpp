@@ -71,6 +71,29 @@ struct OutputCheck {
     std::string mistrust;
 };
 
+/// The per-element bound of one output (compare/README.md "Bound"): element i may differ from
+/// the reference by at most c (u_eff (M_i + max(M) / 1024) + tiny), with c and tiny from
+/// tolerance(p.dt, out) and u_eff = effective_u() over the output's reduction length.
+struct ElementBound {
+    double c = 0;      ///< tolerance(p.dt, out).c
+    double u_eff = 0;  ///< effective_u(tolerance, reduction length)
+    double floor = 0;  ///< max over the finite magnitudes / 1024
+    double tiny = 0;   ///< tolerance's absolute term, in values (x the output's fp8 descale)
+    /// The bound of an element whose magnitude is `m`.
+    double at(float m) const { return c * (u_eff * (static_cast<double>(m) + floor) + tiny); }
+};
+
+/// The bound of output `out` of p whose magnitudes (the reference's M_X) are `mag`, for a
+/// reduction of length `reduction_length` (reduction_length()); `descale` scales the absolute
+/// term of an fp8 output (1 otherwise).
+ElementBound element_bound(const Problem& p, Output out, const Tensor& mag, std::int64_t reduction_length,
+        float descale = 1.f);
+
+/// The reduction length that effective_u() takes for output `out` of p: S_kv for O and dQ,
+/// S_q H_q / H_kv for dK and dV, D_v plus the number of (b, h, i) a dMask element sums over for
+/// dMask (each dS carries the dP = dO V^T dot product of length D_v), 0 for stats and amax.
+std::int64_t reduction_length(const Problem& p, Output out);
+
 /// True when element `idx` of output `out` is 0 (stats: the backend's masked-row value) by the
 /// mask's structure, not by value: O, dQ and stats rows of fully masked queries, dK and dV rows
 /// of keys no query sees (core/problem.hpp row_fully_masked, key_never_visible).

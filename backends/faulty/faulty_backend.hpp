@@ -42,7 +42,25 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 /// - dropout_no_rescale: P_d = Z o P, without 1/(1-p), in the forward and the backward.
 /// - dmask_no_reduce: dMask (--dmask) is dS of the first batch, head and row of each group the
 ///   bias broadcasts over, not their sum (no-op for a full [B,H_q,S_q,S_kv] bias).
+/// Not a bug the checks must catch:
+/// - bound_fraction: every element of O, dQ, dK and dV that the checks compare (not the exact
+///   zeros of fully masked rows) moved off the reference by F x its bound (compare/compare.hpp
+///   element_bound), up and down in turn (so the head norms stay), then stored in the io type:
+///   its worst_ratio is F up to that rounding, so with F < 1 the case PASSES and with F > 1 it
+///   FAILS. F is the environment's kBoundFractionVariable (default 0.5), as a library build is
+///   part of a run's set-up and not of its cases: a history can plant a margin step at one
+///   revision with the case ids unchanged (tests/e2e/history_e2e.sh). Stats, dMask and fp8 io
+///   are left exact.
+/// Every kind computes its outputs N times per run, N from the environment's kRepeatVariable
+/// (default 1): a kernel that does N times the work, a slowdown a history can plant at one
+/// revision whatever the machine's load. A malformed F or N makes every case INVALID_ARGUMENTS
+/// naming it.
 std::unique_ptr<Backend> make_faulty_backend(std::string_view name);
+
+/// The environment variable that sets faulty:bound_fraction's F.
+inline constexpr const char* kBoundFractionVariable = "SDPABENCH_FAULTY_BOUND_FRACTION";
+/// The environment variable that sets how many times a faulty backend's run computes its outputs.
+inline constexpr const char* kRepeatVariable = "SDPABENCH_FAULTY_REPEAT";
 
 /// "faulty:causal_off_by_one, faulty:..." for --help.
 std::string faulty_backend_names();
