@@ -11,18 +11,63 @@
 #include "reports/csv_reporter.hpp"
 #include "reports/jsonl_reporter.hpp"
 #include "reports/junit_reporter.hpp"
+#include "reports/results_store.hpp"
+#ifdef SDPABENCH_HAVE_STORE
+#include "reports/store_reporter.hpp"
+#endif
 
 namespace sdpa {
+
+namespace {
+
+template <class R>
+std::unique_ptr<Reporter> make_file(const std::string& path) {
+    return std::make_unique<R>(path);
+}
+
+template <StoreKind K>
+std::unique_ptr<Reporter> make_store(const std::string& target) {
+#ifdef SDPABENCH_HAVE_STORE
+    return std::make_unique<StoreReporter>(StoreUrl{K, target});
+#else
+    (void)target;
+    throw std::runtime_error(fmt::format("--report={}: this build has no results store (configured with "
+                                         "-DSDPABENCH_STORE=OFF: docs/tracking.md)", K));
+#endif
+}
+
+}  // namespace
+
+const std::vector<ReportFormat>& report_formats() {
+    static const std::vector<ReportFormat> t{
+        {"csv", "a CSV file, one row per case", make_file<CsvReporter>},
+        {"jsonl", "a JSON Lines file, the context then one record per case", make_file<JsonlReporter>},
+        {"junit", "a JUnit XML file", make_file<JunitReporter>},
+        {format_as(StoreKind::sqlite), "the results store in an SQLite file (created when absent, appended to)",
+            make_store<StoreKind::sqlite>},
+        {format_as(StoreKind::postgresql), "the results store in a PostgreSQL database (PATH: a libpq URL or connection "
+            "string)", make_store<StoreKind::postgresql>},
+    };
+    return t;
+}
+
+std::string report_format_names() {
+    std::string s;
+    for (const ReportFormat& f : report_formats()) s += fmt::format("{}{}", s.empty() ? "" : "|", f.name);
+    return s;
+}
 
 std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* error) {
     const std::size_t colon = text.find(':');
     if (colon == std::string_view::npos) {
-        if (error) *error = fmt::format("--report expects FORMAT:PATH (FORMAT csv|jsonl|junit), got '{}'", text);
+        if (error) *error = fmt::format("--report expects FORMAT:PATH (FORMAT {}), got '{}'", report_format_names(), text);
         return std::nullopt;
     }
     ReportSpec s{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
-    if (s.format != "csv" && s.format != "jsonl" && s.format != "junit") {
-        if (error) *error = fmt::format("--report: unknown format '{}' (accepted: csv|jsonl|junit)", s.format);
+    bool known = false;
+    for (const ReportFormat& f : report_formats()) known = known || f.name == s.format;
+    if (!known) {
+        if (error) *error = fmt::format("--report: unknown format '{}' (accepted: {})", s.format, report_format_names());
         return std::nullopt;
     }
     if (s.path.empty()) {
@@ -33,9 +78,9 @@ std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* 
 }
 
 std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec) {
-    if (spec.format == "csv") return std::make_unique<CsvReporter>(spec.path);
-    if (spec.format == "jsonl") return std::make_unique<JsonlReporter>(spec.path);
-    return std::make_unique<JunitReporter>(spec.path);
+    for (const ReportFormat& f : report_formats())
+        if (f.name == spec.format) return f.make(spec.path);
+    throw std::runtime_error(fmt::format("--report: unknown format '{}'", spec.format));
 }
 
 void flush_checked(std::FILE* f, const std::string& path) {
