@@ -48,30 +48,32 @@ std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
 bool is_causal(const Problem& p) { return p.mask == Mask::causal_tl || p.mask == Mask::causal_br; }
 
 /// faulty:bound_fraction: the reference's outputs with every compared element of O, dQ, dK, dV
-/// moved by F x its bound, up at even and down at odd positions, then stored in the io type.
+/// set to the unrounded reference value moved by F x its bound, up at even and down at odd
+/// positions, stored in the io type (one rounding, so the error is F x the bound up to it).
 SdpaOutputs near_bound(const Problem& p, const SdpaInputs& in, double fraction) {
     SdpaOutputs out = reference_as_vendor(p, in);
     if (is_fp8(p.dt)) return out;
-    // The magnitudes of the same reference run (reference_as_vendor's options and mask).
+    // The unrounded values and the magnitudes of the same reference run (reference_as_vendor's
+    // options and mask), which the checks compare against.
     RefOptions opt;
     const std::shared_ptr<const DropoutMask> mask = p.dropout ? ref_dropout_mask(p) : nullptr;
     opt.dropout = mask.get();
-    const auto shift = [&](Output o, Tensor& x, const Tensor& mag) {
+    const auto shift = [&](Output o, Tensor& x, const Tensor& ref, const Tensor& mag) {
         const ElementBound eb = element_bound(p, o, mag, reduction_length(p, o));
         for (std::size_t i = 0; i < x.size(); ++i) {
-            if (!std::isfinite(x.data[i]) || structural(p, o, x.index(i))) continue;
+            if (!std::isfinite(ref.data[i]) || structural(p, o, x.index(i))) continue;
             const double d = fraction * eb.at(mag.data[i]);
-            x.data[i] = round_to(p.dt, static_cast<float>(x.data[i] + (i % 2 == 0 ? d : -d)));
+            x.data[i] = round_to(p.dt, static_cast<float>(ref.data[i] + (i % 2 == 0 ? d : -d)));
         }
     };
     if (p.dir == Dir::bwd) {
         const RefBackward b = ref_backward(p, in, opt);
-        shift(Output::dQ, out.dQ, b.M_dQ);
-        shift(Output::dK, out.dK, b.M_dK);
-        shift(Output::dV, out.dV, b.M_dV);
+        shift(Output::dQ, out.dQ, b.dQ, b.M_dQ);
+        shift(Output::dK, out.dK, b.dK, b.M_dK);
+        shift(Output::dV, out.dV, b.dV, b.M_dV);
     } else {
         const RefForward f = ref_forward(p, in, opt);
-        shift(Output::O, out.O, f.M_O);
+        shift(Output::O, out.O, f.O, f.M_O);
     }
     return out;
 }

@@ -46,7 +46,8 @@ inline constexpr std::string_view kFaultyPrefix = "faulty:";
 /// - bound_fraction: every element of O, dQ, dK and dV that the checks compare (not the exact
 ///   zeros of fully masked rows) moved off the reference by F x its bound (compare/compare.hpp
 ///   element_bound), up and down in turn (so the head norms stay), then stored in the io type:
-///   its worst_ratio is F up to that rounding, so with F < 1 the case PASSES and with F > 1 it
+///   its worst_ratio is F up to that one rounding (a few hundredths in f32; up to 1/c of the bound,
+///   1/4 for bf16, in bf16 and f16), so with F < 1 - 1/c the case PASSES and with F > 1 + 1/c it
 ///   FAILS. F is the environment's kBoundFractionVariable (default 0.5), as a library build is
 ///   part of a run's set-up and not of its cases: a history can plant a margin step at one
 ///   revision with the case ids unchanged (tests/e2e/history_e2e.sh). Stats, dMask and fp8 io
