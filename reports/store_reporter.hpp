@@ -8,6 +8,8 @@
 
 namespace sdpa {
 
+/// Writes one process's part of a run into a results store (ResultsStore): begin() its context,
+/// on_case() each case's JSONL record, end() marks it complete.
 class StoreReporter final : public Reporter {
 public:
     /// Connects to the store and brings its schema up to date; throws StoreError (a

@@ -60,4 +60,8 @@ inline constexpr std::array<EnumName<FaultKind>, 21> kFaultNames{{
 }};
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 
+/// True for the kinds that are bugs the checks must catch (each has cases/selftest/KIND.cases);
+/// false for bound_fraction, a kernel that got worse but passes (for scripts/history's margins).
+inline constexpr bool caught_by_checks(FaultKind v) { return v != FaultKind::bound_fraction; }
+
 }  // namespace sdpa

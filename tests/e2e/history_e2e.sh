@@ -6,13 +6,14 @@
 #   slow    timed on faulty:bound_fraction, whose runs compute their outputs once up to rev 6 and
 #           four times from rev 7 on (SDPABENCH_FAULTY_REPEAT: a slowdown of about 4x at rev 7,
 #           large enough to stand out of what a loaded machine does to a 3 ms kernel)
-#   steady  timed on ref (no change)
+#   steady  timed on ref, the same shape (no change)
 #   margin  faulty:bound_fraction with F = 0.25 up to rev 4 and 0.75 from rev 5
 #           (SDPABENCH_FAULTY_BOUND_FRACTION: a margin rise at rev 5, PASSED throughout)
 #   flip    faulty:bound_fraction with F = 0.5, but 1.5 (FAILED) at revs 4 and 9
-# Every revision runs twice, in the order 1 7 2 8 ... 6 12, then the same backwards, so that a
-# change in the machine's load over the test's minute falls evenly on every revision instead of
-# looking like a step (and each series has two runs per revision). On each store:
+# Every revision runs twice, in the order 1 7 4 10 2 8 5 11 3 9 6 12, then the same backwards: a
+# few runs in a row are of revisions far apart, and each revision's two runs sit symmetric in time,
+# so that a change in the machine's load over the test's minute (a burst, a drift) does not fall on
+# neighbouring revisions and look like a step. On each store:
 # changes finds exactly the slowdown at rev 7 (nothing else in the run context changed there),
 # margins exactly the rise of margin's O at rev 5, flaky exactly flip; plot writes one PNG per
 # finding and index.html; both stores give the same answers. Then a run is killed (kill -9) while
@@ -35,12 +36,12 @@ stores=("sqlite:$db" "postgresql:$pg")
 reports=(--report="sqlite:$db" --report="postgresql:$pg")
 
 slow="b1hq4sq128d64n=slow"
-steady="b1hq2sq128d64n=steady"
+steady="b1hq4sq128d64n=steady"
 margin="b1hq2hkv1sq64d32n=margin"
 flip="--dir=bwd b1hq2sq32d16n=flip"
 export OMP_NUM_THREADS=1
 t0=$SECONDS
-for r in 1 7 2 8 3 9 4 10 5 11 6 12 12 6 11 5 10 4 9 3 8 2 7 1; do
+for r in 1 7 4 10 2 8 5 11 3 9 6 12 12 6 9 3 11 5 8 2 10 4 7 1; do
   repeat=1; [ "$r" -ge 7 ] && repeat=4
   fm=0.25; [ "$r" -ge 5 ] && fm=0.75
   fx=0.5; want=0; if [ "$r" -eq 4 ] || [ "$r" -eq 9 ]; then fx=1.5; want=1; fi
@@ -114,15 +115,19 @@ assert a == b, (a, b)
 PY
 done
 
-# The page: one PNG per finding, and index.html naming each with its repro line.
-"$history" plot --db="sqlite:$db" --out="$tmp/page" >"$tmp/out" 2>&1
-[ $? -eq 1 ] || fail "plot must exit 1 when something is flagged"
-for f in 001-change 002-margin 003-flaky; do
-  [ "$(head -c 8 "$tmp/page/$f.png" | od -An -c | tr -d ' ')" = "211PNG\r\n032\n" ] || fail "$f.png is not a PNG"
-done
-[ ! -e "$tmp/page/004-flaky.png" ] || fail "more plots than findings"
-for want in "slower" "n=slow" "context changed at 7: nothing" "n=margin" "O margin worse" "n=flip" "flaky: 4 flip(s)" "<img src='001-change.png'"; do
-  grep -qF -- "$want" "$tmp/page/index.html" || fail "index.html lacks: $want"
+# The page, from each store: one PNG per finding, and index.html naming each with its repro line.
+for store in "${stores[@]}"; do
+  page=$tmp/page.${store%%:*}
+  "$history" plot --db="$store" --out="$page" >"$tmp/out" 2>&1
+  [ $? -eq 1 ] || fail "${store%%:*}: plot must exit 1 when something is flagged"
+  for f in 001-change 002-margin 003-flaky; do
+    [ "$(head -c 8 "$page/$f.png" | od -An -c | tr -d ' ')" = "211PNG\r\n032\n" ] || fail "$f.png is not a PNG"
+  done
+  [ ! -e "$page/004-flaky.png" ] || fail "${store%%:*}: more plots than findings"
+  for want in "slower" "n=slow" "context changed at 7: nothing" "n=margin" "O margin worse" "n=flip" "flaky: 4 flip(s)" \
+      "<img src='001-change.png'"; do
+    grep -qF -- "$want" "$page/index.html" || fail "${store%%:*}: index.html lacks: $want"
+  done
 done
 
 # kill -9 while a run writes: flip FAILED at rev 13, then bwd cases slow enough to kill it among.
@@ -166,5 +171,10 @@ for store in "${stores[@]}"; do
   grep -q "1 incomplete run(s) left out" "$tmp/out" || fail "${store%%:*}: no note on the incomplete run"
   check flaky "$store" 1 'assert [f["flips"] for f in x] == [5], x' --include-incomplete
 done
+# ingest into PostgreSQL: the killed run's JSONL report, into a database of its own.
+psql -q "${pg%/*}/postgres" -c "CREATE DATABASE ${pgdb}i" >/dev/null || fail "cannot create the ingest database"
+"$history" ingest --db="postgresql:${pg}i" "$KILLED" >"$tmp/out" 2>&1 || fail "ingest into PostgreSQL"
+check runs "postgresql:${pg}i" 0 'assert len(x) == 1 and x[0]["rev"] == "13" and x[0]["cases"] >= 3, x'
+psql -q "${pg%/*}/postgres" -c "DROP DATABASE ${pgdb}i" >/dev/null 2>&1
 psql -q "${pg%/*}/postgres" -c "DROP DATABASE $pgdb" >/dev/null 2>&1
 echo "history e2e: passed in $((SECONDS - t0)) s"
