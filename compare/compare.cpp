@@ -184,11 +184,11 @@ struct Partial {
 struct Scan {
     const float *got, *ref, *mag;
     std::int64_t D;
-    double c, u, floor, tiny;  ///< the bound c (u (M + floor) + tiny)
+    ElementBound eb;           ///< the bound c (u_eff (M + floor) + tiny)
     double saturate, limit;    ///< OutputRule
     float masked_value;        ///< what a structural element must hold: 0, or the stats convention
 
-    double bound(float m) const { return c * (u * (static_cast<double>(m) + floor) + tiny); }
+    double bound(float m) const { return eb.at(m); }
     /// |err| / bound; a zero bound takes only a zero error, and NaN never looks like a pass.
     static double ratio(double err, double bound) {
         const double quotient = err / bound;  // unconditional, so that a loop of these vectorises
@@ -419,6 +419,28 @@ Partial scan_output(const Scan& s, const std::array<std::int64_t, 4>& dims, cons
 
 }  // namespace
 
+ElementBound element_bound(const OutputRule& rule, const Tensor& mag, std::int64_t reduction_length) {
+    return {rule.tol.c, effective_u(rule.tol, reduction_length), max_finite_mag(mag) / 1024.0, rule.tol.tiny};
+}
+
+std::int64_t reduction_length(const Problem& p, Output out) {
+    const Dims& d = p.dims;
+    const std::int64_t group = d.H_q / d.H_kv;
+    switch (out) {
+        case Output::O:
+        case Output::dQ: return d.S_kv;
+        case Output::dK:
+        case Output::dV: return d.S_q * group;
+        case Output::dMask: {
+            const auto md = bias_dims(p);
+            return d.D_v + (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
+        }
+        case Output::stats:
+        case Output::amax: return 0;
+    }
+    return 0;
+}
+
 OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
         const OutputIntegrity& integrity) {
     const Output out = rule.output;
@@ -435,10 +457,8 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         r.located = false;
         return r;
     }
-    const Tolerance& tol = rule.tol;
-    const double u = effective_u(tol, ref.reduction_length);
-    const Scan s{got.data.data(), e.data.data(), ref.mag.data.data(), e.dims[3], tol.c, u,
-        max_finite_mag(ref.mag) / 1024.0, tol.tiny, rule.saturate, rule.limit,
+    const ElementBound eb = element_bound(rule, ref.mag, ref.reduction_length);
+    const Scan s{got.data.data(), e.data.data(), ref.mag.data.data(), e.dims[3], eb, rule.saturate, rule.limit,
         out == Output::stats ? rule.conv.masked_row_stats : 0.f};
     std::vector<HeadSquares> heads;
     Partial t = scan_output(s, e.dims, kinds, heads);
@@ -500,7 +520,7 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
     }
     if (out == Output::stats) check_stats_sums(rule, got, e, ref.mag, r);
     else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0)
-        check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], tol.c, u, tol.tiny, r);
+        check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], eb.c, eb.u_eff, eb.tiny, r);
     // Zero trust against the structure: the kernel's zeros among the compared elements (the
     // structural ones apart) beyond kZeroTrust make a pass MISTRUSTED; a kernel that writes zeros
     // where the reference is tiny can pass the bound.
@@ -545,13 +565,11 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
 
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
-    const Dims& d = p.dims;
-    const std::int64_t group = d.H_q / d.H_kv;
     const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
-    auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
-        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o), {ref, mag, reduction},
-                got.integrity_of(o)));
+    auto check = [&](Output o, const Tensor& ref, const Tensor& mag) {
+        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o),
+                {ref, mag, reduction_length(p, o)}, got.integrity_of(o)));
     };
     // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
     auto name_amax_entry = [&](auto names) {
@@ -573,27 +591,20 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
     };
     for (const Output o : geo.output_list()) {  // the direction's outputs, in report order
         switch (o) {
-            case Output::O: check(o, fwd->O, fwd->M_O, d.S_kv); break;
-            case Output::stats: check(o, fwd->stats, fwd->M_stats, 0); break;
-            case Output::dQ: check(o, bwd->dQ, bwd->M_dQ, d.S_kv); break;
-            case Output::dK: check(o, bwd->dK, bwd->M_dK, d.S_q * group); break;
-            case Output::dV: check(o, bwd->dV, bwd->M_dV, d.S_q * group); break;
-            case Output::dMask: {
-                // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
-                // carries the dP = dO V^T dot product of length D_v.
-                const auto& md = bwd->dMask.dims;
-                const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
-                check(o, bwd->dMask, bwd->M_dMask, d.D_v + summed);
-                break;
-            }
+            case Output::O: check(o, fwd->O, fwd->M_O); break;
+            case Output::stats: check(o, fwd->stats, fwd->M_stats); break;
+            case Output::dQ: check(o, bwd->dQ, bwd->M_dQ); break;
+            case Output::dK: check(o, bwd->dK, bwd->M_dK); break;
+            case Output::dV: check(o, bwd->dV, bwd->M_dV); break;
+            case Output::dMask: check(o, bwd->dMask, bwd->M_dMask); break;
             case Output::amax:
                 if (bwd) {
-                    check(o, bwd->amax, bwd->M_amax, 0);
+                    check(o, bwd->amax, bwd->M_amax);
                     name_amax_entry(kAmaxBwd);
                     intermediate_range(bwd->amax.data[3], Fp8Tensor::dP, "scaled dS (Amax_dP)");
                     intermediate_range(bwd->p_max, Fp8Tensor::S, "P");
                 } else {
-                    check(o, fwd->amax, fwd->M_amax, 0);
+                    check(o, fwd->amax, fwd->M_amax);
                     name_amax_entry(kAmaxFwd);
                     intermediate_range(fwd->amax.data[0], Fp8Tensor::S, "P (Amax_S)");
                 }

@@ -87,6 +87,28 @@ struct OutputRule {
 /// geometry role (null: dense, not fp8, as in unit tests of bare tensors).
 OutputRule output_rule(const Problem& p, Output out, const Conventions& conv = {}, const TensorGeom* geom = nullptr);
 
+/// The per-element bound of one output (compare/README.md "Bound"): element i may differ from
+/// the reference by at most c (u_eff (M_i + max(M) / 1024) + tiny), with c and tiny (in values)
+/// from the rule's tolerance and u_eff = effective_u() over the output's reduction length. The
+/// one formula check_output holds every element to (faulty:bound_fraction plants errors by it).
+struct ElementBound {
+    double c = 0;      ///< rule.tol.c
+    double u_eff = 0;  ///< effective_u(rule.tol, reduction length)
+    double floor = 0;  ///< max over the finite magnitudes / 1024
+    double tiny = 0;   ///< rule.tol.tiny: the absolute term, in values (x the output's fp8 descale)
+    /// The bound of an element whose magnitude is `m`.
+    double at(float m) const { return c * (u_eff * (static_cast<double>(m) + floor) + tiny); }
+};
+
+/// The bound of the rule's output whose magnitudes (the reference's M_X) are `mag`, for a
+/// reduction of length `reduction_length` (reduction_length()).
+ElementBound element_bound(const OutputRule& rule, const Tensor& mag, std::int64_t reduction_length);
+
+/// The reduction length that effective_u() takes for output `out` of p: S_kv for O and dQ,
+/// S_q H_q / H_kv for dK and dV, D_v plus the number of (b, h, i) a dMask element sums over for
+/// dMask (each dS carries the dP = dO V^T dot product of length D_v), 0 for stats and amax.
+std::int64_t reduction_length(const Problem& p, Output out);
+
 /// What the rule says of each row (a, c) of an output with dims `dims` (a < dims[0], c < dims[2];
 /// row a * dims[2] + c): kRowStructural when structural(), kRowUnchecked when unchecked() (both
 /// can hold). A row's kind is the same for every head and every element of the row.
@@ -94,8 +116,7 @@ inline constexpr std::uint8_t kRowStructural = 1, kRowUnchecked = 2;
 std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims);
 
 /// The reference's side of one output: its values and magnitudes M (same dims; ref/sdpa_ref.hpp)
-/// and the length of the reduction that produced them (effective_u(): S_kv for O and dQ, S_q
-/// H_q/H_kv for dK and dV, 0 for stats).
+/// and the length of the reduction that produced them (reduction_length()).
 struct RefOutput {
     const Tensor& value;
     const Tensor& mag;

@@ -65,8 +65,11 @@ RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
         if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
             ctx.gpu += (ctx.gpu.empty() ? "" : "; ") + d;
     }
-    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
-            std::chrono::system_clock::now())));
+    const auto now = std::chrono::system_clock::now();
+    const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
+    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    ctx.run_id = fmt::format("{}-{:%Y%m%dT%H%M%S}.{:03}Z-{}", ctx.host, tm, ms, ::getpid());
     return ctx;
 }
 

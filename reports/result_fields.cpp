@@ -226,6 +226,10 @@ std::vector<ResultField> make_fields() {
             return r.perf && r.perf->peak_tflops > 0 ? V{100.0 * 1e-3 * r.perf->gflops_at_median / r.perf->peak_tflops} : V{};
         },
         nullptr});
+    t.push_back(perf_field("cv", "coefficient of variation of the timed runs: standard deviation / mean (NaN: fewer than 2)",
+        [](auto& p) -> auto& { return p.time.cv; }));
+    t.push_back(perf_field("noisy", "cv is above --noisy-cv: too noisy to tell a small change",
+        [](auto& p) -> auto& { return p.noisy; }));
     // The lists: JSONL and the pipe only.
     ResultField notes = column(stored<R>("notes", "the backend's and the checks' notes (-v prints them)",
         [](auto& r) -> auto& { return r.notes; }));

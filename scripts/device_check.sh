@@ -86,7 +86,7 @@ summary() { grep -E '^tests:' "$1" | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut
 
 # --- 1. Build (the sdpabench target only).
 cmake_args=(-S "$root" -B "$root/build/device" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF
-  -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_TORCH=OFF -DSDPABENCH_CUDNN=ON -DSDPABENCH_FMT_HEADER_ONLY=ON)
+  -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_TORCH=OFF -DSDPABENCH_CUDNN=ON -DSDPABENCH_FMT_HEADER_ONLY=ON -DSDPABENCH_STORE=OFF)
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)
 [ -n "$cudnn_root" ] && cmake_args+=(-DSDPABENCH_CUDNN_ROOT="$cudnn_root")
 if [ -d "$deps/share/cmake" ]; then  # a carried --pack folder
