@@ -358,6 +358,18 @@ TEST(CudnnMapping, BackendDeclaresTheRefMaskAndCountsIt) {
     p.dropout.reset();
     EXPECT_EQ(mask_bytes(p), 0.0);
 }
+
+// cuDNN's conventions (docs/cudnn.md#conventions): -inf stats on fully masked rows, and with padding
+// the O, stats and gradient rows past the valid lengths unspecified (the compare tests show what
+// each flag skips: tests/unit/compare/test_compare.cpp PaddedGradRows).
+TEST(CudnnMapping, BackendConventions) {
+    const Conventions c = make_backend("cudnn")->conventions();
+    EXPECT_EQ(c.masked_row_stats, -INFINITY);
+    EXPECT_TRUE(c.padded_rows_unspecified);
+    EXPECT_TRUE(c.padded_grad_rows_unspecified);
+    const Conventions def;  // every other backend writes its padded gradient rows as zeros
+    EXPECT_FALSE(def.padded_grad_rows_unspecified);
+}
 #endif
 
 TEST(CudnnMapping, PrecheckAndFwdBwd) {
