@@ -113,7 +113,7 @@ class CudnnPlan final : public Plan {
 public:
     CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt, std::shared_ptr<const DropoutMask> mask,
             const Conventions& conv)
-        : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
+        : rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
         if (desc_.dropout && !mask_) throw BackendError(Status::failed, "cuDNN: a dropout graph without a mask");
         const auto t0 = std::chrono::steady_clock::now();
         build_graph();
@@ -338,16 +338,14 @@ private:
             pack_[static_cast<std::int64_t>(d.uid)] = o.payload();
             outputs_.emplace(d.uid, std::move(o));
         }
-        if (!desc_.amax.empty()) {  // one guarded [1,1,1,k] buffer, entry k bound to cuDNN's amax tensor k
-            const Geometry geo = geometry(p_);
-            cuda::DeviceOutput o(geo.at(Role::amax));
+        if (desc_.amax_buffer) {  // one guarded [1,1,1,k] buffer, entry k in its own 16-byte slot
+            cuda::DeviceOutput o(*desc_.amax_buffer);
             for (const cudnn::AmaxDesc& a : desc_.amax)
-                pack_[static_cast<std::int64_t>(a.uid)] = static_cast<std::byte*>(o.payload()) + a.index * sizeof(float);
+                pack_[static_cast<std::int64_t>(a.uid)] = static_cast<std::byte*>(o.payload()) + a.byte_offset;
             outputs_.emplace(Uid::amax_s, std::move(o));
         }
     }
 
-    Problem p_;
     Runtime& rt_;
     GraphDesc desc_;
     std::shared_ptr<const DropoutMask> mask_;
