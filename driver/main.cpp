@@ -211,9 +211,9 @@ int run(int argc, char** argv) {
         // A FAILED case of a longer run is rerun alone in a fresh process: its repro must be known
         // to reproduce it, and a vendor's state left by earlier cases can make a case fail that
         // passes alone (--random found oneDNN S_q = 1 backward cases that do). --isolate and
-        // --timeout-per-case already run each case in a fresh child.
+        // --timeout-per-case already run each case in a fresh child; --no-rerun-failed turns it off.
         if (r.status == Status::failed && !r.timed_out && !r.crashed && e.c && selected.size() > 1 &&
-                !opts.isolate && opts.timeout_per_case <= 0 && opts.result_fd < 0) {
+                !opts.isolate && opts.timeout_per_case <= 0 && opts.result_fd < 0 && !opts.no_rerun_failed) {
             Case alone = *e.c;
             if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
             r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0).status);
