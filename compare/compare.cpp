@@ -116,7 +116,16 @@ ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, cons
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv) {
     if (t && !t->present(idx[0], idx[2])) return true;
-    return conv.padded_rows_unspecified && (out == Output::O || out == Output::stats) && idx[2] >= valid_q(p, idx[0]);
+    switch (out) {
+        case Output::O:
+        case Output::stats: return conv.padded_rows_unspecified && idx[2] >= valid_q(p, idx[0]);
+        case Output::dQ: return conv.padded_grad_rows_unspecified && idx[2] >= valid_q(p, idx[0]);
+        case Output::dK:
+        case Output::dV: return conv.padded_grad_rows_unspecified && idx[2] >= valid_kv(p, idx[0]);
+        case Output::dMask:
+        case Output::amax: return false;
+    }
+    return false;
 }
 
 OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, const TensorGeom* geom) {
@@ -532,24 +541,38 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
 
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got) {
     std::map<std::uint32_t, std::int64_t> stats;  // value bits -> rows (spelled once, at the end)
-    std::int64_t rows = 0, o_nan = 0, o_zero = 0, o_other = 0;
+    std::int64_t rows = 0;
     const Dims& d = p.dims;
     const Geometry geo = geometry(p);
-    const TensorGeom* o = geo.find(Role::O);  // a ragged O stores no row past the valid length
+    // What output `out` holds in the rows past the valid lengths (valid_q for O and dQ, valid_kv for
+    // dK and dV), rows a ragged output does not store left out: NaN prefill, 0, anything else.
+    struct Past {
+        std::int64_t nan = 0, zero = 0, other = 0;
+    };
+    auto past = [&](Output out) {
+        Past c;
+        const Tensor& t = got.of(out);
+        const TensorGeom* g = geo.find(role_of(out));  // a ragged output stores no row past the valid length
+        if (t.empty() || !g) return c;
+        const bool q_rows = out == Output::O || out == Output::dQ;
+        for (std::int64_t b = 0; b < t.dims[0]; ++b)
+            for (std::int64_t h = 0; h < t.dims[1]; ++h)
+                for (std::int64_t i = q_rows ? valid_q(p, b) : valid_kv(p, b); i < t.dims[2]; ++i) {
+                    if (!g->present(b, i)) continue;
+                    for (std::int64_t k = 0; k < t.dims[3]; ++k) {
+                        const float x = t.at(b, h, i, k);
+                        (std::isnan(x) ? c.nan : x == 0.f ? c.zero : c.other)++;
+                    }
+                }
+        return c;
+    };
     for (std::int64_t b = 0; b < d.B; ++b)
         for (std::int64_t i = 0; i < d.S_q; ++i) {
             if (!row_fully_masked(p, b, i)) continue;
-            for (std::int64_t h = 0; h < d.H_q; ++h) {
-                ++rows;
-                if (!got.stats.empty()) ++stats[std::bit_cast<std::uint32_t>(got.stats.at(b, h, i, 0))];
-                if (got.O.empty() || i < valid_q(p, b) || (o && !o->present(b, i))) continue;
-                for (std::int64_t k = 0; k < d.D_v; ++k) {
-                    const float x = got.O.at(b, h, i, k);
-                    (std::isnan(x) ? o_nan : x == 0.f ? o_zero : o_other)++;
-                }
-            }
+            rows += d.H_q;
+            if (!got.stats.empty())
+                for (std::int64_t h = 0; h < d.H_q; ++h) ++stats[std::bit_cast<std::uint32_t>(got.stats.at(b, h, i, 0))];
         }
-    if (rows == 0) return std::nullopt;
     std::string s = fmt::format("observed: {} fully masked (b,h,row)s", rows);
     if (!stats.empty()) {
         std::map<std::string, std::int64_t> spelled;  // NaNs of other bits spell alike
@@ -557,9 +580,15 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
         s += "; their stats:";
         for (const auto& [v, n] : spelled) s += fmt::format(" {} x{}", v, n);
     }
-    if (o_nan + o_zero + o_other > 0)
-        s += fmt::format("; O past the valid query lengths: {} unwritten (NaN prefill), {} zero, {} other", o_nan, o_zero,
-                o_other);
+    bool padded = false;
+    for (const Output out : {Output::O, Output::dQ, Output::dK, Output::dV}) {
+        const Past c = past(out);
+        if (c.nan + c.zero + c.other == 0) continue;
+        padded = true;
+        s += fmt::format("; {} past the valid {} lengths: {} unwritten (NaN prefill), {} zero, {} other", out,
+                out == Output::O || out == Output::dQ ? "query" : "key", c.nan, c.zero, c.other);
+    }
+    if (rows == 0 && !padded) return std::nullopt;
     return s;
 }
 

@@ -57,8 +57,10 @@ struct ZeroByConstruction {
 ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, const std::array<std::int64_t, 4>& dims);
 
 /// True when element `idx` of output `out` is not checked at all: its row is absent from a ragged
-/// output `t` (TensorGeom::present; t may be null), or it is an O or stats row past the batch's
-/// valid query length and the backend leaves those unspecified (Conventions).
+/// output `t` (TensorGeom::present; t may be null), or it is a row past the batch's valid length
+/// that the backend leaves unspecified (Conventions): O and stats rows past seq_len_q
+/// (padded_rows_unspecified), dQ rows past seq_len_q and dK, dV rows past seq_len_kv
+/// (padded_grad_rows_unspecified).
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv);
 
@@ -138,11 +140,13 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         const OutputIntegrity& integrity = {});
 
 /// What a backend wrote where the math leaves the value open, as one -v line (nullopt when p has
-/// no fully masked query row): the distinct stats values of the fully masked rows with their
-/// counts (the Conventions::masked_row_stats a backend really uses), and for the O rows past the
-/// valid query lengths (padding; rows a ragged O does not store left out) how many elements still
-/// hold the NaN prefill (unwritten), are 0, or hold anything else. For measuring a vendor's
-/// conventions (scripts/device_check.sh).
+/// no fully masked query row and no key row past a valid length): the distinct stats values of the
+/// fully masked rows with their counts (the Conventions::masked_row_stats a backend really uses),
+/// and for the rows past the valid lengths (padding; rows a ragged output does not store left out)
+/// of O and dQ (past seq_len_q) and of dK and dV (past seq_len_kv) how many elements still hold the
+/// NaN prefill (unwritten), are 0, or hold anything else, e.g. "dQ past the valid query lengths:
+/// 96 unwritten (NaN prefill), 0 zero, 0 other" (Conventions::padded_rows_unspecified,
+/// padded_grad_rows_unspecified). For measuring a vendor's conventions (scripts/device_check.sh).
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got);
 
 /// All checks for the outputs of p.dir (geometry(p).output_list(), in that order): O (and stats

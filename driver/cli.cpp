@@ -224,6 +224,10 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
+    app.add_flag("--no-rerun-failed", out.opts.no_rerun_failed,
+            "Do not rerun a FAILED case of a longer run alone in a fresh process (by default each one is, to tell a "
+            "failure of its own from one that depends on the cases before it; each rerun starts the vendor "
+            "library again, seconds on a GPU); alone_status stays empty");
     // CLI11 would take the next argument as the value of "--opt=" (an unset shell variable):
     // "--perf-template= --backend=ref" must not run onednn with a template "--backend=ref".
     for (int i = 1; i < argc; ++i) {
