@@ -325,8 +325,13 @@ RefKernel faulty_kernel(FaultKind kind, const FaultSettings& s, i64 plan) {
     if (s.repeat > 1) {
         std::function<SdpaOutputs(const Problem&, const SdpaInputs&)> once = k.compute;
         if (!once) once = [](const Problem& p, const SdpaInputs& in) { return reference_as_vendor(p, in); };
-        k.compute = [once, n = s.repeat](const Problem& p, const SdpaInputs& in) {
-            for (long i = 1; i < n; ++i) (void)once(p, in);
+        // The extra computations are work only: a nondeterministic kind's plan steps its phase once
+        // per run whatever N (an even N must not make two runs in a row bitwise equal).
+        const bool stateful = kind == FaultKind::dq_nondeterministic || kind == FaultKind::dmask_nondeterministic;
+        std::function<SdpaOutputs(const Problem&, const SdpaInputs&)> work = once;
+        if (stateful) work = [](const Problem& p, const SdpaInputs& in) { return reference_as_vendor(p, in); };
+        k.compute = [once, work, n = s.repeat](const Problem& p, const SdpaInputs& in) {
+            for (long i = 1; i < n; ++i) (void)work(p, in);
             return once(p, in);
         };
     }

@@ -203,3 +203,22 @@ TEST(FaultyBackend, RepeatComputesTheSameOutputsNTimesAndAMalformedCountIsNamed)
     EXPECT_NE(why->reason.find("SDPABENCH_FAULTY_REPEAT='0' is not a whole number in [1, 1000]"), std::string::npos)
             << why->reason;
 }
+
+// SDPABENCH_FAULTY_REPEAT's extra computations are work only: with an even N a nondeterministic
+// kind's two runs in a row still differ (its phase steps once per run, not N times).
+TEST(FaultyBackend, RepeatKeepsANondeterministicKindNondeterministic) {
+    Problem p = prb(Dir::bwd, Mask::none, {1, 2, 2, 16, 16, 16, 16});
+    p.fill = Fill::normal;
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    ::setenv(kRepeatVariable, "2", 1);
+    auto be = make_backend("faulty:dq_nondeterministic");
+    ::unsetenv(kRepeatVariable);
+    auto plan = be->prepare(p, in);
+    plan->execute();
+    const SdpaOutputs first = plan->read_outputs();
+    plan->execute();
+    const SdpaOutputs second = plan->read_outputs();
+    EXPECT_GT(differing(first.dQ, second.dQ), 0);
+    EXPECT_EQ(differing(first.dK, second.dK) + differing(first.dV, second.dV), 0);
+}
