@@ -29,7 +29,9 @@ endif()
 find_path(SDPABENCH_CUDNN_INCLUDE cudnn_version.h
   HINTS "${SDPABENCH_CUDNN_ROOT}/include" ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/include"
         /usr/local/include /usr/include)
-find_library(SDPABENCH_CUDNN_LIB NAMES cudnn libcudnn.so.9
+# NAMES_PER_DIR: the first directory with either name wins, so a SDPABENCH_CUDNN_ROOT holding only
+# libcudnn.so.9 (a pip wheel) is taken before a toolkit's unversioned libcudnn.so further down the list.
+find_library(SDPABENCH_CUDNN_LIB NAMES cudnn libcudnn.so.9 NAMES_PER_DIR
   HINTS "${SDPABENCH_CUDNN_ROOT}/lib" ${CUDAToolkit_LIBRARY_DIR} "${CUDAToolkit_LIBRARY_ROOT}/lib64" /usr/lib/x86_64-linux-gnu)
 find_path(SDPABENCH_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h
   HINTS "${SDPABENCH_CUDNN_FRONTEND_ROOT}/include" NO_DEFAULT_PATH)

@@ -116,7 +116,16 @@ ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, cons
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv) {
     if (t && !t->present(idx[0], idx[2])) return true;
-    return conv.padded_rows_unspecified && (out == Output::O || out == Output::stats) && idx[2] >= valid_q(p, idx[0]);
+    switch (out) {
+        case Output::O:
+        case Output::stats: return conv.padded_rows_unspecified && idx[2] >= valid_q(p, idx[0]);
+        case Output::dQ: return conv.padded_grad_rows_unspecified && idx[2] >= valid_q(p, idx[0]);
+        case Output::dK:
+        case Output::dV: return conv.padded_grad_rows_unspecified && idx[2] >= valid_kv(p, idx[0]);
+        case Output::dMask:
+        case Output::amax: return false;
+    }
+    return false;
 }
 
 OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, const TensorGeom* geom) {
@@ -184,11 +193,11 @@ struct Partial {
 struct Scan {
     const float *got, *ref, *mag;
     std::int64_t D;
-    double c, u, floor, tiny;  ///< the bound c (u (M + floor) + tiny)
+    ElementBound eb;           ///< the bound c (u_eff (M + floor) + tiny)
     double saturate, limit;    ///< OutputRule
     float masked_value;        ///< what a structural element must hold: 0, or the stats convention
 
-    double bound(float m) const { return c * (u * (static_cast<double>(m) + floor) + tiny); }
+    double bound(float m) const { return eb.at(m); }
     /// |err| / bound; a zero bound takes only a zero error, and NaN never looks like a pass.
     static double ratio(double err, double bound) {
         const double quotient = err / bound;  // unconditional, so that a loop of these vectorises
@@ -419,6 +428,28 @@ Partial scan_output(const Scan& s, const std::array<std::int64_t, 4>& dims, cons
 
 }  // namespace
 
+ElementBound element_bound(const OutputRule& rule, const Tensor& mag, std::int64_t reduction_length) {
+    return {rule.tol.c, effective_u(rule.tol, reduction_length), max_finite_mag(mag) / 1024.0, rule.tol.tiny};
+}
+
+std::int64_t reduction_length(const Problem& p, Output out) {
+    const Dims& d = p.dims;
+    const std::int64_t group = d.H_q / d.H_kv;
+    switch (out) {
+        case Output::O:
+        case Output::dQ: return d.S_kv;
+        case Output::dK:
+        case Output::dV: return d.S_q * group;
+        case Output::dMask: {
+            const auto md = bias_dims(p);
+            return d.D_v + (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
+        }
+        case Output::stats:
+        case Output::amax: return 0;
+    }
+    return 0;
+}
+
 OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
         const OutputIntegrity& integrity) {
     const Output out = rule.output;
@@ -435,10 +466,8 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         r.located = false;
         return r;
     }
-    const Tolerance& tol = rule.tol;
-    const double u = effective_u(tol, ref.reduction_length);
-    const Scan s{got.data.data(), e.data.data(), ref.mag.data.data(), e.dims[3], tol.c, u,
-        max_finite_mag(ref.mag) / 1024.0, tol.tiny, rule.saturate, rule.limit,
+    const ElementBound eb = element_bound(rule, ref.mag, ref.reduction_length);
+    const Scan s{got.data.data(), e.data.data(), ref.mag.data.data(), e.dims[3], eb, rule.saturate, rule.limit,
         out == Output::stats ? rule.conv.masked_row_stats : 0.f};
     std::vector<HeadSquares> heads;
     Partial t = scan_output(s, e.dims, kinds, heads);
@@ -500,7 +529,7 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
     }
     if (out == Output::stats) check_stats_sums(rule, got, e, ref.mag, r);
     else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0)
-        check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], tol.c, u, tol.tiny, r);
+        check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], eb.c, eb.u_eff, eb.tiny, r);
     // Zero trust against the structure: the kernel's zeros among the compared elements (the
     // structural ones apart) beyond kZeroTrust make a pass MISTRUSTED; a kernel that writes zeros
     // where the reference is tiny can pass the bound.
@@ -512,24 +541,38 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
 
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got) {
     std::map<std::uint32_t, std::int64_t> stats;  // value bits -> rows (spelled once, at the end)
-    std::int64_t rows = 0, o_nan = 0, o_zero = 0, o_other = 0;
+    std::int64_t rows = 0;
     const Dims& d = p.dims;
     const Geometry geo = geometry(p);
-    const TensorGeom* o = geo.find(Role::O);  // a ragged O stores no row past the valid length
+    // What output `out` holds in the rows past the valid lengths (valid_q for O and dQ, valid_kv for
+    // dK and dV), rows a ragged output does not store left out: NaN prefill, 0, anything else.
+    struct Past {
+        std::int64_t nan = 0, zero = 0, other = 0;
+    };
+    auto past = [&](Output out) {
+        Past c;
+        const Tensor& t = got.of(out);
+        const TensorGeom* g = geo.find(role_of(out));  // a ragged output stores no row past the valid length
+        if (t.empty() || !g) return c;
+        const bool q_rows = out == Output::O || out == Output::dQ;
+        for (std::int64_t b = 0; b < t.dims[0]; ++b)
+            for (std::int64_t h = 0; h < t.dims[1]; ++h)
+                for (std::int64_t i = q_rows ? valid_q(p, b) : valid_kv(p, b); i < t.dims[2]; ++i) {
+                    if (!g->present(b, i)) continue;
+                    for (std::int64_t k = 0; k < t.dims[3]; ++k) {
+                        const float x = t.at(b, h, i, k);
+                        (std::isnan(x) ? c.nan : x == 0.f ? c.zero : c.other)++;
+                    }
+                }
+        return c;
+    };
     for (std::int64_t b = 0; b < d.B; ++b)
         for (std::int64_t i = 0; i < d.S_q; ++i) {
             if (!row_fully_masked(p, b, i)) continue;
-            for (std::int64_t h = 0; h < d.H_q; ++h) {
-                ++rows;
-                if (!got.stats.empty()) ++stats[std::bit_cast<std::uint32_t>(got.stats.at(b, h, i, 0))];
-                if (got.O.empty() || i < valid_q(p, b) || (o && !o->present(b, i))) continue;
-                for (std::int64_t k = 0; k < d.D_v; ++k) {
-                    const float x = got.O.at(b, h, i, k);
-                    (std::isnan(x) ? o_nan : x == 0.f ? o_zero : o_other)++;
-                }
-            }
+            rows += d.H_q;
+            if (!got.stats.empty())
+                for (std::int64_t h = 0; h < d.H_q; ++h) ++stats[std::bit_cast<std::uint32_t>(got.stats.at(b, h, i, 0))];
         }
-    if (rows == 0) return std::nullopt;
     std::string s = fmt::format("observed: {} fully masked (b,h,row)s", rows);
     if (!stats.empty()) {
         std::map<std::string, std::int64_t> spelled;  // NaNs of other bits spell alike
@@ -537,21 +580,25 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
         s += "; their stats:";
         for (const auto& [v, n] : spelled) s += fmt::format(" {} x{}", v, n);
     }
-    if (o_nan + o_zero + o_other > 0)
-        s += fmt::format("; O past the valid query lengths: {} unwritten (NaN prefill), {} zero, {} other", o_nan, o_zero,
-                o_other);
+    bool padded = false;
+    for (const Output out : {Output::O, Output::dQ, Output::dK, Output::dV}) {
+        const Past c = past(out);
+        if (c.nan + c.zero + c.other == 0) continue;
+        padded = true;
+        s += fmt::format("; {} past the valid {} lengths: {} unwritten (NaN prefill), {} zero, {} other", out,
+                out == Output::O || out == Output::dQ ? "query" : "key", c.nan, c.zero, c.other);
+    }
+    if (rows == 0 && !padded) return std::nullopt;
     return s;
 }
 
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
         const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
-    const Dims& d = p.dims;
-    const std::int64_t group = d.H_q / d.H_kv;
     const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
-    auto check = [&](Output o, const Tensor& ref, const Tensor& mag, std::int64_t reduction) {
-        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o), {ref, mag, reduction},
-                got.integrity_of(o)));
+    auto check = [&](Output o, const Tensor& ref, const Tensor& mag) {
+        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o),
+                {ref, mag, reduction_length(p, o)}, got.integrity_of(o)));
     };
     // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
     auto name_amax_entry = [&](auto names) {
@@ -573,27 +620,20 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
     };
     for (const Output o : geo.output_list()) {  // the direction's outputs, in report order
         switch (o) {
-            case Output::O: check(o, fwd->O, fwd->M_O, d.S_kv); break;
-            case Output::stats: check(o, fwd->stats, fwd->M_stats, 0); break;
-            case Output::dQ: check(o, bwd->dQ, bwd->M_dQ, d.S_kv); break;
-            case Output::dK: check(o, bwd->dK, bwd->M_dK, d.S_q * group); break;
-            case Output::dV: check(o, bwd->dV, bwd->M_dV, d.S_q * group); break;
-            case Output::dMask: {
-                // Each dMask element sums dS over the (b, h, i) the bias broadcasts over; each dS
-                // carries the dP = dO V^T dot product of length D_v.
-                const auto& md = bwd->dMask.dims;
-                const std::int64_t summed = (md[0] == 1 ? d.B : 1) * (md[1] == 1 ? d.H_q : 1) * (md[2] == 1 ? d.S_q : 1);
-                check(o, bwd->dMask, bwd->M_dMask, d.D_v + summed);
-                break;
-            }
+            case Output::O: check(o, fwd->O, fwd->M_O); break;
+            case Output::stats: check(o, fwd->stats, fwd->M_stats); break;
+            case Output::dQ: check(o, bwd->dQ, bwd->M_dQ); break;
+            case Output::dK: check(o, bwd->dK, bwd->M_dK); break;
+            case Output::dV: check(o, bwd->dV, bwd->M_dV); break;
+            case Output::dMask: check(o, bwd->dMask, bwd->M_dMask); break;
             case Output::amax:
                 if (bwd) {
-                    check(o, bwd->amax, bwd->M_amax, 0);
+                    check(o, bwd->amax, bwd->M_amax);
                     name_amax_entry(kAmaxBwd);
                     intermediate_range(bwd->amax.data[3], Fp8Tensor::dP, "scaled dS (Amax_dP)");
                     intermediate_range(bwd->p_max, Fp8Tensor::S, "P");
                 } else {
-                    check(o, fwd->amax, fwd->M_amax, 0);
+                    check(o, fwd->amax, fwd->M_amax);
                     name_amax_entry(kAmaxFwd);
                     intermediate_range(fwd->amax.data[0], Fp8Tensor::S, "P (Amax_S)");
                 }

@@ -57,8 +57,10 @@ struct ZeroByConstruction {
 ZeroByConstruction zero_by_construction_sweep(const Problem& p, Output out, const std::array<std::int64_t, 4>& dims);
 
 /// True when element `idx` of output `out` is not checked at all: its row is absent from a ragged
-/// output `t` (TensorGeom::present; t may be null), or it is an O or stats row past the batch's
-/// valid query length and the backend leaves those unspecified (Conventions).
+/// output `t` (TensorGeom::present; t may be null), or it is a row past the batch's valid length
+/// that the backend leaves unspecified (Conventions): O and stats rows past seq_len_q
+/// (padded_rows_unspecified), dQ rows past seq_len_q and dK, dV rows past seq_len_kv
+/// (padded_grad_rows_unspecified).
 bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& idx, const TensorGeom* t,
         const Conventions& conv);
 
@@ -87,6 +89,28 @@ struct OutputRule {
 /// geometry role (null: dense, not fp8, as in unit tests of bare tensors).
 OutputRule output_rule(const Problem& p, Output out, const Conventions& conv = {}, const TensorGeom* geom = nullptr);
 
+/// The per-element bound of one output (compare/README.md "Bound"): element i may differ from
+/// the reference by at most c (u_eff (M_i + max(M) / 1024) + tiny), with c and tiny (in values)
+/// from the rule's tolerance and u_eff = effective_u() over the output's reduction length. The
+/// one formula check_output holds every element to (faulty:bound_fraction plants errors by it).
+struct ElementBound {
+    double c = 0;      ///< rule.tol.c
+    double u_eff = 0;  ///< effective_u(rule.tol, reduction length)
+    double floor = 0;  ///< max over the finite magnitudes / 1024
+    double tiny = 0;   ///< rule.tol.tiny: the absolute term, in values (x the output's fp8 descale)
+    /// The bound of an element whose magnitude is `m`.
+    double at(float m) const { return c * (u_eff * (static_cast<double>(m) + floor) + tiny); }
+};
+
+/// The bound of the rule's output whose magnitudes (the reference's M_X) are `mag`, for a
+/// reduction of length `reduction_length` (reduction_length()).
+ElementBound element_bound(const OutputRule& rule, const Tensor& mag, std::int64_t reduction_length);
+
+/// The reduction length that effective_u() takes for output `out` of p: S_kv for O and dQ,
+/// S_q H_q / H_kv for dK and dV, D_v plus the number of (b, h, i) a dMask element sums over for
+/// dMask (each dS carries the dP = dO V^T dot product of length D_v), 0 for stats and amax.
+std::int64_t reduction_length(const Problem& p, Output out);
+
 /// What the rule says of each row (a, c) of an output with dims `dims` (a < dims[0], c < dims[2];
 /// row a * dims[2] + c): kRowStructural when structural(), kRowUnchecked when unchecked() (both
 /// can hold). A row's kind is the same for every head and every element of the row.
@@ -94,8 +118,7 @@ inline constexpr std::uint8_t kRowStructural = 1, kRowUnchecked = 2;
 std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims);
 
 /// The reference's side of one output: its values and magnitudes M (same dims; ref/sdpa_ref.hpp)
-/// and the length of the reduction that produced them (effective_u(): S_kv for O and dQ, S_q
-/// H_q/H_kv for dK and dV, 0 for stats).
+/// and the length of the reduction that produced them (reduction_length()).
 struct RefOutput {
     const Tensor& value;
     const Tensor& mag;
@@ -117,11 +140,13 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         const OutputIntegrity& integrity = {});
 
 /// What a backend wrote where the math leaves the value open, as one -v line (nullopt when p has
-/// no fully masked query row): the distinct stats values of the fully masked rows with their
-/// counts (the Conventions::masked_row_stats a backend really uses), and for the O rows past the
-/// valid query lengths (padding; rows a ragged O does not store left out) how many elements still
-/// hold the NaN prefill (unwritten), are 0, or hold anything else. For measuring a vendor's
-/// conventions (scripts/device_check.sh).
+/// no fully masked query row and no key row past a valid length): the distinct stats values of the
+/// fully masked rows with their counts (the Conventions::masked_row_stats a backend really uses),
+/// and for the rows past the valid lengths (padding; rows a ragged output does not store left out)
+/// of O and dQ (past seq_len_q) and of dK and dV (past seq_len_kv) how many elements still hold the
+/// NaN prefill (unwritten), are 0, or hold anything else, e.g. "dQ past the valid query lengths:
+/// 96 unwritten (NaN prefill), 0 zero, 0 other" (Conventions::padded_rows_unspecified,
+/// padded_grad_rows_unspecified). For measuring a vendor's conventions (scripts/device_check.sh).
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got);
 
 /// All checks for the outputs of p.dir (geometry(p).output_list(), in that order): O (and stats

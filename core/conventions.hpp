@@ -19,6 +19,12 @@ struct Conventions {
     /// (compare/compare.hpp unchecked), the guarded buffers do not count them as unwritten, and
     /// fwd_bwd zeroes them before its backward.
     bool padded_rows_unspecified = false;
+    /// With padding, the gradient rows past the valid lengths (dQ rows i >= seq_len_q, dK and dV
+    /// rows j >= seq_len_kv) are left unspecified too; otherwise (the default) they are structural
+    /// zeros that must be written (compare/compare.hpp structural). The checks then skip them and
+    /// the guarded buffers do not count them as unwritten; -v's "observed:" line still says what
+    /// the kernel left there (compare/compare.hpp observed_masked_rows).
+    bool padded_grad_rows_unspecified = false;
 };
 
 }  // namespace sdpa

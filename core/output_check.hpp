@@ -55,7 +55,7 @@ struct OutputCheck {
     /// check is then MISTRUSTED: compare/README.md).
     std::int64_t saturated = 0;
     /// Elements not checked: rows a ragged output does not store, rows a backend leaves unspecified
-    /// (Conventions::padded_rows_unspecified).
+    /// (Conventions::padded_rows_unspecified, padded_grad_rows_unspecified).
     std::int64_t unchecked = 0;
     /// Elements whose exact value the problem makes 0 (compare/compare.hpp zero_by_construction,
     /// docs/trust.md): held to the bound like the others, but zero trust does not count them.

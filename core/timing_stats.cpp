@@ -1,7 +1,11 @@
 #include "core/timing_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
+
+#include <boost/math/statistics/univariate_statistics.hpp>
 
 namespace sdpa {
 
@@ -15,6 +19,12 @@ TimingStats summarize(std::vector<double> ms) {
     t.max_ms = ms.back();
     t.median_ms = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     t.mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(n);
+    if (n < 2) {
+        t.cv = std::numeric_limits<double>::quiet_NaN();
+    } else {
+        const auto [mean, variance] = boost::math::statistics::mean_and_sample_variance(ms);
+        t.cv = mean > 0 ? std::sqrt(variance) / mean : std::numeric_limits<double>::quiet_NaN();
+    }
     return t;
 }
 

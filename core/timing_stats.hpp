@@ -10,10 +10,14 @@ namespace sdpa {
 struct TimingStats {
     int runs = 0;
     double min_ms = 0, median_ms = 0, mean_ms = 0, max_ms = 0;
+    /// Coefficient of variation of the runs: sample standard deviation / mean (dimensionless;
+    /// 0.05 = a 5% spread); NaN with fewer than 2 runs (no spread to measure).
+    double cv = 0;
 };
 
-/// Min, median (mean of the two middle values for an even count), mean and max of `ms`.
-/// An empty vector gives runs == 0 and zeros.
+/// Min, median (mean of the two middle values for an even count), mean, max and coefficient of
+/// variation (Boost.Math's mean_and_sample_variance) of `ms`. An empty vector gives runs == 0
+/// and zeros.
 TimingStats summarize(std::vector<double> ms);
 
 /// Rate in units per second of `amount` done in `ms` milliseconds, scaled by 1e-9 (so FLOPs give
@@ -35,6 +39,9 @@ struct PerfResult {
     /// The device's peak dense rate for the case's io type, TFLOP/s (Backend::peak_tflops); 0 when
     /// unknown (CPU backends), and then no percent of peak is reported.
     double peak_tflops = 0;
+    /// time.cv is above the run's --noisy-cv threshold: the machine was too noisy for these
+    /// timings to tell a small change (scripts/history says so beside any change it reports).
+    bool noisy = false;
 };
 
 /// Fills the rate fields of a PerfResult from its timing, the case's FLOPs and bytes.

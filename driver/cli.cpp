@@ -76,8 +76,14 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
     std::string formats;
     for (const ReportFormat& f : report_formats()) formats += fmt::format("; {}: {}", f.name, f.what);
     app.add_option("--report", reports,
-               fmt::format("Also write FORMAT:PATH, FORMAT {} (repeatable){}", report_format_choices(), formats))
+               fmt::format("Also write FORMAT:PATH (repeatable), FORMAT {}{} (docs/perf_and_reports.md, "
+                           "docs/tracking.md)", report_format_choices(), formats))
             ->allow_extra_args(false)->group(g);
+    app.add_option("--noisy-cv", o.timing.noisy_cv,
+               "P/CP: a timed case whose runs' coefficient of variation (standard deviation / mean, the "
+               "report's cv) is above this is marked noisy (the report's noisy; scripts/history flags changes "
+               "next to noisy runs)")
+            ->check(CLI::NonNegativeNumber)->capture_default_str()->group(g);
     app.add_flag("--no-progress", o.no_progress, "No progress line on stderr (shown only when stderr is a terminal)")
             ->group(g);
 }
@@ -236,7 +242,9 @@ CliOutcome parse_command_line(int argc, char** argv) {
     std::vector<std::string> tags;
     app.add_option("--tags", tags,
             "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
-            "written to the jsonl context record, the csv comment lines and the JUnit properties")
+            "written to the jsonl context record, the csv comment lines and the JUnit properties. For the results "
+            "store and scripts/history (docs/tracking.md): rev:N orders runs, machine:NAME names the machine, run:ID "
+            "names the run (the same in every shard of one run)")
         ->delimiter(',')->allow_extra_args(false)->option_text("KEY:VALUE");
     std::string shard;
     app.add_option("--shard", shard,
@@ -265,6 +273,10 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
+    app.add_flag("--no-rerun-failed", out.opts.no_rerun_failed,
+            "Do not rerun a FAILED case of a longer run alone in a fresh process (by default each one is, to tell a "
+            "failure of its own from one that depends on the cases before it; each rerun starts the vendor "
+            "library again, seconds on a GPU); alone_status stays empty");
     for (const CLI::Option* opt : app.get_options())
         for (const std::string& n : opt->get_lnames()) out.opts.option_names.push_back("--" + n);
     // benchdnn's -vN is --verbose=N (CLI11 would read -v2 as -v -2).

@@ -26,6 +26,9 @@ struct GlobalOptions {
     std::uint64_t max_memory = 0;
     double timeout_per_case = 0;   ///< --timeout-per-case (seconds; 0: none): runs each case in a child
     bool isolate = false;          ///< --isolate: run each case in a child process (driver/isolation.hpp)
+    /// --no-rerun-failed: a FAILED case of a longer run is not run again alone in a fresh process
+    /// (driver/main.cpp; each rerun restarts the vendor: seconds on a GPU).
+    bool no_rerun_failed = false;
     int result_fd = -1;            ///< --result-fd: write the one case's result as CBOR there (driver/isolation.hpp)
     bool minimize = false;         ///< --minimize: shrink each FAILED case (driver/minimize.hpp)
     std::size_t minimize_max_runs = 400;  ///< --minimize-max-runs: runs one minimization may spend

@@ -66,8 +66,11 @@ RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
         if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
             ctx.gpu += (ctx.gpu.empty() ? "" : "; ") + d;
     }
-    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
-            std::chrono::system_clock::now())));
+    const auto now = std::chrono::system_clock::now();
+    const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
+    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    ctx.run_id = fmt::format("{}-{:%Y%m%dT%H%M%S}.{:03}Z-{}", ctx.host, tm, ms, ::getpid());
     return ctx;
 }
 
@@ -226,10 +229,10 @@ private:
     /// A FAILED case of a longer run is rerun alone in a fresh process: its repro must be known to
     /// reproduce it, and a vendor's state left by earlier cases can make a case fail that passes
     /// alone (--random found oneDNN S_q = 1 backward cases that do). --isolate and
-    /// --timeout-per-case already run each case in a fresh child.
+    /// --timeout-per-case already run each case in a fresh child; --no-rerun-failed turns it off.
     void rerun_alone(const CaseEntry& e, std::size_t i, CaseResult& r) const {
         if (r.status != Status::failed || r.timed_out || r.crashed || !e.c || selected_.size() <= 1 || opts_.isolate ||
-                opts_.timeout_per_case > 0 || opts_.result_fd >= 0)
+                opts_.timeout_per_case > 0 || opts_.result_fd >= 0 || opts_.no_rerun_failed)
             return;
         Case alone = *e.c;
         if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;

@@ -116,7 +116,7 @@ void add_run_notes(const Plan& plan, CaseResult& r, const std::string& tag = "")
 }
 
 /// P/CP: times the plan and stores the stats and rates in r.perf, with the device's peak rate for
-/// the io type `dt` (0 unknown).
+/// the io type `dt` (0 unknown); noisy when the runs' spread is above timing.noisy_cv.
 void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseResult& r) {
     std::vector<double> samples = timed(r, Phase::vendor, [&] { return time_plan(plan, timing); });
     add_run_notes(plan, r);
@@ -124,6 +124,7 @@ void measure(Plan& plan, const TimingOptions& timing, double peak_tflops, CaseRe
     r.perf = make_perf_result(t, plan.compile_ms(), timing.cold_cache, r.flops, r.bytes);
     r.perf->samples_ms = std::move(samples);
     r.perf->peak_tflops = peak_tflops;
+    r.perf->noisy = t.cv > timing.noisy_cv;  // false for a NaN cv (fewer than 2 runs)
 }
 
 /// The INVALID_ARGUMENTS, LISTED, SKIPPED or UNIMPLEMENTED status that stops case `c` before

@@ -45,6 +45,9 @@ struct TimingOptions {
     int warmup_runs = 1;            ///< untimed runs before the first timed one
     bool cold_cache = false;        ///< flush caches before every run (needs `flusher`)
     CacheFlusher* flusher = nullptr;  ///< owned by the caller; used only when cold_cache
+    /// --noisy-cv: a timed case whose runs' coefficient of variation (TimingStats::cv) is above
+    /// this is marked noisy (PerfResult::noisy).
+    double noisy_cv = 0.1;
 };
 
 /// Times `plan`: warmup_runs untimed executions, then Plan::execute_timed_ms() repeatedly

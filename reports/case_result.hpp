@@ -127,6 +127,9 @@ struct RunContext {
     std::vector<std::pair<std::string, std::string>> libraries;  ///< backend -> library_version()
     std::vector<std::pair<std::string, std::string>> tags;       ///< --tags=KEY:VALUE, in order
     std::string start;        ///< UTC start time, ISO 8601
+    /// This process's run, unique: "HOST-YYYYMMDDTHHMMSS.mmmZ-PID" (the start to the millisecond);
+    /// the results store's run key when the run has no --tags=run:ID (reports/results_store.hpp).
+    std::string run_id;
     /// --shard=I/N: this shard, the number of shards and the number of cases of the whole run
     /// (shard_count 0 when the run is not sharded), and driver/shard.hpp cases_fingerprint of
     /// the whole run's case ids.

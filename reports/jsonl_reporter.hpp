@@ -32,7 +32,7 @@ std::string json_line(const nlohmann::json& record);
 
 /// Writes json_record() of every case as one line to a file.
 /// The run's context record: {"context": {"sdpabench", "git_commit", "command", "host", "cpu",
-/// "threads", "gpu", "libraries": {backend: version}, "tags": {key: value}, "start", "shard":
+/// "threads", "gpu", "libraries": {backend: version}, "tags": {key: value}, "start", "run_id", "shard":
 /// null or {"index", "count", "cases_total", "cases_fingerprint"}}}. The one
 /// spelling of the context: CSV and JUnit write it flattened (context_fields).
 nlohmann::json context_record(const RunContext& ctx);

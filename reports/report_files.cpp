@@ -11,6 +11,10 @@
 #include "reports/csv_reporter.hpp"
 #include "reports/jsonl_reporter.hpp"
 #include "reports/junit_reporter.hpp"
+#include "reports/results_store.hpp"
+#ifdef SDPABENCH_HAVE_STORE
+#include "reports/store_reporter.hpp"
+#endif
 
 namespace sdpa {
 
@@ -19,6 +23,17 @@ namespace {
 template <class R>
 std::unique_ptr<Reporter> make(const std::string& path) {
     return std::make_unique<R>(path);
+}
+
+template <StoreKind K>
+std::unique_ptr<Reporter> make_store(const std::string& target) {
+#ifdef SDPABENCH_HAVE_STORE
+    return std::make_unique<StoreReporter>(StoreUrl{K, target});
+#else
+    (void)target;
+    throw std::runtime_error(fmt::format("--report={}: this build has no results store (configured with "
+                                         "-DSDPABENCH_STORE=OFF: docs/tracking.md)", K));
+#endif
 }
 
 const ReportFormat* find_format(std::string_view name) {
@@ -35,6 +50,10 @@ const std::vector<ReportFormat>& report_formats() {
         {"jsonl", "a context record, then one JSON object per case (every result field, the per-output checks)",
             make<JsonlReporter>},
         {"junit", "JUnit XML, one testcase per case (CI dashboards), written at the end", make<JunitReporter>},
+        {format_as(StoreKind::sqlite), "the results store in an SQLite file (created when absent, appended to)",
+            make_store<StoreKind::sqlite>},
+        {format_as(StoreKind::postgresql), "the results store in a PostgreSQL database (PATH: a libpq URL or connection "
+            "string)", make_store<StoreKind::postgresql>},
     };
     return t;
 }

@@ -16,18 +16,20 @@ namespace sdpa {
 /// One report format of the registry.
 struct ReportFormat {
     std::string_view name;  ///< FORMAT of --report=FORMAT:PATH
-    std::string_view what;  ///< what the file holds, for --help and docs/perf_and_reports.md
-    /// Opens (truncates) `path`; throws std::runtime_error naming it when it cannot.
+    std::string_view what;  ///< what the file (or store) holds, for --help and docs/perf_and_reports.md
+    /// Opens `path` (a file is truncated; a store is created when absent and appended to); throws
+    /// std::runtime_error naming it when it cannot.
     std::unique_ptr<Reporter> (*make)(const std::string& path);
 };
 
-/// Every report format, in --help order.
+/// Every report format, in --help order: csv, jsonl, junit (files), sqlite, postgresql (the results
+/// store, reports/results_store.hpp).
 const std::vector<ReportFormat>& report_formats();
 
-/// "csv|jsonl|junit": the accepted FORMATs, for messages and --help.
+/// "csv|jsonl|junit|sqlite|postgresql": the accepted FORMATs, for messages and --help.
 std::string report_format_choices();
 
-/// One --report request: a format of report_formats() and the file path.
+/// One --report request: a format of report_formats() and its PATH (a file, or a PostgreSQL URL).
 struct ReportSpec {
     std::string format;
     std::string path;
@@ -37,8 +39,8 @@ struct ReportSpec {
 /// ':', an unknown format (naming the accepted ones) or an empty path.
 std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* error);
 
-/// The reporter of spec's format for its path; throws std::runtime_error when its file cannot be
-/// opened (or, a programming error, the format is not in the registry).
+/// The reporter of spec's format for its path; throws std::runtime_error when its file or database
+/// cannot be opened (or, a programming error, the format is not in the registry).
 std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec);
 
 /// Flushes `f` and throws std::runtime_error("cannot write report 'PATH': REASON") when the

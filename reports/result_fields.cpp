@@ -240,6 +240,10 @@ std::vector<ResultField> make_fields() {
     t.push_back(column(derived<R>("ref_parts",
         "how many implementations inside the plan are reference ones, of any kind (absent when the vendor lists none)",
         [](const R& r) { return r.impl.parts.empty() ? V{} : V{reference_parts(r.impl)}; })));
+    t.push_back(perf_field("cv", "coefficient of variation of the timed runs: standard deviation / mean (NaN: fewer than 2)",
+        [](auto& p) -> auto& { return p.time.cv; }));
+    t.push_back(perf_field("noisy", "cv is above --noisy-cv: too noisy to tell a small change",
+        [](auto& p) -> auto& { return p.noisy; }));
     // The lists: JSONL and the pipe only.
     ResultField notes = column(stored<R>("notes", "the backend's and the checks' notes (-v prints them)",
         [](auto& r) -> auto& { return r.notes; }));

@@ -1,37 +1,123 @@
 #!/usr/bin/env bash
-# The GPU check of the cuDNN backend, as one script for a machine with an NVIDIA GPU, nvcc, CMake
-# and python3 with PyTorch (and its pip cuDNN), and no network. Under 8 minutes on an H200:
-#   1. builds sdpabench with the cuDNN backend only (tests, oneDNN and the PyTorch plugin off);
-#   2. runs cases/gpu/smoke.cases (fp8 and ragged included) in C mode: every status, the failures,
-#      and what cuDNN wrote in fully masked and padded rows (the "observed:" lines of -v);
-#   3. runs cases/gpu/perf.cases in P mode, warm and with --cold-cache;
-#   4. times PyTorch's scaled_dot_product_attention on the same shapes with the cuDNN backend and
-#      with the flash backend forced, fwd and bwd apart, warm and cold, and prints the table:
-#      TFLOP/s of each, the ratio to sdpabench, and the percentage of the device's bf16 dense peak;
-#   5. builds the PyTorch plugin against the machine's own torch package and runs
-#      cases/torch/{conventions,conventions_cuda,smoke}.cases on torch:efficient, torch:cudnn, torch:flash:cuda and
-#      torch:math:cuda (about 2 more minutes).
-# Exit 0 only when the smoke run has no FAILED, INVALID_ARGUMENTS or SKIPPED case and something
-# PASSED (an UNIMPLEMENTED case, a form cuDNN refuses with its message, is listed, not fatal), and
-# the perf runs timed every case.
+# The GPU check of the cuDNN backend and of PyTorch's CUDA rows, as one script for a machine with an
+# NVIDIA GPU, nvcc, CMake >= 3.25 and python3 with PyTorch (and its pip cuDNN), and no network.
 #
-#   scripts/device_check.sh               run it (reports under $OUT, else build/device-check)
-#   scripts/device_check.sh --torch-only  step 5 alone (the PyTorch CUDA rows)
-#   scripts/device_check.sh --pack DIR    on the build machine: copy what the GPU machine lacks
-#                                         (fmt, CLI11 and nlohmann-json headers with their CMake
-#                                         files, the Boost.Math headers core/dropout.cpp includes,
-#                                         the cuDNN frontend headers) into DIR (default
-#                                         build/device-deps, about 10 MB), to carry along
-# Through the device tool: run(command="bash scripts/device_check.sh", carry=["build/device-deps"],
-# timeout_s=540), after `scripts/device_check.sh --pack build/device-deps` here.
-# Environment: OUT (report folder), SDPABENCH_DEVICE_DEPS (a --pack folder), CUDAToolkit_ROOT,
-# SDPABENCH_TORCH_ROOT (a torch package folder for step 5; default: python3's torch),
-# SDPABENCH_CUDNN_ROOT (a cuDNN prefix; default: PyTorch's pip cuDNN, else the toolkit's).
+# Files under $OUT (default build/device-check-out): at most 4, the most valuable first:
+#   device_check.log   each step's line with its time (also on stdout), and the final summary
+#   smoke.txt          the cuDNN smoke run's console output, one status line per case as it finishes
+#   reports.tgz        every report (the work folder's device-check/: configure and build logs,
+#                      --version, JSONL reports, the torch rows' outputs, the PyTorch tables),
+#                      rewritten after each step, so a run killed by its timeout still returns
+#                      what was done
+#   reports.tgz.part   only while reports.tgz is being rewritten (renamed over it when complete)
+# stdout ends with a summary of at most ~10,000 characters (smoke statuses and the conventions
+# cuDNN showed first), so a tool that keeps only the last 12,000 characters keeps all of it.
+#
+# Steps, in the order of their value, with estimates on an H200 host with 16 cores:
+#   0. (no device) tools, PyTorch's pip cuDNN (a namespace package: found through
+#      nvidia.cudnn.__path__, else next to the torch package), the torch package, the carried
+#      --pack folder (its Boost headers complete for this compiler); configure ONE build tree with
+#      the cuDNN backend and the PyTorch plugin (each dropped, with a note, when it cannot be
+#      configured; the other goes on)                                                   10-20 s
+#   1. build the sdpabench target (cudnn_backend.cpp at -O1 is the critical path)       60-120 s
+#      then the plugin (one TU against libtorch) builds in the background in the same tree
+#      while step 2 runs (60-90 s, overlapped)
+#   2. cases/gpu/smoke.cases (160 cases, about 194 cuDNN graph builds; fp8 and ragged included)
+#      in C mode with -v and --no-rerun-failed: every status, and what cuDNN wrote in fully masked
+#      and padded rows (the "observed:" lines)                                          90-210 s
+#   3. cases/torch/conventions_cuda.cases on torch:efficient, torch:cudnn, torch:flash:cuda and
+#      torch:math:cuda, one process (22 cases per row)                                  20-40 s
+#   4. cases/gpu/perf.cases in P mode, warm L2 (8 cases; the bwd cases' displacement runs the
+#      f32 reference forward on the host, ~1 s for the largest)                         30-45 s
+#   5. PyTorch on the same shapes, cuDNN and flash backends forced, warm: the table
+#      (scripts/device_check_table.py)                                                  20-40 s
+#   then each only when its estimate fits in what is left of the budget:
+#   6. perf.cases with --cold-cache (the L2 flushed before every timed run)              30-45 s
+#   7. the table's cold pass                                                            15-30 s
+#   8. cases/torch/conventions.cases and cases/torch/smoke.cases on the four CUDA rows, one
+#      process (76 + 848 small cases)                                                   45-120 s
+# Steps 0-5 take about 4-7.5 minutes; every step runs under the time that is left of the budget
+# (--budget, default 420 s = 7 minutes), so the script ends within it plus ~10 s of packing.
+# Exit 0 when the smoke run has no FAILED, INVALID_ARGUMENTS or SKIPPED case and something PASSED
+# (an UNIMPLEMENTED case, a form cuDNN refuses with its message, is listed, not fatal), perf warm
+# timed every case and no torch conventions case FAILED or was SKIPPED; 1 when one of those
+# failed; 3 when a step of 0-5 did not run or did not finish.
+#
+#   scripts/device_check.sh [--budget SECONDS]   run it
+#   scripts/device_check.sh --torch-only         steps 0, 1, 3 and 8 (the PyTorch CUDA rows)
+#   scripts/device_check.sh --dry-run            step 0 and the packing only, no device needed:
+#                                                catches probe, path and packaging errors on a
+#                                                CPU machine (CTest scripts.device_check_dry_run)
+#   scripts/device_check.sh --probe-cudnn        print the pip cuDNN prefix found (or nothing: exit 1)
+#   scripts/device_check.sh --pack DIR           on the build machine: copy what the GPU machine
+#                                                lacks (fmt, CLI11 and nlohmann-json headers with
+#                                                their CMake files, the Boost.Math headers
+#                                                core/dropout.cpp includes as g++ and clang++ need
+#                                                them, the cuDNN frontend headers) into DIR
+#                                                (default build/device-deps, about 12 MB)
+# Through the device tool, after `scripts/device_check.sh --pack build/device-deps` here:
+#   run(command="bash scripts/device_check.sh", carry=["build/device-deps"], timeout_s=450)
+# leaves, after the machine's start, time for a second run on the still-warm machine, whose build
+# tree is kept (step 1 is then seconds): e.g. --budget 240.
+# Environment: OUT (the returned files), SDPABENCH_DEVICE_WORK (the build tree and reports;
+# default build/), SDPABENCH_DEVICE_DEPS (a --pack folder), CUDAToolkit_ROOT, SDPABENCH_TORCH_ROOT
+# (a torch package folder; default: python3's torch), SDPABENCH_CUDNN_ROOT (a cuDNN prefix;
+# default: PyTorch's pip cuDNN, else the toolkit's).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps=${SDPABENCH_DEVICE_DEPS:-$root/build/device-deps}
 frontend_pin=1.19.1
+
+# probe_cudnn: the prefix (include/cudnn_version.h, lib/) of PyTorch's pip cuDNN, or nothing; why it
+# found none goes to stderr. The cu13 wheel has no nvidia/cudnn/__init__.py: nvidia.cudnn is a
+# namespace package whose __file__ is None, so the folder comes from its __path__; else the folder
+# next to the torch package (found without importing torch).
+probe_cudnn() {
+  python3 - <<'PY'
+import importlib.util, os, sys
+def has_headers(d):
+    return bool(d) and os.path.isfile(os.path.join(d, "include", "cudnn_version.h"))
+try:
+    import nvidia.cudnn as m
+    paths = list(m.__path__)
+    for d in paths:
+        if has_headers(d):
+            print(d)
+            sys.exit(0)
+    print(f"nvidia.cudnn at {paths} has no include/cudnn_version.h", file=sys.stderr)
+except Exception as e:
+    print(f"import nvidia.cudnn: {type(e).__name__}: {e}", file=sys.stderr)
+try:
+    spec = importlib.util.find_spec("torch")
+except Exception as e:
+    spec = None
+    print(f"find torch: {type(e).__name__}: {e}", file=sys.stderr)
+if spec and spec.origin:
+    d = os.path.normpath(os.path.join(os.path.dirname(spec.origin), "..", "nvidia", "cudnn"))
+    if has_headers(d):
+        print(d)
+        sys.exit(0)
+    print(f"no include/cudnn_version.h in {d} (next to torch)", file=sys.stderr)
+else:
+    print("no torch package for python3", file=sys.stderr)
+sys.exit(1)
+PY
+}
+
+# boost_deps COMPILER [FLAGS...]: the Boost headers core/dropout.cpp's Boost include needs as
+# COMPILER finds them (an -I folder first: a header a --pack folder lacks shows as /usr/...), and
+# the compiler's "fatal error" line when one is found nowhere.
+boost_deps() {
+  local cxx=$1; shift
+  echo '#include <boost/math/distributions/binomial.hpp>' | "$cxx" -std=c++20 "$@" -x c++ -M - 2>&1 | tr ' \\' '\n\n' |
+    grep -E '/boost/|fatal error'
+}
+
+if [ "${1:-}" = "--probe-cudnn" ]; then
+  probe_cudnn
+  exit
+fi
 
 if [ "${1:-}" = "--pack" ]; then
   dest=${2:-$root/build/device-deps}
@@ -44,10 +130,11 @@ if [ "${1:-}" = "--pack" ]; then
   cp -P /usr/lib/x86_64-linux-gnu/libfmt.so* "$dest/lib/x86_64-linux-gnu/"
   cp -r /usr/lib/x86_64-linux-gnu/cmake/fmt "$dest/lib/x86_64-linux-gnu/cmake/"
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$dest/share/cmake/"
-  # Boost.Math: exactly the headers the binomial distribution pulls in (about 4 MB of Boost's 160).
-  echo '#include <boost/math/distributions/binomial.hpp>' | g++ -std=c++20 -x c++ -M - |
-    tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
-    while read -r h; do mkdir -p "$dest/include/$(dirname "${h#/usr/include/}")"; cp "$h" "$dest/include/${h#/usr/include/}"; done
+  # Boost.Math: the headers the binomial distribution pulls in as every compiler here sees them,
+  # and the whole of boost/config and boost/predef (where compilers differ), about 5 MB of Boost's 160.
+  { for cxx in g++ clang++; do command -v "$cxx" >/dev/null && boost_deps "$cxx"; done
+    find /usr/include/boost/config /usr/include/boost/predef -type f; } | grep '^/usr/include/boost/' | sort -u |
+    sed 's|^/usr/include/||' | (cd /usr/include && xargs cp --parents -t "$dest/include")
   fe=${SDPABENCH_CUDNN_FRONTEND_ROOT:-/opt/sdpabench-deps/cudnn-frontend-$frontend_pin}
   mkdir -p "$dest/cudnn-frontend"
   cp -r "$fe/include" "$dest/cudnn-frontend/"
@@ -55,25 +142,83 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
-only_torch=0
-[ "${1:-}" = "--torch-only" ] && only_torch=1
-out=${OUT:-$root/build/device-check}
-mkdir -p "$out"
+mode=run budget=420
+while [ $# -gt 0 ]; do
+  case $1 in
+    --torch-only) mode=torch ;;
+    --dry-run) mode=dry ;;
+    --budget) budget=${2:?--budget needs SECONDS}; shift ;;
+    --budget=*) budget=${1#--budget=} ;;
+    *) echo "device_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ $budget =~ ^[0-9]+$ ]] || { echo "device_check.sh: --budget needs whole seconds (got '$budget')" >&2; exit 2; }
+
+work=${SDPABENCH_DEVICE_WORK:-$root/build}
+build=$work/device            # the one build tree (kept between runs on a warm machine)
+reports=$work/device-check    # every report, packed into $out/reports.tgz after each step
+out=${OUT:-$work/device-check-out}
+rm -rf "$reports"
+mkdir -p "$reports" "$out"
+rm -f "$out/device_check.log" "$out/smoke.txt" "$out/reports.tgz" "$out/reports.tgz.part"
 t0=$(date +%s)
+reserve=10  # seconds kept for the last packing and the summary
 log() { echo "[device_check +$(( $(date +%s) - t0 ))s] $*" | tee -a "$out/device_check.log"; }
-verdict=0
+left() { echo $(( budget - ($(date +%s) - t0) - reserve )); }
+verdict=0 incomplete=0
 
-log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 1)"
-log "python: $(python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
+# pack: rewrite $out/reports.tgz from the reports folder, the log and smoke.txt (atomically: a
+# timeout leaves the previous complete tarball).
+pack() {
+  tar -czf "$out/reports.tgz.part" -C "$reports" . -C "$out" $(cd "$out" && ls device_check.log smoke.txt 2>/dev/null) \
+    2>/dev/null && mv -f "$out/reports.tgz.part" "$out/reports.tgz"
+}
 
-# --- cuDNN: PyTorch's pip cuDNN unless one is named (review: the toolkit may have none).
-cudnn_root=${SDPABENCH_CUDNN_ROOT:-$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)}
+# step NAME ESTIMATE LIMIT OUTPUT CMD...: runs CMD, its stdout and stderr into OUTPUT, under
+# `timeout` of LIMIT seconds or what is left of the budget, whichever is less, when at least
+# ESTIMATE seconds are left; returns CMD's status (124 after a timeout), or 99 without running it.
+# Packs the reports afterwards.
+step() {
+  local name=$1 est=$2 limit=$3 output=$4 l rc
+  shift 4
+  l=$(left)
+  if [ "$l" -lt "$est" ]; then
+    log "$name: not run (${l}s of the budget left, it needs about ${est}s)"
+    return 99
+  fi
+  [ "$l" -lt "$limit" ] && limit=$l
+  timeout "$limit" "$@" >"$output" 2>&1
+  rc=$?
+  [ "$rc" -eq 124 ] && log "$name: stopped after ${limit}s (timeout)"
+  pack
+  return "$rc"
+}
+
+# summary FILE FIELD: the count after FIELD: in FILE's last summary line.
+summary() { grep -E '^tests:' "$1" 2>/dev/null | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut -d: -f2; }
+
+# --- 0. Tools, cuDNN, torch, the --pack folder, configure (no device needed).
+log "mode $mode, budget ${budget}s; host ${HOSTNAME:-?}, $(nproc) cores"
+log "tools: $(cmake --version 2>&1 | head -n 1); $(${CXX:-g++} --version 2>&1 | head -n 1); nvcc $(nvcc --version 2>/dev/null | grep -oE 'release [0-9.]+' || echo 'not on PATH')"
+cmake_v=$(cmake --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+' | head -n 1)
+if [ -z "$cmake_v" ] || [ "$(printf '%s\n3.25\n' "$cmake_v" | sort -V | head -n 1)" != 3.25 ]; then
+  log "CMake ${cmake_v:-missing} is older than 3.25 (CMakeLists.txt): nothing can be built"; pack; exit 3
+fi
+
+if [ -n "${SDPABENCH_CUDNN_ROOT:-}" ]; then
+  cudnn_root=$SDPABENCH_CUDNN_ROOT
+  log "cuDNN: $cudnn_root (SDPABENCH_CUDNN_ROOT)"
+else
+  cudnn_root=$(probe_cudnn 2>"$reports/cudnn-probe.err")
+  [ -s "$reports/cudnn-probe.err" ] && log "cuDNN probe: $(tr '\n' ';' <"$reports/cudnn-probe.err")"
+fi
 if [ -n "$cudnn_root" ] && [ -f "$cudnn_root/include/cudnn_version.h" ]; then
   log "cuDNN: $cudnn_root ($(grep -E 'define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' "$cudnn_root/include/cudnn_version.h" | awk '{printf "%s.", $3}' | sed 's/\.$//'))"
   export LD_LIBRARY_PATH="$cudnn_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
+  log "cuDNN: no pip cuDNN with headers${cudnn_root:+ at $cudnn_root}; using the toolkit's (cmake/cudnn.cmake)"
   cudnn_root=""
-  log "cuDNN: no pip cuDNN with headers; using the toolkit's (cmake/cudnn.cmake)"
 fi
 # The frontend dlopens one libcudart (12 or 13), and cuDNN's engines dlopen libnvrtc: both from
 # the toolkit's library folder.
@@ -81,192 +226,262 @@ for d in "${CUDAToolkit_ROOT:-/usr/local/cuda}/lib64" "${CUDAToolkit_ROOT:-/usr/
   [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
 
-# summary FILE FIELD: the count after FIELD: in FILE's summary line.
-summary() { grep -E '^tests:' "$1" | tail -n 1 | grep -oE "(^| )$2:[0-9]+" | cut -d: -f2; }
+torch_root=${SDPABENCH_TORCH_ROOT:-$(python3 -c 'import importlib.util, os; s = importlib.util.find_spec("torch"); print(os.path.dirname(s.origin) if s and s.origin else "")' 2>/dev/null)}
+if [ -n "$torch_root" ] && [ -f "$torch_root/lib/libtorch_cpu.so" ]; then
+  log "torch: $torch_root"
+else
+  log "torch: no torch package with lib/libtorch_cpu.so${torch_root:+ at $torch_root}: the PyTorch rows are not checked"
+  torch_root=""
+fi
 
-# --- 1. Build (the sdpabench target only).
-cmake_args=(-S "$root" -B "$root/build/device" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF
-  -DSDPABENCH_ONEDNN=OFF -DSDPABENCH_TORCH=OFF -DSDPABENCH_CUDNN=ON -DSDPABENCH_FMT_HEADER_ONLY=ON)
-command -v ninja >/dev/null && cmake_args+=(-G Ninja)
+cmake_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF -DSDPABENCH_ONEDNN=OFF
+  -DSDPABENCH_FMT_HEADER_ONLY=ON -DSDPABENCH_STORE=OFF)
+command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && cmake_args+=(-G Ninja)
 [ -n "$cudnn_root" ] && cmake_args+=(-DSDPABENCH_CUDNN_ROOT="$cudnn_root")
 if [ -d "$deps/share/cmake" ]; then  # a carried --pack folder
   cmake_args+=(-DCMAKE_PREFIX_PATH="$deps" -Dfmt_DIR="$deps/lib/x86_64-linux-gnu/cmake/fmt"
     -DCLI11_DIR="$deps/share/cmake/CLI11" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json")
+  # Every Boost header this compiler needs must come from the folder (a missing one shows as /usr/...).
+  missing=$(boost_deps "${CXX:-g++}" -I"$deps/include" | grep -v "^$deps/include/" | head -n 5)
+  if [ -n "$missing" ]; then
+    log "pack: $deps lacks Boost headers this compiler needs (core/dropout.cpp): $(echo "$missing" | tr '\n' ' ')"
+    verdict=1
+  else
+    log "pack: $deps (its Boost headers complete for ${CXX:-g++})"
+  fi
+else
+  log "pack: no --pack folder at $deps; the build uses this machine's fmt, CLI11, nlohmann-json and Boost"
 fi
 if [ -n "${SDPABENCH_CUDNN_FRONTEND_ROOT:-}" ]; then
   cmake_args+=(-DSDPABENCH_CUDNN_FRONTEND_ROOT="$SDPABENCH_CUDNN_FRONTEND_ROOT")
 elif [ -f "$deps/cudnn-frontend/include/cudnn_frontend.h" ]; then
   cmake_args+=(-DSDPABENCH_CUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
 fi
-smoke_rc="not run"
-if [ "$only_torch" != 1 ]; then
-log "configure: cmake ${cmake_args[*]}"
-if ! timeout 60 cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1; then
-  log "configure failed"; tail -n 30 "$out/configure.log"; exit 1
-fi
-if ! timeout 300 cmake --build "$root/build/device" --target sdpabench -j "$(nproc)" >"$out/build.log" 2>&1; then
-  log "build failed"; tail -n 30 "$out/build.log"; exit 1
-fi
-exe=$root/build/device/sdpabench
-"$exe" --version | tee "$out/version.txt"
-log "built"
 
-
-# --- 2. Correctness: the GPU smoke set (a FAILED case is rerun alone in a fresh process by the
-# driver itself, so a device fault left by an earlier case shows as such).
-timeout 330 "$exe" -v --backend=cudnn --report=jsonl:"$out/smoke.jsonl" --batch="$root/cases/gpu/smoke.cases" \
-  >"$out/smoke.txt" 2>&1
-smoke_rc=$?
-tests=$(summary "$out/smoke.txt" tests); passed=$(summary "$out/smoke.txt" passed)
-skipped=$(summary "$out/smoke.txt" skipped); failed=$(summary "$out/smoke.txt" failed)
-invalid=$(summary "$out/smoke.txt" invalid_arguments)
-log "smoke: exit $smoke_rc; $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
-echo "--- smoke: every case that did not PASS"
-grep -E '^[0-9]+:(FAILED|UNIMPLEMENTED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$out/smoke.txt" | cut -c1-400
-echo "--- smoke: what cuDNN wrote in fully masked and padded rows (compare/compare.hpp observed_masked_rows)"
-grep -E '^ +(fwd: )?observed:' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 12
-echo "--- smoke: cuDNN plans used"
-grep -oE 'cuDNN plan: [^ ]+' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 8
-if [ -z "$tests" ] || [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ] || [ "${failed:-0}" -gt 0 ] ||
-    [ "${invalid:-0}" -gt 0 ]; then
-  log "smoke: NOT clean (exit $smoke_rc, passed ${passed:-?} of ${tests:-?}, failed ${failed:-?}, skipped ${skipped:-?})"
+# configure CUDNN TORCH: ON/OFF each; returns cmake's status.
+configure() {
+  local t=(-DSDPABENCH_TORCH=OFF)
+  [ "$2" = ON ] && t=(-DSDPABENCH_TORCH=ON -DSDPABENCH_TORCH_ROOT="$torch_root")
+  step "configure (cuDNN $1, torch $2)" 15 120 "$reports/configure.log" cmake "${cmake_args[@]}" -DSDPABENCH_CUDNN="$1" \
+    "${t[@]}"
+}
+# --torch-only configures the same tree as a full run (so either reuses the other's build).
+want_cudnn=ON want_torch=OFF
+[ -n "$torch_root" ] && want_torch=ON
+have_cudnn=OFF have_torch=OFF tried=""
+for c in "$want_cudnn $want_torch" "$want_cudnn OFF" "OFF $want_torch"; do
+  set -- $c
+  { [ "$1" = OFF ] && [ "$2" = OFF ]; } || [[ $tried == *"[$c]"* ]] && continue
+  tried+="[$c]"
+  if configure "$1" "$2"; then
+    have_cudnn=$1
+    have_torch=$(grep -q 'PyTorch backend plugin with libtorch' "$reports/configure.log" && echo ON || echo OFF)
+    break
+  fi
+  log "configure (cuDNN $1, torch $2) failed: $(grep -m1 -A3 'CMake Error' "$reports/configure.log" | tr '\n' ' ' | cut -c1-400)"
+  cp "$reports/configure.log" "$reports/configure-failed-cudnn$1-torch$2.log"
+done
+grep -E '^-- sdpabench:' "$reports/configure.log" | sed 's/^/    /' | tee -a "$out/device_check.log"
+log "configured: cuDNN backend $have_cudnn, PyTorch plugin $have_torch (want cuDNN $want_cudnn, torch $want_torch)"
+# The cuDNN the build took must be the one probed (cmake/cudnn.cmake prints its library folder).
+if [ "$have_cudnn" = ON ] && [ -n "$cudnn_root" ] &&
+    ! grep -qF "($(realpath "$cudnn_root/lib" 2>/dev/null))" "$reports/configure.log"; then
+  log "cuDNN: configure took another cuDNN than $cudnn_root: $(grep -E '^-- sdpabench: cuDNN' "$reports/configure.log")"
   verdict=1
 fi
+pack
 
-# --- 3. Performance: P mode, warm and cold (L2 flushed before every timed run).
-for mode in warm cold; do
-  extra=()
-  [ "$mode" = cold ] && extra=(--cold-cache)
-  timeout 150 "$exe" --backend=cudnn --mode=P --max-ms-per-case=800 --min-runs=10 "${extra[@]}" \
-    --report=jsonl:"$out/perf-$mode.jsonl" --batch="$root/cases/gpu/perf.cases" >"$out/perf-$mode.txt" 2>&1
+if [ "$mode" = dry ]; then
+  python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$root/scripts/device_check_table.py" ||
+    verdict=1
+  n=$(find "$out" -mindepth 1 | wc -l)
+  log "dry run: stops before the device probe; $n file(s) in $out: $(cd "$out" && ls | tr '\n' ' ')"
+  pack
+  [ "$n" -le 4 ] || verdict=1
+  [ "$have_cudnn" = "$want_cudnn" ] || verdict=1
+  [ "$want_cudnn" = OFF ] || [ -n "$cudnn_root" ] || [ -n "${SDPABENCH_ALLOW_TOOLKIT_CUDNN:-}" ] || verdict=1
+  exit "$verdict"
+fi
+
+# --- The device (from here on a GPU is needed).
+log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 1)"
+log "python: $(python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
+exe=$build/sdpabench
+
+# --- 1. Build: the sdpabench target, then the plugin in the background (same tree).
+# build_error: the first compiler error of build.log, or why there is none.
+build_error() { grep -m1 -E 'error:|Error ' "$reports/build.log" | cut -c1-300 || echo "no compiler error (a timeout?)"; }
+built=0
+if [ "$have_cudnn" = ON ] || [ "$have_torch" = ON ]; then
+  step "build sdpabench" 30 300 "$reports/build.log" cmake --build "$build" --target sdpabench -j "$(nproc)"
   rc=$?
-  log "perf ($mode): exit $rc; $(grep -E '^tests:' "$out/perf-$mode.txt" | tail -n 1)"
-  [ "$rc" -eq 0 ] && [ "$(summary "$out/perf-$mode.txt" executed)" = "$(summary "$out/perf-$mode.txt" tests)" ] || verdict=1
-done
-
-# --- 4. PyTorch on the same shapes (its cuDNN and flash backends), and the table.
-timeout 200 python3 - "$out" <<'PY' 2>&1 | tee "$out/table.txt"
-import json, statistics, sys
-out = sys.argv[1]
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import sdpa_kernel, SDPBackend
-
-def records(path):
-    try:
-        return [json.loads(l) for l in open(path) if l.strip()]
-    except FileNotFoundError:
-        return []
-
-# sdpabench's P-mode results: one record per case, after the run-context record.
-ours = {}
-for mode in ("warm", "cold"):
-    for r in records(f"{out}/perf-{mode}.jsonl"):
-        if r.get("status") != "EXECUTED":
-            continue
-        perf = r.get("perf") or {}
-        ours[(r["name"], r["dir"], mode)] = dict(ms=perf.get("median_ms"), flops=r.get("flops"),
-                                                 peak=perf.get("peak_tflops"), prb=r.get("prb"))
-
-flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # > 2x the H200's 60 MB L2
-
-def time_ms(fn, cold, reps=15):
-    fn(); fn(); torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        if cold:
-            flush.zero_()
-        # The GPU waits ~1 ms while Python enqueues fn: the events time the kernels, not the
-        # launch overhead (the same gate sdpabench's EventTimer uses, backends/cuda/cuda_runtime.hpp).
-        torch.cuda._sleep(2_000_000)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
-
-def shape(prb):  # "b2hq32hkv8sq2048d128"
-    import re
-    m = re.fullmatch(r"b(\d+)hq(\d+)hkv(\d+)sq(\d+)d(\d+)", prb)
-    return tuple(map(int, m.groups()))
-
-rows = []
-names = sorted({(n, v["prb"]) for (n, d, m), v in ours.items()})
-for name, prb in names:
-    B, Hq, Hkv, S, D = shape(prb)
-    g = torch.Generator(device="cuda").manual_seed(1)
-    mk = lambda h: torch.randn(B, h, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
-    q, k, v, do = mk(Hq).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hq)
-    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-        note = "enable_gqa"
-        def fwd():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        for mode in ("warm", "cold"):
-            cold = mode == "cold"
-            try:  # a backend PyTorch refuses for this shape is a line, not the end of the table
-                t_f = time_ms(lambda: fwd(), cold)
-                o = fwd()
-                t_b = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), cold)
-            except Exception as e:
-                print(f"{name}: torch {label} ({mode}): {type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}")
-                break
-            for d, t in (("fwd_t", t_f), ("bwd", t_b)):
-                us = ours.get((name, d, mode))
-                if not us or not us["ms"]:
-                    continue
-                tf = lambda ms: us["flops"] / (ms * 1e-3) / 1e12
-                rows.append(dict(case=name, dir=d, cache=mode, torch_backend=label, torch_ms=t, sdpabench_ms=us["ms"],
-                                 torch_tflops=tf(t), sdpabench_tflops=tf(us["ms"]), ratio=t / us["ms"],
-                                 pct_peak=100 * tf(us["ms"]) / us["peak"] if us["peak"] else None, torch_note=note))
-    del q, k, v, do
-    torch.cuda.empty_cache()
-
-print("| case | dir | L2 | sdpabench TFLOP/s | % of bf16 peak | torch backend | torch TFLOP/s | torch ms / sdpabench ms |")
-print("|---|---|---|---|---|---|---|---|")
-for r in rows:
-    pct = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "?"
-    print(f"| {r['case']} | {r['dir']} | {r['cache']} | {r['sdpabench_tflops']:.1f} | {pct} | {r['torch_backend']} | "
-          f"{r['torch_tflops']:.1f} | {r['ratio']:.3f} |")
-json.dump(rows, open(f"{out}/comparison.json", "w"), indent=1)
-PY
-fi  # steps 1-4
-# --- 5. PyTorch's CUDA variants (docs/torch.md): the plugin built against this machine's own torch
-# package (its libtorch_cuda.so and NVIDIA's pip libraries, the layout scripts/setup.sh installs),
-# then cases/torch/conventions.cases and cases/torch/smoke.cases on each CUDA row: the status
-# counts, every FAILED line and what each variant wrote in fully masked rows. Not fatal to the
-# verdict unless a case FAILED or a row was SKIPPED (the plugin found no GPU).
-torch_step() {
-  if [ $(( $(date +%s) - t0 )) -gt 380 ]; then
-    log "torch: not run (too little of the check's time is left to build the plugin): rerun with --torch-only"
-    return 0
+  if [ "$rc" = 0 ]; then
+    built=1
+  elif [ "$have_cudnn" = ON ] && [ "$have_torch" = ON ] && grep -qE '^FAILED: .*backends/(cudnn|cuda)/' "$reports/build.log"; then
+    # A cuDNN translation unit did not compile: the torch rows without it (a timeout is no reason).
+    log "build sdpabench failed in the cuDNN backend: $(build_error); the torch rows without it"
+    cp "$reports/build.log" "$reports/build-failed-cudnn.log"
+    if configure OFF ON && step "build sdpabench (no cuDNN)" 30 300 "$reports/build.log" cmake --build "$build" \
+        --target sdpabench -j "$(nproc)"; then
+      built=1 have_cudnn=OFF
+    fi
   fi
-  local torch_root
-  torch_root=${SDPABENCH_TORCH_ROOT:-$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))' 2>/dev/null)}
-  [ -n "$torch_root" ] || { log "torch: no PyTorch for python3 here; the CUDA rows are not checked"; return 0; }
-  # cmake_args without its -S/-B pair; the later -D settings win.
-  if ! timeout 60 cmake -S "$root" -B "$root/build/device-torch" "${cmake_args[@]:4}" -DSDPABENCH_TORCH=ON \
-      -DSDPABENCH_CUDNN=OFF -DSDPABENCH_TORCH_ROOT="$torch_root" >"$out/torch-configure.log" 2>&1 ||
-     ! timeout 150 cmake --build "$root/build/device-torch" --target sdpabench sdpabench_torch -j "$(nproc)" \
-      >"$out/torch-build.log" 2>&1; then
-    log "torch: the plugin did not build against $torch_root"; tail -n 20 "$out/torch-configure.log" "$out/torch-build.log"
-    verdict=1; return 0
+  [ "$built" = 1 ] || log "build failed (exit $rc): $(build_error)"
+fi
+[ "$built" = 1 ] || { have_cudnn=OFF have_torch=OFF; incomplete=1; }
+[ "$built" = 1 ] && "$exe" --version >"$reports/version.txt" 2>&1 && log "built: $(grep -E '^cudnn:' "$reports/version.txt" | cut -c1-300)"
+plugin_pid=""
+if [ "$have_torch" = ON ]; then
+  ( l=$(left); timeout "$(( l > 1 ? l : 1 ))" cmake --build "$build" --target sdpabench_torch -j 4 >"$reports/torch-build.log" 2>&1
+    echo $? >"$reports/torch-build.rc" ) &
+  plugin_pid=$!
+  log "torch: the plugin builds in the background (pid $plugin_pid)"
+fi
+pack
+
+# --- 2. The cuDNN smoke set (C mode, no rerun of FAILED cases: each would restart CUDA and cuDNN).
+smoke_rc="not run"
+if [ "$have_cudnn" = ON ] && [ "$mode" = run ]; then
+  step "smoke" 60 240 "$out/smoke.txt" "$exe" -v --no-progress --no-rerun-failed --backend=cudnn \
+    --report=jsonl:"$reports/smoke.jsonl" --batch="$root/cases/gpu/smoke.cases"
+  smoke_rc=$?
+  tests=$(summary "$out/smoke.txt" tests); passed=$(summary "$out/smoke.txt" passed)
+  skipped=$(summary "$out/smoke.txt" skipped); failed=$(summary "$out/smoke.txt" failed)
+  invalid=$(summary "$out/smoke.txt" invalid_arguments)
+  log "smoke: exit $smoke_rc; $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
+  if [ -z "$tests" ]; then
+    incomplete=1
+  elif [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ] || [ "${failed:-0}" -gt 0 ] || [ "${invalid:-0}" -gt 0 ]; then
+    log "smoke: NOT clean (passed ${passed:-?} of ${tests:-?}, failed ${failed:-?}, skipped ${skipped:-?}, invalid ${invalid:-?})"
+    verdict=1
   fi
-  local texe=$root/build/device-torch/sdpabench
-  "$texe" --version | grep '^torch:' | tee -a "$out/version.txt"
-  for v in efficient cudnn flash:cuda math:cuda; do
-    for f in conventions conventions_cuda smoke; do
-      local o="$out/torch-${v/:/-}-$f.txt"
-      if [ $(( $(date +%s) - t0 )) -gt 450 ]; then log "torch:$v $f: not run (the check's time is spent)"; continue; fi
-      timeout 45 "$texe" -v --backend=torch:$v --batch="$root/cases/torch/$f.cases" >"$o" 2>&1
-      log "torch:$v $f: exit $?; $(grep -E '^tests:' "$o" | tail -n 1)"
-      grep -E '^[0-9]+:(FAILED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$o" | cut -c1-300 | head -n 15
-      grep -oE 'PyTorch returned its log-sum-exp as [^;]*' "$o" | sort | uniq -c | head -n 3
-      grep -E '^ +(fwd: )?observed:' "$o" | sort | uniq -c | sort -rn | head -n 4
-      [ "$(summary "$o" failed)" = 0 ] && [ "$(summary "$o" skipped)" = 0 ] || verdict=1
-    done
+elif [ "$mode" = run ]; then
+  log "smoke: not run (no cuDNN backend built)"; incomplete=1
+fi
+
+# torch_run NAME ESTIMATE LIMIT FILE...: the four CUDA rows on the case files, in one process.
+rows=torch:efficient,torch:cudnn,torch:flash:cuda,torch:math:cuda
+torch_ready=0
+torch_run() {
+  local name=$1 est=$2 limit=$3 f batches=()
+  shift 3
+  for f in "$@"; do batches+=(--batch="$root/cases/torch/$f.cases"); done
+  step "torch $name" "$est" "$limit" "$reports/torch-$name.txt" "$exe" -v --no-progress --no-rerun-failed \
+    --backend="$rows" --report=jsonl:"$reports/torch-$name.jsonl" "${batches[@]}"
+  local rc=$?
+  [ "$rc" -eq 99 ] && return 99
+  log "torch $name: exit $rc; $(grep -E '^tests:' "$reports/torch-$name.txt" | tail -n 1)"
+  for r in ${rows//,/ }; do
+    log "    $r: $(grep -E "^[0-9]+:[A-Z_]+ .*--backend=$r( |$)" "$reports/torch-$name.txt" | grep -oE '^[0-9]+:[A-Z_]+' |
+      cut -d: -f2 | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')"
   done
+  [ "$(summary "$reports/torch-$name.txt" failed)" = 0 ] && [ "$(summary "$reports/torch-$name.txt" skipped)" = 0 ] || verdict=1
+  return "$rc"
 }
-torch_step
+# --- 3. The torch CUDA rows' conventions (the plugin built meanwhile).
+if [ -n "$plugin_pid" ]; then
+  wait "$plugin_pid"
+  if [ "$(cat "$reports/torch-build.rc" 2>/dev/null)" = 0 ]; then
+    torch_ready=1
+    "$exe" --version 2>&1 | grep -E '^torch:' >>"$reports/version.txt"
+    log "torch: plugin built; $(grep -m1 -E '^torch:efficient' "$reports/version.txt" | cut -c1-300)"
+  else
+    log "torch: the plugin did not build (exit $(cat "$reports/torch-build.rc" 2>/dev/null)): $(grep -m1 -E 'error:|Error ' \
+      "$reports/torch-build.log" | cut -c1-300)"
+    verdict=1
+  fi
+fi
+if [ "$torch_ready" = 1 ]; then
+  torch_run conventions_cuda 20 120 conventions_cuda || incomplete=1
+elif [ "$mode" = torch ] || [ -n "$torch_root" ]; then
+  incomplete=1
+fi
 
-log "done (smoke exit $smoke_rc; verdict $verdict); reports in $out"
+# --- 4, 5. Performance, warm L2: sdpabench's P mode, then PyTorch on the same shapes.
+# perf warm|cold ESTIMATE: returns 0 when every case was timed, 99 when not run, else 1.
+perf() {
+  local extra=() rc
+  [ "$1" = cold ] && extra=(--cold-cache)
+  step "perf $1" "$2" 150 "$reports/perf-$1.txt" "$exe" --no-progress --backend=cudnn --mode=P --max-ms-per-case=800 \
+    --min-runs=10 "${extra[@]}" --report=jsonl:"$reports/perf-$1.jsonl" --batch="$root/cases/gpu/perf.cases"
+  rc=$?
+  [ "$rc" -eq 99 ] && return 99
+  log "perf $1: exit $rc; $(grep -E '^tests:' "$reports/perf-$1.txt" | tail -n 1)"
+  [ "$rc" -eq 0 ] && [ "$(summary "$reports/perf-$1.txt" executed)" = "$(summary "$reports/perf-$1.txt" tests)" ]
+}
+table() {  # warm|cold ESTIMATE
+  step "table $1" "$2" 200 "$reports/table-$1.txt" python3 "$root/scripts/device_check_table.py" "$reports" "$1"
+  local rc=$?
+  [ "$rc" -eq 99 ] && return 99
+  log "table $1: exit $rc, $(grep -c '^| llama' "$reports/table-$1.txt") row(s)"
+  return "$rc"
+}
+if [ "$have_cudnn" = ON ] && [ "$mode" = run ]; then
+  perf warm 30
+  case $? in 0) ;; 99) incomplete=1 ;; *) verdict=1 ;; esac
+  table warm 20 || incomplete=1
+  # --- 6, 7. Only while the budget holds.
+  perf cold 40 && table cold 25
+fi
+# --- 8. The other torch files on the CUDA rows.
+[ "$torch_ready" = 1 ] && torch_run more 45 200 conventions smoke
+
+# observed FILE: the "observed:" lines of a -v run (compare/compare.hpp observed_masked_rows) summed
+# per backend and direction: the stats values of fully masked rows with their counts, and per output
+# the elements past the valid lengths left unwritten (NaN prefill), zero or other.
+observed() {
+  python3 - "$1" <<'PY'
+import collections, re, sys
+stats, past, backend = collections.Counter(), collections.defaultdict(lambda: [0, 0, 0]), "?"
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"__REPRO: .*?--backend=(\S+)", line)
+    if m:
+        backend = m.group(1)
+    m = re.match(r"\s+(?:(fwd|bwd): )?observed: (.*)", line)
+    if not m:
+        continue
+    where = f"{backend} {m.group(1) or ''}".strip()
+    for v, n in re.findall(r"(\S+) x(\d+)", m.group(2).split("; their stats:")[-1].split(";")[0]) if "their stats:" in m.group(2) else []:
+        stats[(where, v)] += int(n)
+    for out, a, b, c in re.findall(r"(\w+) past the valid \w+ lengths: (\d+) unwritten \(NaN prefill\), (\d+) zero, (\d+) other", m.group(2)):
+        for k, x in enumerate((a, b, c)):
+            past[(where, out)][k] += int(x)
+for (where, v), n in sorted(stats.items()):
+    print(f"{where}: stats of fully masked rows {v} x{n}")
+for (where, out), (a, b, c) in sorted(past.items()):
+    print(f"{where}: {out} past the valid lengths: {a} unwritten (NaN prefill), {b} zero, {c} other")
+PY
+}
+
+# --- Summary: at most 10,000 characters, so that all of it stays in a 12,000-character tail of stdout.
+{
+  echo "=== device_check summary (verdict $verdict, incomplete $incomplete, $(( $(date +%s) - t0 ))s of ${budget}s)"
+  if [ -s "$out/smoke.txt" ]; then
+    echo "--- smoke: $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
+    echo "--- smoke: cases that did not PASS, FAILED first (16 at most, cut at 220 characters; all in smoke.txt)"
+    { grep -E '^[0-9]+:FAILED' "$out/smoke.txt"
+      grep -E '^[0-9]+:(UNIMPLEMENTED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$out/smoke.txt"; } | cut -c1-220 | head -n 16
+    echo "--- smoke: what cuDNN wrote in fully masked and padded rows, summed over the cases (-v's observed: lines)"
+    observed "$out/smoke.txt"
+    echo "--- smoke: cuDNN plans used"
+    grep -oE 'cuDNN plan: [^ ]+' "$out/smoke.txt" | sort | uniq -c | sort -rn | head -n 4 | cut -c1-160
+  fi
+  if [ -f "$reports/torch-conventions_cuda.txt" ]; then
+    echo "--- torch CUDA rows, conventions_cuda.cases: $(grep -E '^tests:' "$reports/torch-conventions_cuda.txt" | tail -n 1)"
+    grep -E '^[0-9]+:(FAILED|SKIPPED|INVALID_ARGUMENTS|MISTRUSTED)' "$reports/torch-conventions_cuda.txt" | cut -c1-200 | head -n 8
+    grep -oE 'PyTorch returned its log-sum-exp as [^;]*' "$reports/torch-conventions_cuda.txt" | sort | uniq -c | head -n 4 |
+      cut -c1-160
+    observed "$reports/torch-conventions_cuda.txt"
+  fi
+  for m in warm cold; do
+    [ -f "$reports/perf-$m.txt" ] && echo "--- perf $m: $(grep -E '^tests:' "$reports/perf-$m.txt" | tail -n 1)"
+  done
+  [ -f "$reports/table-warm.txt" ] && { echo "--- PyTorch beside sdpabench (warm L2; the cold pass in reports.tgz)"; head -c 2500 "$reports/table-warm.txt"; }
+  [ -f "$reports/torch-more.txt" ] && echo "--- torch CUDA rows, conventions + smoke: $(grep -E '^tests:' "$reports/torch-more.txt" | tail -n 1)"
+} 2>&1 | head -c 10000 >"$reports/summary.txt"
+cat "$reports/summary.txt" >>"$out/device_check.log"
+cat "$reports/summary.txt"
+[ "$incomplete" = 1 ] && [ "$verdict" = 0 ] && verdict=3
+log "done (smoke exit $smoke_rc; verdict $verdict); reports in $reports, returned: $(cd "$out" && ls | tr '\n' ' ')"
+pack
 exit "$verdict"

@@ -15,9 +15,11 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sud
   echo "setup.sh: needs root or sudo to install Debian packages" >&2; exit 1; fi
 
 # python3-markdown-it and universal-ctags: the docs test (scripts/check_docs.py) reads the docs with
-# a Markdown parser and finds the code's names with ctags.
+# a Markdown parser and finds the code's names with ctags. The results store (reports/results_store.cpp,
+# docs/tracking.md): SOCI with its SQLite and PostgreSQL backends and their client headers;
+# PostgreSQL's server for the store's tests (scripts/pg_cluster.sh starts a throwaway cluster).
 apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libboost-math-dev python3
-  python3-markdown-it universal-ctags)
+  python3-markdown-it universal-ctags libsoci-dev libsqlite3-dev libpq-dev postgresql)
 # scripts/fuzz.sh sets SDPABENCH_FUZZ_DEPS=1: clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev) and clang's OpenMP (Debian 12's clang is 14).
 if [ "${SDPABENCH_FUZZ_DEPS:-0}" = 1 ]; then apt_pkgs+=(clang libclang-rt-14-dev libomp-14-dev); fi
@@ -82,17 +84,18 @@ if [ "${SDPABENCH_NO_TORCH:-0}" != 1 ] && [ "${SDPABENCH_NO_TORCH_CUDA:-0}" != 1
   $sudo touch "$torch_dir/.sdpabench-cuda-ok"
 fi
 
-# Python packages for scripts/plot.py (matplotlib) and scripts/compare_runs.py (SciPy's U test),
+# Python packages for scripts/plot.py (matplotlib), scripts/compare_runs.py (SciPy's U test) and
+# scripts/history (Apache Otava's change points, psycopg for PostgreSQL stores, tabulate, matplotlib),
 # pinned in py-requirements.txt, in their own venv.
 setup_python_venv() {
   local venv="$deps/py" pstamp="$deps/py/.sdpabench-ok"
   if [ -f "$pstamp" ] && cmp -s "$here/py-requirements.txt" "$pstamp"; then return 0; fi
-  echo "setup.sh: installing Python packages for scripts/plot.py and compare_runs.py into $venv"
+  echo "setup.sh: installing Python packages for scripts/plot.py, compare_runs.py and history into $venv"
   $sudo mkdir -p "$deps"
   $sudo rm -rf "$venv"
   $sudo python3 -m venv "$venv"
   $sudo "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/py-requirements.txt"
-  "$venv/bin/python" -c "import matplotlib, scipy.stats"
+  "$venv/bin/python" -c "import matplotlib, scipy.stats, otava.series, psycopg, tabulate"
   $sudo cp "$here/py-requirements.txt" "$pstamp"
 }
 [ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv

@@ -113,7 +113,7 @@ class CudnnPlan final : public Plan {
 public:
     CudnnPlan(const Problem& p, const SdpaInputs& in, Runtime& rt, std::shared_ptr<const DropoutMask> mask,
             const Conventions& conv)
-        : p_(p), rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
+        : rt_(rt), desc_(cudnn::describe_graph(p)), mask_(std::move(mask)) {
         if (desc_.dropout && !mask_) throw BackendError(Status::failed, "cuDNN: a dropout graph without a mask");
         const auto t0 = std::chrono::steady_clock::now();
         build_graph();
@@ -335,28 +335,29 @@ private:
             if (s.by_value) pack_[static_cast<std::int64_t>(s.uid)] = &s.value;
             else keep(s.uid, cuda::upload(bytes_of(&s.value, sizeof(float))));
         }
-        // Outputs: guarded device buffers; with padding and the padded-rows convention, the O and
-        // stats rows past the valid lengths are the kernel's to leave (Conventions).
-        const bool unspecified = desc_.padding && conv.padded_rows_unspecified;
+        // Outputs: guarded device buffers; with padding and the padded-rows conventions, the O,
+        // stats and dQ rows past seq_len_q and the dK, dV rows past seq_len_kv are the kernel's to
+        // leave (Conventions; compare/compare.hpp unchecked() skips the same rows).
         for (const TensorDesc& d : desc_.outputs) {
             cuda::DeviceOutput o(d.geom);
-            if (unspecified && (d.uid == Uid::O || d.uid == Uid::stats)) {
-                o.set_unspecified_rows({desc_.seq_len_q.begin(), desc_.seq_len_q.end()});
+            const bool q_rows = d.uid == Uid::O || d.uid == Uid::stats || d.uid == Uid::dQ;
+            const bool grad = d.uid == Uid::dQ || d.uid == Uid::dK || d.uid == Uid::dV;
+            if (desc_.padding && (grad ? conv.padded_grad_rows_unspecified : conv.padded_rows_unspecified)) {
+                const auto& lens = q_rows ? desc_.seq_len_q : desc_.seq_len_kv;
+                o.set_unspecified_rows({lens.begin(), lens.end()});
                 o.poison();
             }
             pack_[static_cast<std::int64_t>(d.uid)] = o.payload();
             outputs_.emplace(d.uid, std::move(o));
         }
-        if (!desc_.amax.empty()) {  // one guarded [1,1,1,k] buffer, entry k bound to cuDNN's amax tensor k
-            const Geometry geo = geometry(p_);
-            cuda::DeviceOutput o(geo.at(Role::amax));
+        if (desc_.amax_buffer) {  // one guarded [1,1,1,k] buffer, entry k in its own 16-byte slot
+            cuda::DeviceOutput o(*desc_.amax_buffer);
             for (const cudnn::AmaxDesc& a : desc_.amax)
-                pack_[static_cast<std::int64_t>(a.uid)] = static_cast<std::byte*>(o.payload()) + a.index * sizeof(float);
+                pack_[static_cast<std::int64_t>(a.uid)] = static_cast<std::byte*>(o.payload()) + a.byte_offset;
             outputs_.emplace(Uid::amax_s, std::move(o));
         }
     }
 
-    Problem p_;
     Runtime& rt_;
     GraphDesc desc_;
     std::shared_ptr<const DropoutMask> mask_;
@@ -391,11 +392,16 @@ public:
     /// cuDNN's conventions, from NVIDIA's own tests of the frontend (test/python/sdpa/fp16.py of
     /// cudnn-frontend 1.19.1; unverified here until a GPU run, docs/cudnn.md#conventions): a fully
     /// masked or padded row's stats are -inf (the log of an empty sum), and in padded mode the O
-    /// and stats rows past seq_len_q are unspecified (the test overwrites both sides there).
+    /// and stats rows past seq_len_q are unspecified (the test overwrites both sides there). The
+    /// gradient rows past the valid lengths are unspecified too until a GPU run says otherwise: the
+    /// sources disagree (NVIDIA's test expects written zeros there, the XLA change that zeroes
+    /// cuDNN SDPA's output buffers says cuDNN leaves them untouched; docs/cudnn.md#conventions),
+    /// and the "observed:" line of every padded backward reports which.
     Conventions conventions() const override {
         Conventions c;
         c.masked_row_stats = -INFINITY;
         c.padded_rows_unspecified = true;
+        c.padded_grad_rows_unspecified = true;
         return c;
     }
 

@@ -231,6 +231,13 @@ GraphDesc describe_graph(const Problem& p) {
             g.amax = {{Uid::amax_dQ, "amax_dQ", 0}, {Uid::amax_dK, "amax_dK", 1}, {Uid::amax_dV, "amax_dV", 2},
                 {Uid::amax_dP, "amax_dP", 3}};  // kAmaxBwd
         }
+        // Each amax entry in its own 16-byte slot: cuDNN takes the frontend's declared alignment.
+        TensorGeom buf = geo.at(Role::amax);
+        const auto slot = static_cast<std::int64_t>(kTensorAlignment / size_of(buf.type));
+        buf.strides = {slot * buf.dims[3], slot * buf.dims[3], slot * buf.dims[3], slot};
+        for (AmaxDesc& a : g.amax)
+            a.byte_offset = static_cast<std::size_t>(buf.offset(0, 0, 0, a.index)) * size_of(buf.type);
+        g.amax_buffer = std::move(buf);
     }
     switch (p.mask) {
         case Mask::causal_tl:

@@ -64,12 +64,20 @@ struct RaggedDesc {
     std::vector<std::int64_t> offsets;
 };
 
+/// The byte alignment the cuDNN frontend declares for every tensor it is given (its
+/// Tensor_attributes default, 16 bytes, which cuDNN may check at execute: a misaligned pointer is
+/// CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER). Device allocations are 256-byte aligned; a tensor
+/// bound inside another allocation must start at a multiple of this.
+inline constexpr std::size_t kTensorAlignment = 16;
+
 /// One fp8 amax output: a [1,1,1,1] f32 tensor of cuDNN's bound at entry `index` of sdpabench's
-/// amax role ([1,1,1,k], core/sdpa_tensors.hpp kAmaxFwd / kAmaxBwd).
+/// amax role ([1,1,1,k], core/sdpa_tensors.hpp kAmaxFwd / kAmaxBwd), `byte_offset` bytes into the
+/// payload of GraphDesc::amax_buffer (a multiple of kTensorAlignment).
 struct AmaxDesc {
     Uid uid = Uid::amax_o;
     std::string name;
     std::int64_t index = 0;
+    std::size_t byte_offset = 0;
 };
 
 /// cuDNN's diagonal alignment of the causal / sliding-window band.
@@ -101,6 +109,11 @@ struct GraphDesc {
     /// dQ, dK, dV, dP; a scale is 1/descale in f32, core/fp8.hpp) and the amax outputs.
     bool fp8 = false;
     std::vector<AmaxDesc> amax;
+    /// fp8: the one guarded buffer the amax outputs live in: the geometry's amax role ([1,1,1,k]
+    /// f32) with each entry in a slot of its own kTensorAlignment bytes (the stride of dimension 3
+    /// is 4 elements), so every amax pointer is 16-byte aligned and the 12 bytes after each entry
+    /// are a stride gap the guards check (a kernel writing more than its 4 bytes is caught).
+    std::optional<TensorGeom> amax_buffer;
     std::vector<RaggedDesc> ragged;               ///< --ragged: one offsets tensor per packed tensor
 
     /// The tensor with `uid` among inputs and outputs, or nullptr.
@@ -124,7 +137,7 @@ std::vector<BoundTensor> bound_tensors(const GraphDesc& g);
 /// S_kv: the same band), because cuDNN refuses that band without a padding mask
 /// (node/sdpa_support_surface.h, "Bottom right causal mask does not support max_s_q > max_s_kv").
 /// With p.dropout, the mask and scale tensors of GraphDesc::dropout; with fp8 io its scalars and
-/// amax outputs (GraphDesc::fp8); with p.ragged the offsets of every packed tensor.
+/// amax outputs (GraphDesc::fp8, amax_buffer); with p.ragged the offsets of every packed tensor.
 GraphDesc describe_graph(const Problem& p);
 
 /// The dropout mask tensor cuDNN reads for `p` (nullopt without p.dropout): role dropout_mask,

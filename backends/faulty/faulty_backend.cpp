@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -12,7 +13,9 @@
 
 #include "backends/ref/ref_backend.hpp"
 #include "backends/registry.hpp"
+#include "compare/compare.hpp"
 #include "core/geometry.hpp"
+#include "core/parse_number.hpp"
 #include "ref/sdpa_ref.hpp"
 
 namespace sdpa {
@@ -48,10 +51,42 @@ std::pair<Problem, SdpaInputs> with_visibility(const Problem& p, SdpaInputs in,
 
 bool is_causal(const Problem& p) { return p.mask == Mask::causal_tl || p.mask == Mask::causal_br; }
 
-SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
+/// faulty:bound_fraction: the reference's outputs with every compared element of O, dQ, dK, dV
+/// set to the unrounded reference value moved by F x its bound, up at even and down at odd
+/// positions, stored in the io type (one rounding, so the error is F x the bound up to it).
+SdpaOutputs near_bound(const Problem& p, const SdpaInputs& in, double fraction) {
+    SdpaOutputs out = reference_as_vendor(p, in);
+    if (is_fp8(p.dt)) return out;
+    // The unrounded values and the magnitudes of the same reference run (reference_as_vendor's
+    // options and mask), which the checks compare against.
+    RefOptions opt;
+    const std::shared_ptr<const DropoutMask> mask = p.dropout ? ref_dropout_mask(p) : nullptr;
+    opt.dropout = mask.get();
+    const auto shift = [&](Output o, Tensor& x, const Tensor& ref, const Tensor& mag) {
+        const ElementBound eb = element_bound(output_rule(p, o), mag, reduction_length(p, o));
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            if (!std::isfinite(ref.data[i]) || structural(p, o, x.index(i))) continue;
+            const double d = fraction * eb.at(mag.data[i]);
+            x.data[i] = round_to(p.dt, static_cast<float>(ref.data[i] + (i % 2 == 0 ? d : -d)));
+        }
+    };
+    if (p.dir == Dir::bwd) {
+        const RefBackward b = ref_backward(p, in, opt);
+        shift(Output::dQ, out.dQ, b.dQ, b.M_dQ);
+        shift(Output::dK, out.dK, b.dK, b.M_dK);
+        shift(Output::dV, out.dV, b.dV, b.M_dV);
+    } else {
+        const RefForward f = ref_forward(p, in, opt);
+        shift(Output::O, out.O, f.O, f.M_O);
+    }
+    return out;
+}
+
+SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in, double fraction) {
     const Dims& d = p.dims;
     const i64 group = d.H_q / d.H_kv;
     switch (kind) {
+        case FaultKind::bound_fraction: return near_bound(p, in, fraction);
         case FaultKind::causal_off_by_one: {
             if (!is_causal(p)) return reference_as_vendor(p, in);
             auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
@@ -210,12 +245,41 @@ void write_past_rows(GuardedBuffer& buf) {
             }
 }
 
-/// The reference kernel with fault `kind` injected at the step where that bug lives. `plan` is
-/// the plan's number among the backend's plans (the nondeterministic faults start each plan in
-/// the phase after the last one's).
-RefKernel faulty_kernel(FaultKind kind, i64 plan) {
+/// What the environment sets for a faulty backend (faulty_backend.hpp): bound_fraction's F and
+/// every kind's repeat count, or why they are unusable.
+struct FaultSettings {
+    double fraction = 0.5;
+    long repeat = 1;
+    std::string error;  ///< "" when both are usable
+};
+
+FaultSettings fault_settings(std::string_view name) {
+    FaultSettings s;
+    if (const char* env = std::getenv(kBoundFractionVariable)) {
+        const auto f = parse_number<double>(env);
+        if (f && *f >= 0) s.fraction = *f;
+        else s.error = fmt::format("{}: {}='{}' is not a number >= 0 (the fraction of each element's bound added to "
+                                   "O, dQ, dK, dV)", name, kBoundFractionVariable, env);
+    }
+    if (const char* env = std::getenv(kRepeatVariable)) {
+        const auto n = parse_number<long>(env);
+        if (n && *n >= 1 && *n <= 1000) s.repeat = *n;
+        else s.error = fmt::format("{}: {}='{}' is not a whole number in [1, 1000] (how many times each run computes "
+                                   "its outputs)", name, kRepeatVariable, env);
+    }
+    return s;
+}
+
+/// The reference kernel with fault `kind` injected at the step where that bug lives, computing
+/// its outputs s.repeat times per run. `plan` is the plan's number among the backend's plans (the
+/// nondeterministic faults start each plan in the phase after the last one's).
+RefKernel faulty_kernel(FaultKind kind, const FaultSettings& s, i64 plan) {
+    const double fraction = s.fraction;
     RefKernel k;
-    k.notes = {fmt::format("injected fault: {}", kind)};
+    k.notes = {kind == FaultKind::bound_fraction
+                    ? fmt::format("injected fault: {} ({}={})", kind, kBoundFractionVariable, fraction)
+                    : fmt::format("injected fault: {}", kind)};
+    if (s.repeat > 1) k.notes.push_back(fmt::format("every run computes its outputs {} times ({})", s.repeat, kRepeatVariable));
     k.impl = fmt::format("sdpabench reference with the fault {}", kind);
     switch (kind) {
         case FaultKind::dq_nondeterministic:
@@ -255,29 +319,54 @@ RefKernel faulty_kernel(FaultKind kind, i64 plan) {
             };
             break;
         default:
-            k.compute = [kind](const Problem& p, const SdpaInputs& in) { return run_fault(kind, p, in); };
+            k.compute = [kind, fraction](const Problem& p, const SdpaInputs& in) {
+                return run_fault(kind, p, in, fraction);
+            };
+    }
+    if (s.repeat > 1) {
+        std::function<SdpaOutputs(const Problem&, const SdpaInputs&)> once = k.compute;
+        if (!once) once = [](const Problem& p, const SdpaInputs& in) { return reference_as_vendor(p, in); };
+        // The extra computations are work only: a nondeterministic kind's plan steps its phase once
+        // per run whatever N (an even N must not make two runs in a row bitwise equal).
+        const bool stateful = kind == FaultKind::dq_nondeterministic || kind == FaultKind::dmask_nondeterministic;
+        std::function<SdpaOutputs(const Problem&, const SdpaInputs&)> work = once;
+        if (stateful) work = [](const Problem& p, const SdpaInputs& in) { return reference_as_vendor(p, in); };
+        k.compute = [once, work, n = s.repeat](const Problem& p, const SdpaInputs& in) {
+            for (long i = 1; i < n; ++i) (void)work(p, in);
+            return once(p, in);
+        };
     }
     return k;
 }
 
 class FaultyBackend final : public Backend {
 public:
-    explicit FaultyBackend(FaultKind k) : kind_(k), name_(fmt::format("{}{}", kFaultyPrefix, k)) {}
+    explicit FaultyBackend(FaultKind k)
+        : kind_(k), name_(fmt::format("{}{}", kFaultyPrefix, k)), settings_(fault_settings(name_)) {}
     std::string_view name() const override { return name_; }
-    std::string version() const override { return fmt::format("{}: the reference with an injected fault", name_); }
-    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::string version() const override {
+        return kind_ == FaultKind::bound_fraction
+                ? fmt::format("{}: the reference off by {} of each element's bound ({})", name_, settings_.fraction,
+                          kBoundFractionVariable)
+                : fmt::format("{}: the reference with an injected fault", name_);
+    }
+    std::optional<Unsupported> support(const Problem&) const override {
+        if (!settings_.error.empty()) return Unsupported{Status::invalid_arguments, settings_.error};
+        return std::nullopt;
+    }
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
         return reference_backend_host_items(p, threads);
     }
     /// The reference's own generator: the mask the faulty kernel claims to apply.
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
-        return make_reference_plan(p, in, faulty_kernel(kind_, plans_++));
+        return make_reference_plan(p, in, faulty_kernel(kind_, settings_, plans_++));
     }
 
 private:
     FaultKind kind_;
     std::string name_;
+    FaultSettings settings_;
     i64 plans_ = 0;  ///< plans made so far
 };
 

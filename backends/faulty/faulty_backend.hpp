@@ -48,9 +48,28 @@ namespace sdpa {
 /// made one after the other (the dropout reruns). PASSED in --mode=C, FAILED in --mode=B (no-op
 /// for fp8 outputs, whose grid is the descale's):
 /// - dq_nondeterministic: dQ (in the io type).  - dmask_nondeterministic: dMask (f32).
+/// Not a bug the checks must catch:
+/// - bound_fraction: every element of O, dQ, dK and dV that the checks compare (not the exact
+///   zeros of fully masked rows) moved off the reference by F x its bound (compare/compare.hpp
+///   element_bound), up and down in turn (so the head norms stay), then stored in the io type:
+///   its worst_ratio is F up to that one rounding (a few hundredths in f32; up to 1/c of the bound,
+///   1/4 for bf16, in bf16 and f16), so with F < 1 - 1/c the case PASSES and with F > 1 + 1/c it
+///   FAILS. F is the environment's kBoundFractionVariable (default 0.5), as a library build is
+///   part of a run's set-up and not of its cases: a history can plant a margin step at one
+///   revision with the case ids unchanged (tests/e2e/history_e2e.sh). Stats, dMask and fp8 io
+///   are left exact.
+/// Every kind computes its outputs N times per run, N from the environment's kRepeatVariable
+/// (default 1): a kernel that does N times the work, a slowdown a history can plant at one
+/// revision whatever the machine's load. A malformed F or N makes every case INVALID_ARGUMENTS
+/// naming it.
 std::unique_ptr<Backend> make_faulty_backend(std::string_view kind);
 
 /// The fault kinds (kFaultNames's spellings), for the registry's family row.
 std::vector<std::string> fault_kind_names();
+
+/// The environment variable that sets faulty:bound_fraction's F.
+inline constexpr const char* kBoundFractionVariable = "SDPABENCH_FAULTY_BOUND_FRACTION";
+/// The environment variable that sets how many times a faulty backend's run computes its outputs.
+inline constexpr const char* kRepeatVariable = "SDPABENCH_FAULTY_REPEAT";
 
 }  // namespace sdpa

@@ -73,6 +73,12 @@ python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][2]; as
   "$tmp/alone.jsonl" || fail "jsonl alone_status must be PASSED"
 run --backend=faulty:dq_no_scale --dir=bwd b1hq2sq32d64 b1hq2sq32d32
 grep -q 'run alone' "$tmp/out" && fail "a failure that reproduces alone must not be flagged"
+# --no-rerun-failed: the same run reruns nothing (a GPU check's time), the failure stays FAILED.
+run --no-rerun-failed --backend=test:stateful --report=jsonl:"$tmp/noalone.jsonl" b1hq2sq16d16 b1hq2sq16d32
+[ "$rc" -eq 1 ] && grep -q '^1:FAILED ' "$tmp/out" || fail "--no-rerun-failed with test:stateful: exit $rc, expected 1"
+grep -q 'run alone' "$tmp/out" && fail "--no-rerun-failed must not rerun the FAILED case"
+python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][2]; assert r['alone_status'] is None, r" \
+  "$tmp/noalone.jsonl" || fail "--no-rerun-failed: jsonl alone_status must be null"
 
 # 4. Bad values are usage errors (exit 2) that name the rule.
 run --random=0

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "backends/backend.hpp"
+#include "backends/guarded_buffer.hpp"
 #include "backends/registry.hpp"
 #include "core/dtype.hpp"
 
@@ -378,6 +379,18 @@ TEST(CudnnMapping, BackendDeclaresTheRefMaskAndCountsIt) {
     p.dropout.reset();
     EXPECT_EQ(mask_bytes(p), 0.0);
 }
+
+// cuDNN's conventions (docs/cudnn.md#conventions): -inf stats on fully masked rows, and with padding
+// the O, stats and gradient rows past the valid lengths unspecified (the compare tests show what
+// each flag skips: tests/unit/compare/test_compare.cpp PaddedGradRows).
+TEST(CudnnMapping, BackendConventions) {
+    const Conventions c = make_backend("cudnn")->conventions();
+    EXPECT_EQ(c.masked_row_stats, -INFINITY);
+    EXPECT_TRUE(c.padded_rows_unspecified);
+    EXPECT_TRUE(c.padded_grad_rows_unspecified);
+    const Conventions def;  // every other backend writes its padded gradient rows as zeros
+    EXPECT_FALSE(def.padded_grad_rows_unspecified);
+}
 #endif
 
 TEST(CudnnMapping, Precheck) {
@@ -450,6 +463,44 @@ TEST(CudnnMapping, Fp8BackwardScalarsAndAmax) {
     EXPECT_FALSE(b.fp8);
     EXPECT_TRUE(b.amax.empty());
     EXPECT_TRUE(b.scalars.empty());
+}
+
+// The frontend declares every tensor 16-byte aligned: each amax output gets a slot of its own in the
+// one guarded buffer (payload at a 4096-byte guard past a 256-byte aligned allocation), and the 12
+// bytes after each entry are a stride gap that the guards check.
+TEST(CudnnMapping, Fp8AmaxPointersAre16ByteAligned) {
+    static_assert(GuardedBuffer::kGuardBytes % kTensorAlignment == 0);
+    for (const Dir dir : {Dir::fwd_t, Dir::fwd_i, Dir::bwd}) {
+        const Problem p = make("b1hq2sq32d64", dir, DType::e4m3);
+        const GraphDesc g = describe_graph(p);
+        ASSERT_TRUE(g.amax_buffer);
+        const TensorGeom& buf = *g.amax_buffer;
+        EXPECT_EQ(buf.dims, geometry(p).at(Role::amax).dims);  // the same role, only its strides differ
+        EXPECT_EQ(buf.role, Role::amax);
+        EXPECT_EQ(buf.strides[3], 4);
+        EXPECT_TRUE(non_overlapping(buf));
+        std::vector<std::size_t> offsets;
+        for (const AmaxDesc& a : g.amax) {
+            EXPECT_EQ(a.byte_offset % kTensorAlignment, 0u) << a.name;
+            EXPECT_EQ(a.byte_offset, static_cast<std::size_t>(a.index) * kTensorAlignment) << a.name;
+            offsets.push_back(a.byte_offset);
+        }
+        EXPECT_EQ(offsets.size(), static_cast<std::size_t>(buf.dims[3]));
+        // Values written at the bound offsets read back as the amax role's entries, in order.
+        GuardedBuffer gb(buf);
+        for (std::size_t k = 0; k < offsets.size(); ++k) {
+            const float v = 1.5f + static_cast<float>(k);
+            std::memcpy(static_cast<std::byte*>(gb.data()) + offsets[k], &v, sizeof v);
+        }
+        EXPECT_TRUE(gb.check().clean());
+        const Tensor t = gb.read();
+        for (std::size_t k = 0; k < offsets.size(); ++k) EXPECT_EQ(t.data[k], 1.5f + static_cast<float>(k));
+        // A kernel writing 8 bytes at the first amax pointer hits the gap.
+        const float w = 2.f;
+        std::memcpy(static_cast<std::byte*>(gb.data()) + offsets[0] + sizeof(float), &w, sizeof w);
+        EXPECT_EQ(gb.check().gap_written, 1);
+    }
+    EXPECT_FALSE(describe_graph(make("b1hq2sq32d64", Dir::bwd, DType::bf16)).amax_buffer);
 }
 
 // Ragged (THD): every packed tensor names an offsets tensor [B+1] of element offsets, s32 unless

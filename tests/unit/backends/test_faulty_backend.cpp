@@ -3,11 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "backends/faulty/faulty_backend.hpp"
+#include "compare/compare.hpp"
 #include "fillers/fill.hpp"
+#include "ref/sdpa_ref.hpp"
 
 using namespace sdpa;
 
@@ -105,4 +110,115 @@ TEST(FaultyBackend, Log2StatsAreNaturalStatsOverLn2) {
     const SdpaOutputs good = run("ref", p), bad = run("faulty:stats_log2", p);
     for (std::size_t k = 0; k < good.stats.size(); ++k)
         EXPECT_FLOAT_EQ(bad.stats.data[k], static_cast<float>(good.stats.data[k] / std::log(2.0)));
+}
+
+namespace {
+
+/// The checks of the outputs `backend` gives for p against the reference (compare/compare.hpp).
+std::vector<OutputCheck> checked(const std::string& backend, const Problem& p) {
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    auto be = make_backend(backend);
+    EXPECT_NE(be, nullptr) << backend;
+    EXPECT_FALSE(be->support(p)) << backend;
+    auto plan = be->prepare(p, in);
+    plan->execute();
+    const SdpaOutputs got = plan->read_outputs();
+    const RefOptions opt = default_ref_options(p);
+    if (p.dir == Dir::bwd) {
+        const RefBackward b = ref_backward(p, in, opt);
+        return check_outputs(p, got, nullptr, &b, be->conventions());
+    }
+    const RefForward f = ref_forward(p, in, opt);
+    return check_outputs(p, got, &f, nullptr, be->conventions());
+}
+
+/// Sets kBoundFractionVariable for the life of the object.
+struct BoundFraction {
+    explicit BoundFraction(const char* f) { ::setenv(kBoundFractionVariable, f, 1); }
+    ~BoundFraction() { ::unsetenv(kBoundFractionVariable); }
+};
+
+}  // namespace
+
+TEST(FaultyBackend, BoundFractionPutsEveryMarginAtItsFraction) {
+    const BoundFraction f("0.6");
+    for (const Dir dir : {Dir::fwd_t, Dir::bwd})
+        for (const Mask mask : {Mask::none, Mask::causal_br}) {
+            Problem p = prb(dir, mask, {2, 4, 2, 24, 32, 16, 16});
+            p.fill = Fill::normal;
+            for (const auto& c : checked("faulty:bound_fraction", p)) {
+                EXPECT_TRUE(c.pass) << fmt::format("{}", c.output) << ": " << c.reason;
+                if (c.output == Output::stats) EXPECT_LT(c.worst_ratio, 0.05) << "stats are left exact";
+                else EXPECT_NEAR(c.worst_ratio, 0.6, 0.05) << fmt::format("{}", c.output);  // f32: up to the rounding of the shifted value
+                EXPECT_LT(c.norm_worst, 1) << fmt::format("{}", c.output);
+            }
+        }
+    // bf16: the shifted value is stored in bf16, whose rounding (up to u |x| <= u M) is up to 1/c = 1/4
+    // of a bf16 bound c u M.
+    Problem p = prb(Dir::bwd, Mask::causal_tl, {1, 2, 2, 16, 16, 16, 16});
+    p.dt = DType::bf16;
+    p.fill = Fill::normal;
+    for (const auto& c : checked("faulty:bound_fraction", p)) {
+        EXPECT_TRUE(c.pass) << fmt::format("{}", c.output) << ": " << c.reason;
+        EXPECT_NEAR(c.worst_ratio, 0.6, 0.25) << fmt::format("{}", c.output);
+    }
+}
+
+TEST(FaultyBackend, BoundFractionAboveOneFailsAndAMalformedOneIsNamed) {
+    {
+        const BoundFraction f("1.5");
+        const auto checks = checked("faulty:bound_fraction", prb(Dir::fwd_t, Mask::none, {1, 2, 2, 16, 16, 16, 16}));
+        ASSERT_FALSE(checks.empty());
+        EXPECT_FALSE(checks[0].pass);
+        EXPECT_EQ(checks[0].failure, CheckFailure::bound);
+        EXPECT_NEAR(checks[0].worst_ratio, 1.5, 0.05);
+    }
+    const BoundFraction f("-0.1");
+    const auto be = make_backend("faulty:bound_fraction");
+    const auto why = be->support(prb(Dir::fwd_t, Mask::none, {1, 1, 1, 8, 8, 8, 8}));
+    ASSERT_TRUE(why);
+    EXPECT_EQ(why->status, Status::invalid_arguments);
+    EXPECT_NE(why->reason.find("SDPABENCH_FAULTY_BOUND_FRACTION='-0.1'"), std::string::npos) << why->reason;
+}
+
+TEST(FaultyBackend, RepeatComputesTheSameOutputsNTimesAndAMalformedCountIsNamed) {
+    const Problem p = prb(Dir::bwd, Mask::causal_tl, {1, 2, 2, 16, 16, 16, 16});
+    const SdpaOutputs once = run("faulty:dq_no_scale", p);
+    ::setenv(kRepeatVariable, "3", 1);
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    auto plan = make_backend("faulty:dq_no_scale")->prepare(p, in);
+    plan->execute();
+    const SdpaOutputs thrice = plan->read_outputs();
+    EXPECT_EQ(differing(once.dQ, thrice.dQ) + differing(once.dK, thrice.dK) + differing(once.dV, thrice.dV), 0);
+    const auto notes = plan->notes();
+    EXPECT_NE(std::find(notes.begin(), notes.end(), "every run computes its outputs 3 times (SDPABENCH_FAULTY_REPEAT)"),
+            notes.end());
+    ::setenv(kRepeatVariable, "0", 1);
+    const auto why = make_backend("faulty:dq_no_scale")->support(p);
+    ::unsetenv(kRepeatVariable);
+    ASSERT_TRUE(why);
+    EXPECT_EQ(why->status, Status::invalid_arguments);
+    EXPECT_NE(why->reason.find("SDPABENCH_FAULTY_REPEAT='0' is not a whole number in [1, 1000]"), std::string::npos)
+            << why->reason;
+}
+
+// SDPABENCH_FAULTY_REPEAT's extra computations are work only: with an even N a nondeterministic
+// kind's two runs in a row still differ (its phase steps once per run, not N times).
+TEST(FaultyBackend, RepeatKeepsANondeterministicKindNondeterministic) {
+    Problem p = prb(Dir::bwd, Mask::none, {1, 2, 2, 16, 16, 16, 16});
+    p.fill = Fill::normal;
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    ::setenv(kRepeatVariable, "2", 1);
+    auto be = make_backend("faulty:dq_nondeterministic");
+    ::unsetenv(kRepeatVariable);
+    auto plan = be->prepare(p, in);
+    plan->execute();
+    const SdpaOutputs first = plan->read_outputs();
+    plan->execute();
+    const SdpaOutputs second = plan->read_outputs();
+    EXPECT_GT(differing(first.dQ, second.dQ), 0);
+    EXPECT_EQ(differing(first.dK, second.dK) + differing(first.dV, second.dV), 0);
 }

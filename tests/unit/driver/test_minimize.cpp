@@ -119,6 +119,7 @@ TEST(Minimize, PaddingAndExplicitStridesFollowTheSizes) {
 TEST(Minimize, EveryFaultyKindShrinksToNoMoreThanItsSelftestCase) {
     const std::filesystem::path dir = std::filesystem::path(SDPABENCH_SOURCE_DIR) / "cases/selftest";
     for (const auto& kind : kFaultNames) {
+        if (!caught_by_checks(kind.value)) continue;  // no bug: nothing to shrink
         const std::string file = (dir / (std::string(kind.name) + ".cases")).string();
         const auto entries = parse_cases({"--backend=faulty:" + std::string(kind.name), "--batch=" + file});
         ASSERT_FALSE(entries.empty()) << file;

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
+
+#include "backends/ref/ref_backend.hpp"
+#include "driver/run_case.hpp"
 
 namespace sdpa {
 namespace {
@@ -36,6 +40,63 @@ TEST(TimingStats, MinMedianMeanMax) {
     EXPECT_DOUBLE_EQ(t.max_ms, 10);
     EXPECT_DOUBLE_EQ(summarize({5, 1, 4}).median_ms, 4);
     EXPECT_EQ(summarize({}).runs, 0);
+}
+
+TEST(TimingStats, CoefficientOfVariationIsSampleStddevOverMean) {
+    // {1, 2, 3}: mean 2, sample variance ((1 + 0 + 1) / 2) = 1, so cv = 1 / 2.
+    EXPECT_DOUBLE_EQ(summarize({3, 1, 2}).cv, 0.5);
+    // {3, 1, 2, 10}: mean 4, sample variance (1 + 9 + 4 + 36) / 3 = 50 / 3.
+    EXPECT_NEAR(summarize({3, 1, 2, 10}).cv, std::sqrt(50.0 / 3.0) / 4.0, 1e-15);
+    EXPECT_EQ(summarize({2, 2, 2}).cv, 0.0);
+    EXPECT_TRUE(std::isnan(summarize({5}).cv));  // no spread from one run
+}
+
+/// The reference backend whose timed runs alternate between 1 ms and `high` ms.
+class AlternatingBackend final : public Backend {
+public:
+    explicit AlternatingBackend(double high) : high_(high) {}
+    std::string_view name() const override { return "ref"; }
+    std::string version() const override { return "alternating timings"; }
+    std::optional<Unsupported> support(const Problem&) const override { return std::nullopt; }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        class P final : public Plan {
+        public:
+            P(std::unique_ptr<Plan> inner, double high) : inner_(std::move(inner)), high_(high) {}
+            void execute() override { inner_->execute(); }
+            double execute_timed_ms() override { return ++n_ % 2 ? 1.0 : high_; }
+            void poison_outputs() override { inner_->poison_outputs(); }
+            SdpaOutputs read_outputs() override { return inner_->read_outputs(); }
+
+        private:
+            std::unique_ptr<Plan> inner_;
+            double high_;
+            int n_ = 0;
+        };
+        return std::make_unique<P>(ref_.prepare(p, in), high_);
+    }
+
+private:
+    RefBackend ref_;
+    double high_;
+};
+
+TEST(TimingStats, RunCaseMarksACaseNoisyAboveNoisyCv) {
+    Case c;
+    c.backend = "ref";
+    c.mode = Mode::P;
+    c.prb.dims = Dims{1, 1, 1, 8, 8, 8, 8};
+    TimingOptions t;
+    t.fix_times = 4;  // 1, 1.5, 1, 1.5 ms: mean 1.25, sample stddev sqrt(1/12), cv 0.2309
+    AlternatingBackend be(1.5);
+    t.noisy_cv = 0.2;
+    CaseResult r = run_case(c, be, 0, t);
+    ASSERT_TRUE(r.perf) << r.reason;
+    EXPECT_NEAR(r.perf->time.cv, std::sqrt(1.0 / 12.0) / 1.25, 1e-12);
+    EXPECT_TRUE(r.perf->noisy);
+    t.noisy_cv = 0.25;
+    r = run_case(c, be, 0, t);
+    ASSERT_TRUE(r.perf) << r.reason;
+    EXPECT_FALSE(r.perf->noisy);
 }
 
 TEST(TimingStats, RatesFromFlopsAndTimes) {

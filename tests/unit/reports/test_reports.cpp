@@ -239,13 +239,16 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
             "1,--dir=bwd b1hq2sq16d16n=a.b-c_d,FAILED,,\"dQ: got \"\"NaN\"\", expected <1 & 'x'>\nline2\",--dir=bwd b1hq2sq16d16n=a.b-c_d,onednn,cpu,C,bwd,"
             "f32,none,b1hq2sq16d16,a.b-c_d,12.5,1000,64,,,,,,,,,,dQ,inf,,,"
             // expect_reason, shown_status, timed_out, crashed, checked, the untimed perf fields
-            // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases, and
-            // what ran (impl, ref_fallback, ref_parts: none named)
-            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,,,,");
+            // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases,
+            // what ran (impl, ref_fallback, ref_parts: none named), the untimed cv and noisy
+            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,,,,,,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,"
-            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,,,,");
+            // ... the phases, peak_tflops and pct_peak (unknown on a CPU), what ran (none named), cv
+            // of {1, 2, 4}: sample standard deviation sqrt(7/3) over the mean 7/3, and noisy
+            // (timed_case()'s PerfResult leaves noisy to the driver: false)
+            ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,,,,,0.6546536707079771,false");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
@@ -377,7 +380,7 @@ TEST(ReportSpec, ParsesFormatAndPath) {
     EXPECT_EQ(s->format, "jsonl");
     EXPECT_EQ(s->path, "out/a:b.jsonl");
     EXPECT_FALSE(parse_report_spec("xml:a", &err));
-    EXPECT_NE(err.find("unknown format 'xml' (accepted: csv|jsonl|junit)"), std::string::npos);
+    EXPECT_NE(err.find("unknown format 'xml' (accepted: csv|jsonl|junit|sqlite|postgresql)"), std::string::npos) << err;
     EXPECT_FALSE(parse_report_spec("jsonl", &err));
     EXPECT_FALSE(parse_report_spec("csv:", &err));
 }

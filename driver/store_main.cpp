@@ -1,0 +1,126 @@
+// sdpabench-store: the results store's own tool (docs/tracking.md). `ingest` loads JSONL reports
+// (--report=jsonl:PATH, shards and merged shards alike) into a store through the same writer as
+// --report=sqlite|postgresql; `migrate` creates or upgrades a store's schema. scripts/history
+// ingest runs it.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "reports/results_store.hpp"
+
+namespace {
+
+using sdpa::ResultsStore;
+using sdpa::StoreError;
+
+/// Where each case id of a run was first read ("FILE:LINE"), over every file of one ingest.
+using SeenCases = std::map<std::string, std::map<std::string, std::string>>;
+
+/// Stores one JSONL report as one part of its run, in one transaction: all of it, or nothing when
+/// a line is refused (the message names FILE:LINE). A cut last line (a killed run) leaves the
+/// part incomplete; every other part is marked complete. Returns false after printing why.
+bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) {
+    std::ifstream in(path);
+    if (!in) {
+        fmt::print(stderr, "{}: cannot read the file\n", path);
+        return false;
+    }
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+    const auto fail = [&](std::size_t n, const std::string& why) {
+        fmt::print(stderr, "{}:{}: {}; nothing of this file was stored\n", path, n, why);
+        return false;
+    };
+    if (lines.empty()) return fail(1, "an empty report");
+    const nlohmann::json first = nlohmann::json::parse(lines[0], nullptr, false);
+    if (first.is_discarded() || !first.is_object() || !first.contains("context") || !first["context"].is_object())
+        return fail(1, "no context record (a report from before context records, or not an sdpabench JSONL report): "
+                       "a store keeps every case with its run's context");
+    store.begin();
+    try {
+        const std::string key = store.begin_part(first["context"]);
+        auto& ids = seen[key];
+        bool cut = false;
+        std::size_t stored = 0;
+        for (std::size_t k = 1; k < lines.size(); ++k) {
+            if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
+            const nlohmann::json rec = nlohmann::json::parse(lines[k], nullptr, false);
+            if (rec.is_discarded() || !rec.is_object()) {
+                if (k + 1 == lines.size() && !rec.is_object()) {  // the last line, cut by a kill
+                    cut = true;
+                    break;
+                }
+                store.rollback();
+                return fail(k + 1, "not a JSON object");
+            }
+            if (rec.contains("context")) {
+                store.rollback();
+                return fail(k + 1, "a second context record (reports concatenated?): give each report as its own file");
+            }
+            const std::string id = rec.value("id", "");
+            const std::string here = fmt::format("{}:{}", path, k + 1);
+            if (const auto it = ids.find(id); it != ids.end() && !id.empty()) {
+                store.rollback();
+                return fail(k + 1, fmt::format("case '{}' of run '{}' is given twice (first at {})", id, key, it->second));
+            }
+            store.add_case(rec);
+            ids.emplace(id, here);
+            ++stored;
+        }
+        if (!cut) store.finish_part();
+        store.commit();
+        fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, stored,
+                cut ? "; its last line is cut (a killed run): the run stays incomplete" : "");
+        return true;
+    } catch (const StoreError& e) {
+        store.rollback();
+        fmt::print(stderr, "{}: {}; nothing of this file was stored\n", path, e.what());
+        return false;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"sdpabench-store: sdpabench's results store (docs/tracking.md)"};
+    app.require_subcommand(1);
+    std::string db;
+    std::vector<std::string> files;
+    CLI::App* ingest = app.add_subcommand("ingest",
+            "Store JSONL reports (--report=jsonl:PATH): each file is one run, or one shard of a run (the shards of one "
+            "run must carry the same --tags=run:ID); a file is stored whole or not at all, a case given twice for "
+            "one run is refused, and storing a file again replaces its rows");
+    ingest->add_option("--db", db, "The store: sqlite:PATH or postgresql:URL")->required();
+    ingest->add_option("files", files, "JSONL reports")->required()->check(CLI::ExistingFile);
+    CLI::App* migrate = app.add_subcommand("migrate", "Create the store's schema, or upgrade an older one, and print its version");
+    migrate->add_option("--db", db, "The store: sqlite:PATH or postgresql:URL")->required();
+    CLI11_PARSE(app, argc, argv);
+
+    std::string err;
+    const auto url = sdpa::parse_store_url(db, &err);
+    if (!url) {
+        fmt::print(stderr, "--db: {}\n", err);
+        return 2;
+    }
+    try {
+        ResultsStore store(*url);
+        if (*migrate) {
+            fmt::print("{}: schema version {}\n", store.where(), store.schema_version());
+            return 0;
+        }
+        SeenCases seen;
+        std::size_t ok = 0;
+        for (const std::string& f : files) ok += ingest_file(store, f, seen);
+        if (ok < files.size()) fmt::print(stderr, "{} of {} file(s) refused\n", files.size() - ok, files.size());
+        return ok == files.size() ? 0 : 1;
+    } catch (const StoreError& e) {
+        fmt::print(stderr, "{}\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,121 @@
+// The results store: every run's context and every case's record in one database (SQLite, one
+// file; or PostgreSQL, which many machines write at once), written through SOCI as the run goes
+// (--report=sqlite:PATH, --report=postgresql:URL; sdpabench-store ingest for JSONL reports).
+// Schema, keys and migrations: docs/tracking.md#what-the-store-holds; scripts/history reads it.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/enum_table.hpp"
+
+namespace sdpa {
+
+/// The databases a store can live in (SOCI's backends).
+enum class StoreKind { sqlite, postgresql };
+
+inline constexpr std::array<EnumName<StoreKind>, 2> kStoreKindNames{
+        {{StoreKind::sqlite, "sqlite"}, {StoreKind::postgresql, "postgresql"}}};
+
+inline std::string_view format_as(StoreKind v) { return enum_name(kStoreKindNames, v); }
+
+/// Where a store is: `sqlite` with a file path (created when absent), or `postgresql` with a libpq
+/// connection string, keywords ("host=127.0.0.1 port=5432 dbname=results") or a URI
+/// ("postgresql://user@host:5432/results"), as libpq's PQconnectdb takes it.
+struct StoreUrl {
+    StoreKind kind = StoreKind::sqlite;
+    std::string target;
+};
+
+/// Parses "sqlite:PATH" or "postgresql:URL" (the text after the first ':' is the target, which may
+/// hold ':'). nullopt with `error` naming the text and the accepted kinds for another kind, a
+/// missing ':' or an empty target.
+std::optional<StoreUrl> parse_store_url(std::string_view text, std::string* error);
+
+/// A libpq connection string or URI in the keyword form SOCI's PostgreSQL backend takes
+/// ("host=127.0.0.1 port=5432 dbname=results user=me"; libpq's PQconninfoParse reads it). Throws
+/// StoreError for text libpq cannot read, or a value with a blank or a quote (SOCI 4.0 splits at
+/// blanks and drops quotes).
+std::string postgresql_keywords(const std::string& conninfo);
+
+/// The schema version this build writes and reads (docs/tracking.md#schema).
+inline constexpr int kStoreSchemaVersion = 1;
+
+/// Every failure of the store: the message names the database and what failed.
+class StoreError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// The key a run's rows are stored under, from its context (the object of the JSONL context
+/// record, reports/jsonl_reporter.hpp context_record): the value of its `run` tag when it has one
+/// (--tags=run:ID; the shards of one run give the same ID), else its `run_id` (unique to the
+/// process: RunContext::run_id), else, for a report from before run ids, "HOST START COMMAND".
+/// Either is the same for a live run and for its JSONL report ingested later. Throws StoreError
+/// for the context of a shard of a sharded run without a `run` tag: its shards could not be told
+/// to be one run.
+std::string run_key(const nlohmann::json& context);
+
+/// One connection to a store, writing the parts of runs. A "part" is what one process writes: the
+/// run itself, or one shard of a sharded run (its index; 0 unsharded). Rows are keyed by (run key,
+/// part) and (run key, case id), so a case is stored once per run: a part written again (a shard
+/// resubmitted after a kill, a report ingested twice) replaces its own rows, and a case id that
+/// another part of the run already holds is refused.
+class ResultsStore {
+public:
+    /// Connects and brings the schema to kStoreSchemaVersion in one transaction (creating it in an
+    /// empty database, migrating an older one), serialised against other writers (SQLite's write
+    /// lock, a PostgreSQL advisory lock). Throws StoreError when the database cannot be opened or
+    /// its schema is newer than this build's.
+    explicit ResultsStore(const StoreUrl& url);
+    ~ResultsStore();
+    ResultsStore(const ResultsStore&) = delete;
+    ResultsStore& operator=(const ResultsStore&) = delete;
+
+    /// "sqlite:PATH" or "postgresql:" with the connection's host, port, database and user (never a
+    /// password), for messages.
+    const std::string& where() const { return where_; }
+
+    /// The schema version stored in the database.
+    int schema_version();
+
+    /// Starts this process's part of the run `context` belongs to (the JSONL context object): the
+    /// run's row is created unless present (a run whose stored shard count or case fingerprint
+    /// differs is refused), and the part's row is (re)written with the context, incomplete.
+    /// Returns the run key (run_key()). Throws StoreError.
+    std::string begin_part(const nlohmann::json& context);
+
+    /// Stores one case (the JSONL record, reports/jsonl_reporter.hpp json_record) of the current
+    /// part, with its outputs, in one transaction (or in the caller's, begin()): committed when it
+    /// returns. Throws StoreError for a record without an "id", an id given twice in this part, or
+    /// an id another part of the run holds.
+    void add_case(const nlohmann::json& record);
+
+    /// Marks the current part complete (its process ended normally). A part never finished stays
+    /// incomplete, and so does its run (the `run_state` view).
+    void finish_part();
+
+    /// Groups every write until commit() into one transaction (an ingested file is stored whole or
+    /// not at all); rollback() drops them. Without begin() each call commits on its own.
+    void begin();
+    void commit();
+    void rollback();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::string where_;
+    std::string run_key_;                 ///< the current part's run ("" before begin_part)
+    long long part_ = 0;                  ///< the current part's shard index
+    std::set<std::string> ids_;           ///< case ids stored by the current part
+    bool in_batch_ = false;               ///< begin() was called
+};
+
+}  // namespace sdpa
