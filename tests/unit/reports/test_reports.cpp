@@ -263,7 +263,9 @@ TEST(Reports, WhatRanIsInEveryReport) {
             {"", "eltwise", "jit:avx512_core_bf16", "1x2x64x64", -1}}};
     r.tensors = {{"Q", "bf16", {1, 2, 64, 64}, {8192, 64, 128, 1}}, {"scale", "f32", {}, {}}};
     const std::string row = csv_row(r);
-    EXPECT_TRUE(row.ends_with(",larger_partition_kernel_t,matmul ref:any (1x2x64x64:1x2x64x64),2")) << row;
+    // impl, ref_fallback, ref_parts, then the timed case's cv and noisy
+    EXPECT_TRUE(row.ends_with(",larger_partition_kernel_t,matmul ref:any (1x2x64x64:1x2x64x64),2,0.6546536707079771,false"))
+            << row;
     const auto j = nlohmann::json::parse(json_line(json_record(r)));
     EXPECT_EQ(j.at("impl"), "larger_partition_kernel_t");
     EXPECT_EQ(j.at("ref_fallback"), "matmul ref:any (1x2x64x64:1x2x64x64)");
