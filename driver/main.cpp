@@ -175,7 +175,16 @@ int run(int argc, char** argv) {
         ctx.cases_total = entries.size();
         ctx.cases_fingerprint = cases_fingerprint(case_ids);
     }
-    for (Reporter* rep : reporters) rep->begin(ctx);
+    // A report that cannot start (a results store that refuses this shard: another case list or
+    // build under the same run key) is bad usage: nothing has run.
+    for (Reporter* rep : reporters) {
+        try {
+            rep->begin(ctx);
+        } catch (const std::exception& ex) {
+            fmt::print(stderr, "command line: error: {}\n", ex.what());
+            return kExitUsage;
+        }
+    }
     const RunLimits limits{opts.max_memory};
     for (const std::size_t i : selected) {
         const CaseEntry& e = entries[i];

@@ -233,6 +233,58 @@ TEST_P(Store, ACaseIsStoredOncePerRun) {
     }
 }
 
+TEST_P(Store, AShardOfAnotherBuildOrCaseListIsRefusedWhenItJoinsNamingWhatDiffers) {
+    nlohmann::json first = context("r5", "0/2");
+    first["libraries"] = {{"onednn", "3.9.1"}};
+    {
+        ResultsStore store(url_);
+        store.begin_part(first);
+        store.add_case(record("a"));
+    }
+    const auto refusal = [&](const nlohmann::json& ctx) -> std::string {
+        try {
+            ResultsStore(url_).begin_part(ctx);
+        } catch (const StoreError& e) {
+            return e.what();
+        }
+        return "";
+    };
+    // Another binary: sdpabench's commit and a library version differ; the shard count and case list agree.
+    nlohmann::json other_build = context("r5", "1/2");
+    other_build["git_commit"] = "def456";
+    other_build["libraries"] = {{"onednn", "3.10.0"}};
+    std::string why = refusal(other_build);
+    EXPECT_NE(why.find("this part (shard 1) cannot join run 'r5': it differs from the run's shard 0 (host ci-1, "
+                       "started 2026-12-05T02:00:00Z) in git_commit ('abc123' there, 'def456' here), "
+                       "libraries.onednn ('3.9.1' there, '3.10.0' here)"), std::string::npos) << why;
+    // A library only one of them reports counts as a difference too.
+    nlohmann::json extra_library = context("r5", "1/2");
+    extra_library["libraries"] = {{"onednn", "3.9.1"}, {"cudnn", "9.19.0"}};
+    why = refusal(extra_library);
+    EXPECT_NE(why.find("in libraries.cudnn ('' there, '9.19.0' here)"), std::string::npos) << why;
+    // Another batch file: the case list's fingerprint differs; the message names both commands.
+    nlohmann::json other_cases = context("r5", "1/2");
+    other_cases["libraries"] = first["libraries"];
+    other_cases["shard"]["cases_fingerprint"] = "beef";
+    other_cases["command"] = "sdpabench --shard=1/2 --batch=y.cases";
+    why = refusal(other_cases);
+    EXPECT_NE(why.find("run 'r5' is stored as 2 shard(s) of 4 cases (fingerprint f00d), but this part is of 2 "
+                       "shard(s) of 4 cases (fingerprint beef) (shard 0 ran 'sdpabench --batch=x.cases', this part "
+                       "runs 'sdpabench --shard=1/2 --batch=y.cases')"), std::string::npos) << why;
+    // Nothing of the refused parts was stored; the sibling of the same build joins.
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'r5'"), 1);
+    nlohmann::json same = context("r5", "1/2");
+    same["libraries"] = first["libraries"];
+    EXPECT_EQ(refusal(same), "");
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'r5'"), 2);
+    // A shard resubmitted with a rebuilt binary is refused as well: its sibling still holds the old build.
+    nlohmann::json rebuilt = first;
+    rebuilt["git_commit"] = "fff000";
+    why = refusal(rebuilt);
+    EXPECT_NE(why.find("this part (shard 0) cannot join run 'r5': it differs from the run's shard 1"), std::string::npos)
+            << why;
+}
+
 TEST_P(Store, ABatchIsStoredWholeOrNotAtAll) {
     ResultsStore store(url_);
     store.begin();
