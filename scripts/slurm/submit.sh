@@ -9,7 +9,7 @@
 #   --run=ID     the run's key in the store (--tags=run:ID): the same for a resubmitted task
 #   --out=DIR    the shards' reports and Slurm's logs (slurm-JOB_TASK.out, merge-JOB.out); a folder
 #                every node sees
-#   --db=STORE   the results store, postgresql:URL (sqlite:PATH on a shared disk for a few shards)
+#   --db=STORE   the results store, postgresql:URL (sqlite:PATH only on one machine)
 #   --tasks=LIST the array's tasks (sbatch --array syntax; default 0-(N-1)): --tasks=2 resubmits
 #                shard 2 alone, which completes the run without duplicating a case
 #   --cpus=C     CPUs per task (default 1; sdpabench's OpenMP threads)
