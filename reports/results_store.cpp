@@ -135,15 +135,13 @@ std::string text_of(const nlohmann::json& j, const char* key, std::string fallba
 
 /// Each field of the run context that the parts of one run must share and in which `there` (a
 /// stored part's context) and `here` (the joining part's) differ, as "FIELD ('A' there, 'B' here)":
-/// the build that runs the cases (`sdpabench`, `git_commit`) and every library version
-/// (`libraries.NAME`; an absent one reads ""). scripts/merge_reports.py refuses shard reports that
-/// differ in the same fields (its SAME_RUN and libraries.*).
+/// kRunBuildFields and every library version (`libraries.NAME`; an absent one reads "").
 std::vector<std::string> build_differences(const nlohmann::json& there, const nlohmann::json& here) {
     std::vector<std::string> out;
     const auto differ = [&](const std::string& name, const std::string& a, const std::string& b) {
         if (a != b) out.push_back(fmt::format("{} ('{}' there, '{}' here)", name, a, b));
     };
-    for (const char* f : {"sdpabench", "git_commit"}) differ(f, text_of(there, f), text_of(here, f));
+    for (const char* f : kRunBuildFields) differ(f, text_of(there, f), text_of(here, f));
     std::set<std::string> libs;
     for (const nlohmann::json* c : {&there, &here})
         if (const auto l = c->find("libraries"); l != c->end() && l->is_object())

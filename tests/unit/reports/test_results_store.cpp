@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include <unistd.h>
@@ -283,6 +285,18 @@ TEST_P(Store, AShardOfAnotherBuildOrCaseListIsRefusedWhenItJoinsNamingWhatDiffer
     why = refusal(rebuilt);
     EXPECT_NE(why.find("this part (shard 0) cannot join run 'r5': it differs from the run's shard 1"), std::string::npos)
             << why;
+}
+
+// The store and scripts/merge_reports.py refuse shards of different builds by the same fields.
+TEST(StoreBuildFields, AreMergeReportsSameRun) {
+    std::ifstream f(std::string(SDPABENCH_SOURCE_DIR) + "/scripts/merge_reports.py");
+    ASSERT_TRUE(f) << "cannot read scripts/merge_reports.py";
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string mine = "SAME_RUN = (";
+    for (std::size_t i = 0; i < kRunBuildFields.size(); ++i)
+        mine += fmt::format("{}\"{}\"", i ? ", " : "", kRunBuildFields[i]);
+    EXPECT_NE(text.find(mine + ")\n"), std::string::npos) << "merge_reports.py has no line '" << mine << ")'";
+    EXPECT_NE(text.find("k.startswith(\"libraries.\")"), std::string::npos);
 }
 
 TEST_P(Store, ABatchIsStoredWholeOrNotAtAll) {
