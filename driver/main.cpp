@@ -164,7 +164,15 @@ public:
             ctx.cases_total = entries_.size();
             ctx.cases_fingerprint = cases_fingerprint(ids_);
         }
-        for (Reporter* rep : reporters.all()) rep->begin(ctx);
+        // A report that cannot start (a results store that refuses this shard: another case list
+        // or build under the same run key) is bad usage: nothing has run.
+        for (Reporter* rep : reporters.all()) {
+            try {
+                rep->begin(ctx);
+            } catch (const std::exception& ex) {
+                return usage_error(ex.what());
+            }
+        }
         for (const std::size_t i : selected_) {
             const CaseEntry& e = entries_[i];
             for (Reporter* rep : reporters.all()) rep->on_start(i, e.c ? repro(*e.c) : std::string());

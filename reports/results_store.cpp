@@ -6,6 +6,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <libpq-fe.h>
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
@@ -130,6 +131,27 @@ PgConnection parse_postgresql(const std::string& conninfo) {
 std::string text_of(const nlohmann::json& j, const char* key, std::string fallback = "") {
     const auto it = j.find(key);
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+/// Each field of the run context that the parts of one run must share and in which `there` (a
+/// stored part's context) and `here` (the joining part's) differ, as "FIELD ('A' there, 'B' here)":
+/// kRunBuildFields and every library version (`libraries.NAME`; an absent one reads "").
+std::vector<std::string> build_differences(const nlohmann::json& there, const nlohmann::json& here) {
+    std::vector<std::string> out;
+    const auto differ = [&](const std::string& name, const std::string& a, const std::string& b) {
+        if (a != b) out.push_back(fmt::format("{} ('{}' there, '{}' here)", name, a, b));
+    };
+    for (const char* f : kRunBuildFields) differ(f, text_of(there, f), text_of(here, f));
+    std::set<std::string> libs;
+    for (const nlohmann::json* c : {&there, &here})
+        if (const auto l = c->find("libraries"); l != c->end() && l->is_object())
+            for (const auto& [name, _] : l->items()) libs.insert(name);
+    const auto version = [](const nlohmann::json& c, const std::string& name) {
+        const auto l = c.find("libraries");
+        return l != c.end() && l->is_object() ? text_of(*l, name.c_str()) : std::string();
+    };
+    for (const std::string& name : libs) differ("libraries." + name, version(there, name), version(here, name));
+    return out;
 }
 
 }  // namespace
@@ -290,9 +312,28 @@ std::string ResultsStore::begin_part(const nlohmann::json& context) {
         const std::string mine = sharded
                 ? fmt::format("{} shard(s) of {} cases (fingerprint {})", count, total, fingerprint.empty() ? "none" : fingerprint)
                 : "an unsharded run";
+        // Another part of the run already stored (the lowest): what this part must agree with.
+        long long sibling = -1;
+        std::string sibling_text;
+        soci::indicator sibling_ind = soci::i_null;
+        impl_->sql << "SELECT part, CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part <> :p "
+                      "ORDER BY part LIMIT 1",
+                soci::use(key, "k"), soci::use(part, "p"), soci::into(sibling), soci::into(sibling_text, sibling_ind);
+        if (!impl_->sql.got_data()) sibling_ind = soci::i_null;
+        const nlohmann::json there = sibling_ind == soci::i_ok
+                ? nlohmann::json::parse(sibling_text, nullptr, false) : nlohmann::json::object();
         if (stored != mine)
-            throw StoreError(fmt::format("{}: run '{}' is stored as {}, but this part is of {}: a run key names one run "
-                                         "(give another --tags=run:ID)", where_, key, stored, mine));
+            throw StoreError(fmt::format("{}: run '{}' is stored as {}, but this part is of {}{}: a run key names one run "
+                                         "(give another --tags=run:ID)", where_, key, stored, mine,
+                    sibling_ind == soci::i_ok ? fmt::format(" (shard {} ran '{}', this part runs '{}')", sibling,
+                                                        text_of(there, "command"), text_of(context, "command"))
+                                              : ""));
+        if (sibling_ind == soci::i_ok)
+            if (const std::vector<std::string> d = build_differences(there, context); !d.empty())
+                throw StoreError(fmt::format("{}: this part (shard {}) cannot join run '{}': it differs from the "
+                                             "run's shard {} (host {}, started {}) in {}: the shards of one run run "
+                                             "one case list with one build (give another --tags=run:ID)",
+                        where_, part, key, sibling, text_of(there, "host"), text_of(there, "start"), fmt::join(d, ", ")));
         impl_->sql << "INSERT INTO run_parts (run_key, part, host, start, finished, complete, context) "
                       "VALUES (:k, :p, :h, :s, NULL, 0, :c) ON CONFLICT (run_key, part) DO UPDATE SET "
                       "host = excluded.host, start = excluded.start, finished = NULL, complete = 0, context = excluded.context",

@@ -45,6 +45,12 @@ std::optional<StoreUrl> parse_store_url(std::string_view text, std::string* erro
 /// blanks and drops quotes).
 std::string postgresql_keywords(const std::string& conninfo);
 
+/// The run-context fields that name the build running a run's cases: the parts of one run must
+/// agree on them and on every `libraries.NAME` version (ResultsStore::begin_part refuses a shard
+/// that differs; scripts/merge_reports.py's SAME_RUN is the same list for reports, and the unit
+/// test StoreBuildFields.AreMergeReportsSameRun keeps the two equal).
+inline constexpr std::array<const char*, 2> kRunBuildFields{"git_commit", "sdpabench"};
+
 /// The schema version this build writes and reads (docs/tracking.md#schema).
 inline constexpr int kStoreSchemaVersion = 1;
 

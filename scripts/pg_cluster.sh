@@ -19,7 +19,7 @@ cmd=$1 dir=$2
 
 bindir=${SDPABENCH_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 if [ -z "$bindir" ] || [ ! -x "$bindir/postgres" ]; then
-  echo "pg_cluster.sh: no PostgreSQL server (Debian's postgresql package: scripts/setup.sh installs it)" >&2
+  echo "pg_cluster.sh: no PostgreSQL server (Debian's postgresql package: SDPABENCH_TEST_DEPS=1 scripts/setup.sh installs it)" >&2
   exit 1
 fi
 as_owner() {  # runs "$@" as the cluster's owner

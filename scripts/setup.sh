@@ -5,6 +5,8 @@
 #   SDPABENCH_NO_PY  set to 1 to skip the Python venv for scripts/plot.py
 #   SDPABENCH_NO_TORCH  set to 1 to skip libtorch (the PyTorch backend is then not built)
 #   SDPABENCH_NO_TORCH_CUDA  set to 1 to skip libtorch's CUDA libraries on a machine with a GPU
+#   SDPABENCH_TEST_DEPS  set to 1 (scripts/test.sh does) to also install what the tests start:
+#                    PostgreSQL's server and a single-node Slurm with munge
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -16,10 +18,13 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sud
 
 # python3-markdown-it and universal-ctags: the docs test (scripts/check_docs.py) reads the docs with
 # a Markdown parser and finds the code's names with ctags. The results store (reports/results_store.cpp,
-# docs/tracking.md): SOCI with its SQLite and PostgreSQL backends and their client headers;
-# PostgreSQL's server for the store's tests (scripts/pg_cluster.sh starts a throwaway cluster).
+# docs/tracking.md): SOCI with its SQLite and PostgreSQL backends and their client headers.
 apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libboost-math-dev python3
-  python3-markdown-it universal-ctags libsoci-dev libsqlite3-dev libpq-dev postgresql)
+  python3-markdown-it universal-ctags libsoci-dev libsqlite3-dev libpq-dev)
+# What the tests start (SDPABENCH_TEST_DEPS=1, set by scripts/test.sh): PostgreSQL's server for the
+# store's tests (scripts/pg_cluster.sh, a throwaway cluster) and a single-node Slurm cluster for
+# e2e.slurm (scripts/slurm/cluster.sh: the controller, the node daemon, the client commands, munge).
+if [ "${SDPABENCH_TEST_DEPS:-0}" = 1 ]; then apt_pkgs+=(postgresql slurmctld slurmd slurm-client munge); fi
 # scripts/fuzz.sh sets SDPABENCH_FUZZ_DEPS=1: clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev) and clang's OpenMP (Debian 12's clang is 14).
 if [ "${SDPABENCH_FUZZ_DEPS:-0}" = 1 ]; then apt_pkgs+=(clang libclang-rt-14-dev libomp-14-dev); fi

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include <unistd.h>
@@ -231,6 +233,70 @@ TEST_P(Store, ACaseIsStoredOncePerRun) {
         EXPECT_NE(std::string(e.what()).find("run 'r2' is stored as 2 shard(s) of 4 cases (fingerprint f00d), but "
                                              "this part is of 3 shard(s)"), std::string::npos) << e.what();
     }
+}
+
+TEST_P(Store, AShardOfAnotherBuildOrCaseListIsRefusedWhenItJoinsNamingWhatDiffers) {
+    nlohmann::json first = context("r5", "0/2");
+    first["libraries"] = {{"onednn", "3.9.1"}};
+    {
+        ResultsStore store(url_);
+        store.begin_part(first);
+        store.add_case(record("a"));
+    }
+    const auto refusal = [&](const nlohmann::json& ctx) -> std::string {
+        try {
+            ResultsStore(url_).begin_part(ctx);
+        } catch (const StoreError& e) {
+            return e.what();
+        }
+        return "";
+    };
+    // Another binary: sdpabench's commit and a library version differ; the shard count and case list agree.
+    nlohmann::json other_build = context("r5", "1/2");
+    other_build["git_commit"] = "def456";
+    other_build["libraries"] = {{"onednn", "3.10.0"}};
+    std::string why = refusal(other_build);
+    EXPECT_NE(why.find("this part (shard 1) cannot join run 'r5': it differs from the run's shard 0 (host ci-1, "
+                       "started 2026-12-05T02:00:00Z) in git_commit ('abc123' there, 'def456' here), "
+                       "libraries.onednn ('3.9.1' there, '3.10.0' here)"), std::string::npos) << why;
+    // A library only one of them reports counts as a difference too.
+    nlohmann::json extra_library = context("r5", "1/2");
+    extra_library["libraries"] = {{"onednn", "3.9.1"}, {"cudnn", "9.19.0"}};
+    why = refusal(extra_library);
+    EXPECT_NE(why.find("in libraries.cudnn ('' there, '9.19.0' here)"), std::string::npos) << why;
+    // Another batch file: the case list's fingerprint differs; the message names both commands.
+    nlohmann::json other_cases = context("r5", "1/2");
+    other_cases["libraries"] = first["libraries"];
+    other_cases["shard"]["cases_fingerprint"] = "beef";
+    other_cases["command"] = "sdpabench --shard=1/2 --batch=y.cases";
+    why = refusal(other_cases);
+    EXPECT_NE(why.find("run 'r5' is stored as 2 shard(s) of 4 cases (fingerprint f00d), but this part is of 2 "
+                       "shard(s) of 4 cases (fingerprint beef) (shard 0 ran 'sdpabench --batch=x.cases', this part "
+                       "runs 'sdpabench --shard=1/2 --batch=y.cases')"), std::string::npos) << why;
+    // Nothing of the refused parts was stored; the sibling of the same build joins.
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'r5'"), 1);
+    nlohmann::json same = context("r5", "1/2");
+    same["libraries"] = first["libraries"];
+    EXPECT_EQ(refusal(same), "");
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'r5'"), 2);
+    // A shard resubmitted with a rebuilt binary is refused as well: its sibling still holds the old build.
+    nlohmann::json rebuilt = first;
+    rebuilt["git_commit"] = "fff000";
+    why = refusal(rebuilt);
+    EXPECT_NE(why.find("this part (shard 0) cannot join run 'r5': it differs from the run's shard 1"), std::string::npos)
+            << why;
+}
+
+// The store and scripts/merge_reports.py refuse shards of different builds by the same fields.
+TEST(StoreBuildFields, AreMergeReportsSameRun) {
+    std::ifstream f(std::string(SDPABENCH_SOURCE_DIR) + "/scripts/merge_reports.py");
+    ASSERT_TRUE(f) << "cannot read scripts/merge_reports.py";
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string mine = "SAME_RUN = (";
+    for (std::size_t i = 0; i < kRunBuildFields.size(); ++i)
+        mine += fmt::format("{}\"{}\"", i ? ", " : "", kRunBuildFields[i]);
+    EXPECT_NE(text.find(mine + ")\n"), std::string::npos) << "merge_reports.py has no line '" << mine << ")'";
+    EXPECT_NE(text.find("k.startswith(\"libraries.\")"), std::string::npos);
 }
 
 TEST_P(Store, ABatchIsStoredWholeOrNotAtAll) {
