@@ -48,6 +48,9 @@ std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, s
         const std::string_view num = rest.substr(k, e - k);
         if (key.empty())
             return fail(fmt::format("'{}': expected a key (b, hq, hkv, sq, skv, dqk, dv, d) at '{}'", text, rest));
+        constexpr std::string_view kKeys[] = {"b", "hq", "hkv", "sq", "skv", "dqk", "dv", "d"};
+        if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+            return fail(fmt::format("'{}': unknown key '{}' (accepted: b, hq, hkv, sq, skv, dqk, dv, d, n=)", text, key));
         if (num.empty())
             return fail(fmt::format("'{}': key '{}' needs a number", text, key));
         const auto parsed = parse_number<std::int64_t>(num);

@@ -12,6 +12,7 @@
 #include "backends/registry.hpp"
 #include "backends/torch/torch_backend.hpp"
 #include "core/memory_estimate.hpp"
+#include "core/parse_number.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
 
@@ -60,7 +61,14 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
                "P/CP: wall-clock budget of one case's timed loop in ms (flushes included, warm-up not): timed runs "
                "go on while it lasts; the loop stops at the first run past it once --min-runs runs are in, so "
                "--min-runs wins over the budget and a slow case can take min-runs x its time")
-            ->check(CLI::PositiveNumber)->capture_default_str()->group(g);
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        const auto v = parse_number<double>(s);
+                        if (!v || !(*v > 0) || !std::isfinite(*v)) return fmt::format("'{}' is not a number of ms > 0", s);
+                        return {};
+                    },
+                    "MS"))
+            ->capture_default_str()->group(g);
     app.add_option("--min-runs", o.timing.min_runs, "P/CP: at least this many timed runs, even past --max-ms-per-case")
             ->check(CLI::Range(1, std::numeric_limits<int>::max()))->capture_default_str()->group(g);
     app.add_option("--fix-times,--fix-times-per-prb", o.timing.fix_times,
@@ -95,7 +103,15 @@ void add_selection_options(CLI::App& app, GlobalOptions& o) {
     app.add_option("--start", o.start,
                "Run only the cases of index N and after (the index of the whole run, as the status lines and "
                "reports number them; benchdnn's --start): resumes a run that stopped at case N")
-            ->option_text("N")->group(g);
+            ->option_text("N")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos)
+                            return fmt::format("'{}' is not a case index (a whole number >= 0)", s);
+                        return {};
+                    },
+                    "N"))
+            ->group(g);
     app.add_option("--match", o.match,
                "Run only the cases whose id (their repro line; FILE:LINE for a line that did not parse) the "
                "regular expression REGEX finds (ECMAScript syntax, a search anywhere in the id; benchdnn's --match)")
@@ -119,11 +135,33 @@ void add_selection_options(CLI::App& app, GlobalOptions& o) {
                "Run a case only when its implementation (the vendor's name, shown by -v and in the reports' "
                "'impl' field) or one inside it matches a pattern of LIST (comma-separated; a glob with * ? [ ], "
                "else a substring, as benchdnn's --impl); the others are SKIPPED with the name they got")
-            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")->group(g);
+            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        // fnmatch would read an unclosed '[' as a literal: a pattern that names nothing.
+                        const auto open = s.find('[');
+                        if (open != std::string::npos && s.find(']', open + 2) == std::string::npos)
+                            return fmt::format("'{}' is not a pattern: its '[' opens a bracket expression that no ']' "
+                                               "closes", s);
+                        return {};
+                    },
+                    "PATTERN"))
+            ->group(g);
     app.add_option("--skip-impl", o.impls.skip,
                "SKIP a case whose implementation or one inside it matches a pattern of LIST (as --impl; "
                "--skip-impl=ref skips the cases where oneDNN ran a reference kernel, as benchdnn's does)")
-            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")->group(g);
+            ->delimiter(',')->allow_extra_args(false)->option_text("LIST")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        // fnmatch would read an unclosed '[' as a literal: a pattern that names nothing.
+                        const auto open = s.find('[');
+                        if (open != std::string::npos && s.find(']', open + 2) == std::string::npos)
+                            return fmt::format("'{}' is not a pattern: its '[' opens a bracket expression that no ']' "
+                                               "closes", s);
+                        return {};
+                    },
+                    "PATTERN"))
+            ->group(g);
 }
 
 /// Parses the template and report specs into `o`; returns an error sentence or "".
@@ -194,7 +232,14 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.footer(footer());
     app.add_flag("-v,--verbose", out.opts.verbose, "Per case: the implementation the vendor ran (and the ones inside it, "
             "with their times), every tensor's dims and strides as bound, backend notes and the worst |err|/bound of every "
-            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one");
+            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {  // a plain -v gives "true"
+                        if (s == "true" || (!s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos))
+                            return {};
+                        return fmt::format("'{}' is not a verbosity level (0 to 99)", s);
+                    },
+                    "N"));
     app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
     std::string list_knobs;
     app.add_option("--list-knobs", list_knobs,

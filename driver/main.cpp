@@ -143,9 +143,10 @@ public:
         if (opts.start > 0 || !opts.match.empty()) {  // benchdnn's --start and --match (driver/selection.hpp)
             const std::size_t before = selected_.size();
             selected_ = select_cases(selected_, ids_, opts.start, opts.match);
-            fmt::print(stderr, "note: {}{}{} select {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
-                    opts.start > 0 && !opts.match.empty() ? " and " : "",
-                    opts.match.empty() ? "" : fmt::format("--match={}", opts.match), selected_.size(), before);
+            const bool both = opts.start > 0 && !opts.match.empty();
+            fmt::print(stderr, "note: {}{}{} select{} {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
+                    both ? " and " : "", opts.match.empty() ? "" : fmt::format("--match={}", opts.match), both ? "" : "s",
+                    selected_.size(), before);
         }
         if (timing_.cold_cache) {
             flusher_ = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());

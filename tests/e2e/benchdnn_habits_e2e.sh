@@ -54,6 +54,22 @@ grep -q "^3:PASSED .* __REPRO: --backend=ref --dt=bf16 b1hq1sq8d8$" "$tmp/out" |
 grep -q "^note: --start=3 and --match=sq8 select 1 of 4 case(s)$" "$tmp/out" || fail "the selection is said"
 run --match='(' b1hq1sq8d8
 [ "$rc" -eq 2 ] && grep -q "is not a regular expression" "$tmp/out" || fail "a bad --match is a usage error"
+run --match='sq8' b1hq1sq8d8
+grep -q "^note: --match=sq8 selects 1 of 1 case(s)$" "$tmp/out" || fail "one option selects"
+for bad in -1 abc 99999999999999999999; do
+  run --start=$bad b1hq1sq8d8
+  [ "$rc" -eq 2 ] && grep -q "'$bad' is not a case index" "$tmp/out" || fail "--start=$bad is a usage error"
+done
+for bad in 0 -5 abc; do
+  run --max-ms-per-prb=$bad b1hq1sq8d8
+  [ "$rc" -eq 2 ] && grep -q "'$bad' is not a number of ms > 0" "$tmp/out" || fail "--max-ms-per-prb=$bad is a usage error"
+done
+run --verbose=-1 b1hq1sq8d8
+[ "$rc" -eq 2 ] || fail "--verbose=-1 is a usage error"
+run --impl='[' b1hq1sq8d8
+[ "$rc" -eq 2 ] && grep -q "'\[' is not a pattern" "$tmp/out" || fail "an unclosed '[' in --impl is a usage error"
+run --skip-impl='ref,x[a' b1hq1sq8d8
+[ "$rc" -eq 2 ] && grep -q "'x\[a' is not a pattern" "$tmp/out" || fail "an unclosed '[' in --skip-impl is a usage error"
 run --backend=ref --repeats-per-prb=3 --report=jsonl:"$tmp/r.jsonl" b1hq1sq4d4
 [ "$(summary_field tests)" = 3 ] && grep -q '"id":"--backend=ref b1hq1sq4d4 #3"' "$tmp/r.jsonl" || fail "--repeats-per-prb=3"
 

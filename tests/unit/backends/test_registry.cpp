@@ -49,8 +49,9 @@ TEST(Registry, PrefixesAndLibrariesComeFromTheTable) {
     for (const std::string& n : family_names(kTestPrefix)) EXPECT_EQ(make_backend(n)->name(), n);
     EXPECT_TRUE(family_names("nope:").empty());
     EXPECT_EQ(library_keys(), (std::vector<std::string>{"onednn", "cudnn", "torch"}));
-    if (find_backend_row("torch:math")->compiled_in())
+    if (find_backend_row("torch:math")->compiled_in()) {
         EXPECT_EQ(library_version_of("torch"), make_backend("torch:math")->library_version());
+    }
     EXPECT_EQ(library_version_of("nope"), "");
 }
 

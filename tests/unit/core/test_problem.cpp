@@ -78,6 +78,9 @@ TEST(Descriptor, Errors) {
     EXPECT_NE(parse_error("b0hq8sq64d64").find("must be positive"), std::string::npos);
     EXPECT_NE(parse_error("b1hq8sq0d64").find("must be positive"), std::string::npos);
     EXPECT_NE(parse_error("b1hq8sq64d64x3").find("unknown key 'x'"), std::string::npos);
+    // An unknown key is named as such whatever its number (0, none).
+    EXPECT_NE(parse_error("zz0sq8d8").find("unknown key 'zz'"), std::string::npos);
+    EXPECT_NE(parse_error("b1sq8d8x").find("unknown key 'x'"), std::string::npos);
     EXPECT_NE(parse_error("b1hq8sq64sq32d64").find("'sq' given twice"), std::string::npos);
     EXPECT_FALSE(parse_error("b1hq8sq64d64dqk64").empty());  // d with dqk
     EXPECT_FALSE(parse_error("b1hq8sq64dqk64d64").empty());  // dqk with d
