@@ -45,7 +45,7 @@ TEST(BadInput, BinaryGarbageIsEscapedWithPosition) {
     const auto es = errors({"--batch=" + f.string()});
     ASSERT_EQ(es.size(), 1u);
     EXPECT_EQ(es[0].error,
-            fmt::format("{}:1:9: error: bad problem descriptor '\\x01\\xfe\\x7f': key '\\x01\\xfe\\x7f' needs a number",
+            fmt::format("{}:1:9: error: bad problem descriptor '\\x01\\xfe\\x7f': unknown key '\\x01\\xfe\\x7f' (accepted: b, hq, hkv, sq, skv, dqk, dv, d, n=)",
                     f.string()));
     EXPECT_FALSE(es[0].usage);
 }
