@@ -13,7 +13,9 @@ summary_field() { grep -E '^tests:' "$tmp/out" | tail -n 1 | grep -oE "(^| )$1:[
 run() { "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err" >>"$tmp/out"; }
 # check_phases JSONL: every case that ran has phase times (reports/case_result.hpp Phase) that
 # are non-negative and sum to its case time within 2%, what no phase accounts for ("other") is at
-# most 2% of the run, and the summary's last line gives the totals.
+# most 10% of the run (a step left out of every phase shows as tens of percent; "other" is ~0.1%
+# on a quiet machine and reached 2% on a loaded 2-core CI run of 4 ms cases: scheduling, not a
+# step), and the summary's last line gives the totals.
 check_phases() {
   python3 - "$1" <<'EOF' || fail "phase times do not account for the case times"
 import json, sys
@@ -31,7 +33,7 @@ for line in open(sys.argv[1]):
         bad.append(f"{r['repro']}: phases sum to {total:.3f} ms of {r['case_ms']:.3f} ms: {ph}")
 print(f"{ran} cases ran; {len(bad)} whose phases do not sum to the case time; other {other_ms:.1f} of {run_ms:.1f} ms")
 print("\n".join(bad[:10]))
-sys.exit(1 if bad or ran == 0 or other_ms > 0.02 * run_ms else 0)
+sys.exit(1 if bad or ran == 0 or other_ms > 0.10 * run_ms else 0)
 EOF
   grep -qE '^total: [0-9.e+-]+s; fill: ' "$tmp/out" || fail "no 'total:' line of phase totals after the summary"
 }

@@ -79,8 +79,10 @@ grep -q 'its Boost headers complete' "$tmp/dry.out" || fail "the packed Boost he
 n=$(find "$tmp/out" -mindepth 1 | wc -l)
 [ "$n" -le 4 ] || fail "$n files in OUT (at most 4): $(ls "$tmp/out")"
 [ -f "$tmp/out/device_check.log" ] && [ -f "$tmp/out/reports.tgz" ] || fail "OUT lacks device_check.log or reports.tgz: $(ls "$tmp/out")"
-tar -tzf "$tmp/out/reports.tgz" | grep -qx './configure.log' || fail "reports.tgz lacks configure.log: $(tar -tzf "$tmp/out/reports.tgz")"
-tar -tzf "$tmp/out/reports.tgz" | grep -qx 'device_check.log' || fail "reports.tgz lacks device_check.log"
+# The listing first: grep -q stops reading at its match, and tar's SIGPIPE would fail the pipeline.
+listing=$(tar -tzf "$tmp/out/reports.tgz")
+grep -qx './configure.log' <<<"$listing" || fail "reports.tgz lacks configure.log: $listing"
+grep -qx 'device_check.log' <<<"$listing" || fail "reports.tgz lacks device_check.log"
 
 # 5. The table's reading of sdpabench's P-mode report: the executed cases by (name, dir), their
 #    median time, FLOPs and shape (what it times PyTorch on).
