@@ -100,6 +100,16 @@ void add_perf_options(CLI::App& app, GlobalOptions& o, std::string& perf_templat
 /// --repeats-per-prb, --impl and --skip-impl.
 void add_selection_options(CLI::App& app, GlobalOptions& o) {
     const char* g = "Selecting cases (benchdnn's options)";
+    // One --impl / --skip-impl pattern: fnmatch would read an unclosed '[' as a literal, a pattern
+    // that names nothing.
+    const CLI::Validator impl_pattern(
+            [](std::string& s) -> std::string {
+                const auto open = s.find('[');
+                if (open != std::string::npos && s.find(']', open + 2) == std::string::npos)
+                    return fmt::format("'{}' is not a pattern: its '[' opens a bracket expression that no ']' closes", s);
+                return {};
+            },
+            "PATTERN");
     app.add_option("--start", o.start,
                "Run only the cases of index N and after (the index of the whole run, as the status lines and "
                "reports number them; benchdnn's --start): resumes a run that stopped at case N")
@@ -136,31 +146,13 @@ void add_selection_options(CLI::App& app, GlobalOptions& o) {
                "'impl' field) or one inside it matches a pattern of LIST (comma-separated; a glob with * ? [ ], "
                "else a substring, as benchdnn's --impl); the others are SKIPPED with the name they got")
             ->delimiter(',')->allow_extra_args(false)->option_text("LIST")
-            ->check(CLI::Validator(
-                    [](std::string& s) -> std::string {
-                        // fnmatch would read an unclosed '[' as a literal: a pattern that names nothing.
-                        const auto open = s.find('[');
-                        if (open != std::string::npos && s.find(']', open + 2) == std::string::npos)
-                            return fmt::format("'{}' is not a pattern: its '[' opens a bracket expression that no ']' "
-                                               "closes", s);
-                        return {};
-                    },
-                    "PATTERN"))
+            ->check(impl_pattern)
             ->group(g);
     app.add_option("--skip-impl", o.impls.skip,
                "SKIP a case whose implementation or one inside it matches a pattern of LIST (as --impl; "
                "--skip-impl=ref skips the cases where oneDNN ran a reference kernel, as benchdnn's does)")
             ->delimiter(',')->allow_extra_args(false)->option_text("LIST")
-            ->check(CLI::Validator(
-                    [](std::string& s) -> std::string {
-                        // fnmatch would read an unclosed '[' as a literal: a pattern that names nothing.
-                        const auto open = s.find('[');
-                        if (open != std::string::npos && s.find(']', open + 2) == std::string::npos)
-                            return fmt::format("'{}' is not a pattern: its '[' opens a bracket expression that no ']' "
-                                               "closes", s);
-                        return {};
-                    },
-                    "PATTERN"))
+            ->check(impl_pattern)
             ->group(g);
 }
 
