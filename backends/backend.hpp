@@ -8,7 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/conventions.hpp"
+#include "core/cpu_isa.hpp"
 #include "core/implementation.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/problem.hpp"
@@ -76,6 +79,15 @@ public:
 /// with its dims and strides, in role order (ragged tensors: the strides within a batch).
 std::vector<BoundTensor> geometry_tensors(const Problem& p);
 
+/// How a backend's library runs its kernels on the host's cores: its threading runtime and the
+/// concurrency that runtime reports it may use, read back from the library where it can say
+/// (oneDNN's SYCL CPU runtime: TBB's max_concurrency), else the process's CPUs.
+struct Threading {
+    std::string runtime;  ///< e.g. "SYCL (TBB)", "OpenMP"; "" for a backend on a device
+    int threads = 0;      ///< the concurrency it reports; 0 unknown
+    std::string source;   ///< where `threads` came from ("tbb::this_task_arena::max_concurrency", ...)
+};
+
 /// A vendor adapter. Implementations translate vendor exceptions into BackendError at
 /// their public functions; nothing else escapes. Every Problem it is given is one step's
 /// (driver/run_case.hpp step_problem): p.dir is fwd_i, fwd_t or bwd, never fwd_bwd, which is the
@@ -100,6 +112,22 @@ public:
         (void)dt;
         return 0;
     }
+    /// True when --cpu-isa caps this backend's dispatch (oneDNN): cap_cpu_isa and cpu_isa answer.
+    virtual bool caps_cpu_isa() const { return false; }
+    /// Caps the library's CPU dispatch, for this whole process, at `level` (CpuIsa::none: no cap);
+    /// must come before anything makes the library fix its ISA (its first kernel, a cpu_isa()
+    /// query). "" when the cap is set, else why not (the library fixed its ISA already, or it
+    /// has no such control). docs/knobs_run.md#cpu-isa-levels---cpu-isa.
+    virtual std::string cap_cpu_isa(CpuIsa level) {
+        (void)level;
+        return fmt::format("backend {} has no CPU ISA cap", name());
+    }
+    /// The level the library dispatches to in this process (the cap met with what the CPU has);
+    /// nullopt for a backend without ISA control. Asking fixes the library's ISA for the process.
+    virtual std::optional<CpuIsa> cpu_isa() const { return std::nullopt; }
+    /// The library's threading runtime and the concurrency it reports (Threading); empty for a
+    /// backend that does not run on the host's cores or cannot say.
+    virtual Threading threading() const { return {}; }
     /// Documented conventions of this backend's outputs (see Conventions).
     virtual Conventions conventions() const { return {}; }
     /// True when the vendor splits its graph into partitions that its plans count

@@ -167,4 +167,30 @@ std::string library_version_of(std::string_view key) {
     return "";
 }
 
+namespace {
+
+/// The compiled-in listed backends whose CPU dispatch --cpu-isa caps (Backend::caps_cpu_isa).
+std::vector<std::unique_ptr<Backend>> isa_backends() {
+    std::vector<std::unique_ptr<Backend>> out;
+    for (const BackendRow& r : backend_table())
+        if (r.listed && !r.family && r.compiled_in())
+            if (auto be = make_backend(r.name); be && be->caps_cpu_isa()) out.push_back(std::move(be));
+    return out;
+}
+
+}  // namespace
+
+std::optional<CpuIsa> best_cpu_isa() {
+    for (const auto& be : isa_backends())
+        if (const auto isa = be->cpu_isa()) return isa;
+    return std::nullopt;
+}
+
+std::string cap_cpu_isa(CpuIsa level) {
+    std::string why;
+    for (const auto& be : isa_backends())
+        if (std::string w = be->cap_cpu_isa(level); !w.empty()) why += (why.empty() ? "" : "; ") + w;
+    return why;
+}
+
 }  // namespace sdpa

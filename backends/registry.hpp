@@ -86,6 +86,15 @@ std::vector<std::string> library_keys();
 /// that key), "" when this build has none or it cannot be loaded.
 std::string library_version_of(std::string_view key);
 
+/// The best ISA level the backends whose CPU dispatch --cpu-isa caps (Backend::caps_cpu_isa:
+/// oneDNN) dispatch to in this process; nullopt when the build has none. Asking fixes their ISA
+/// for the process (cap_cpu_isa fails after it).
+std::optional<CpuIsa> best_cpu_isa();
+
+/// Caps every backend with ISA control at `level` for this process (Backend::cap_cpu_isa);
+/// "" when all took it (or there is none), else why not.
+std::string cap_cpu_isa(CpuIsa level);
+
 /// The backend make_backend() gives for a row this build lacks: support() SKIPPED with "backend
 /// NAME is not compiled into this build: WHY" for every problem, prepare() throws SKIPPED.
 std::unique_ptr<Backend> make_missing_backend(std::string name, std::string why);

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -31,6 +32,14 @@ std::string reference_fallback(const Implementation& impl) {
                 p.shape.empty() ? std::string() : fmt::format(" ({})", p.shape));
     }
     return s;
+}
+
+std::string implementation_kinds(const Implementation& impl) {
+    std::vector<std::string> seen;
+    for (const ImplPart& p : impl.parts)
+        if (std::string k = fmt::format("{}:{}", p.kind, p.impl); std::find(seen.begin(), seen.end(), k) == seen.end())
+            seen.push_back(std::move(k));
+    return fmt::format("{}", fmt::join(seen, " "));
 }
 
 std::int64_t reference_parts(const Implementation& impl) {

@@ -58,6 +58,10 @@ bool is_flagged_kind(std::string_view kind);
 /// (1x8x512x64:1x8x64x512)"); "" when none did or the vendor lists no parts.
 std::string reference_fallback(const Implementation& impl);
 
+/// Every part as "KIND:IMPL" (e.g. "matmul:brg_matmul:avx10_1_512_amx"), each once, in run order,
+/// space-separated; "" when the vendor lists no parts. The reports' "impls" field.
+std::string implementation_kinds(const Implementation& impl);
+
 /// How many parts ran a reference implementation, of any kind (elementwise ones included).
 std::int64_t reference_parts(const Implementation& impl);
 

@@ -91,6 +91,11 @@ std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, s
     return d;
 }
 
+std::string_view attention_kind(const Dims& d) {
+    if (d.H_kv == d.H_q) return "MHA";
+    return d.H_kv == 1 ? "MQA" : "GQA";
+}
+
 std::string descriptor(const Dims& d, std::string_view name) {
     std::string s = fmt::format("b{}hq{}", d.B, d.H_q);
     if (d.H_kv != d.H_q) s += fmt::format("hkv{}", d.H_kv);

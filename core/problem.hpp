@@ -100,6 +100,10 @@ std::optional<Dims> parse_descriptor(std::string_view text, std::string* name, s
 /// parse_descriptor.
 std::string descriptor(const Dims& d, std::string_view name = {});
 
+/// The attention kind of `d`'s heads: "MHA" (H_kv = H_q), "MQA" (H_kv = 1 < H_q) or "GQA"
+/// (1 < H_kv < H_q).
+std::string_view attention_kind(const Dims& d);
+
 /// One fully specified case. Immutable once built by the case parser.
 struct Problem {
     Dims dims;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/cpu_isa.hpp"
 #include "core/enum_table.hpp"
 #include "core/problem.hpp"
 
@@ -30,6 +31,10 @@ struct Case {
     Problem prb;
     std::string backend{kDefaultBackend};
     Mode mode = Mode::C;
+    /// --cpu-isa: the level the vendor's CPU dispatch is capped at for this case (CpuIsa::none:
+    /// no cap). A process caps its vendor once, so the driver runs each level's cases in a
+    /// process of that level (driver/worker.hpp).
+    CpuIsa cpu_isa = CpuIsa::none;
     std::string where;  ///< "FILE:LINE:COL" of the token that made it, "" from the command line
     /// Imported graph (--case=FILE.json, graph/json_import.hpp): the file as given
     /// (relative to the current directory), empty for descriptor cases. prb was derived from it.

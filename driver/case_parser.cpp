@@ -217,6 +217,12 @@ public:
                     pos = comma + 1;
                     continue;
                 }
+                if (const auto xs = table[k].expand ? table[k].expand(v) : std::vector<std::string>{}; !xs.empty()) {
+                    for (const std::string& x : xs) values.push_back({x, table[k].parse(x)});  // --cpu-isa=all
+                    if (comma == value.npos) break;
+                    pos = comma + 1;
+                    continue;
+                }
                 Knob::Setter set = table[k].parse(v);
                 // A value may itself hold commas (window:L,R): join pieces until one is accepted.
                 for (std::size_t c2 = comma; !set && c2 != value.npos;) {

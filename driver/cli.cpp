@@ -307,6 +307,14 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (how "
             "--minimize runs each candidate in a fresh process; the run must have exactly one case)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
+    app.add_option("--threads", out.opts.threads,
+            "Run on N cores: the vendor's threads (oneDNN's TBB, libtorch's OpenMP) and the reference's alike, by "
+            "narrowing the process's CPU affinity to N of its CPUs (as taskset does) and setting OMP_NUM_THREADS; the "
+            "run context records N and each vendor's runtime and the concurrency it reports, each result the cores "
+            "its vendor kept busy (vendor_cpu_util). Default: every CPU of the process's affinity mask")
+        ->check(CLI::Range(1, 1 << 20))->option_text("N");
+    app.add_option("--serve-cases", out.opts.serve_fd, "Internal: run as a case worker on this socket (driver/worker.hpp)")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->group("");
     app.add_flag("--isolate", out.opts.isolate,
             "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
             "the run goes on");
@@ -318,6 +326,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
         for (const std::string& n : opt->get_lnames()) out.opts.option_names.push_back("--" + n);
     // benchdnn's -vN is --verbose=N (CLI11 would read -v2 as -v -2).
     std::vector<std::string> args(argv, argv + argc);
+    out.opts.argv = args;
     for (std::string& a : args)
         if (a.size() > 2 && a.starts_with("-v") && a.find_first_not_of("0123456789", 2) == std::string::npos)
             a = "--verbose=" + a.substr(2);

@@ -30,6 +30,13 @@ struct GlobalOptions {
     /// (driver/main.cpp; each rerun restarts the vendor: seconds on a GPU).
     bool no_rerun_failed = false;
     int result_fd = -1;            ///< --result-fd: write the one case's result as CBOR there (driver/isolation.hpp)
+    /// --serve-cases=FD (internal): this process is a case worker serving the socket FD (driver/worker.hpp).
+    int serve_fd = -1;
+    /// --threads=N: every threading runtime of the run uses N cores (core/host_cpu.hpp limit_threads); 0: as the
+    /// process's affinity mask allows.
+    int threads = 0;
+    /// The command line as given (argv[0] first): what case workers are started with (driver/worker.hpp).
+    std::vector<std::string> argv;
     bool minimize = false;         ///< --minimize: shrink each FAILED case (driver/minimize.hpp)
     std::size_t minimize_max_runs = 400;  ///< --minimize-max-runs: runs one minimization may spend
     std::vector<std::string> case_tokens;  ///< everything else, in order, for parse_cases()

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,8 +18,13 @@
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "driver/case_parser.hpp"
+#include "core/host_cpu.hpp"
+#include "core/parse_number.hpp"
+#include "driver/knobs.hpp"
 #include "driver/minimize.hpp"
+#include "driver/suggest.hpp"
 #include "reports/escape.hpp"
+#include "reports/result_fields.hpp"
 
 namespace sdpa {
 
@@ -44,7 +50,177 @@ bool version_covers(const std::string& want, const std::string& have) {
     return have.size() == want.size() || have[want.size()] == '.';
 }
 
+/// Every key a condition may name: the result fields' columns, then the knobs' names.
+std::vector<std::string> condition_keys() {
+    std::vector<std::string> keys;
+    for (const ResultField& f : result_fields())
+        if (f.column_field) keys.push_back(f.column);
+    for (const Knob& k : knob_table()) keys.emplace_back(k.name);
+    return keys;
+}
+
+/// The knob spelled `key` ('_' read as '-'), or nullptr.
+const Knob* condition_knob(const std::string& key) {
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    for (const Knob& k : knob_table())
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+/// One test from a JSON value: a string (a comparison "OP N", a range "A..B", else a glob), a
+/// number (== it) or a flag. Throws std::runtime_error naming what is wrong.
+FieldTest parse_test(const std::string& key, const nlohmann::json& v) {
+    FieldTest t;
+    if (v.is_boolean()) {
+        t.kind = FieldTest::Kind::flag;
+        t.flag = v.get<bool>();
+        return t;
+    }
+    if (v.is_number()) {
+        t.kind = FieldTest::Kind::compare;
+        t.op = "==";
+        t.a = v.get<double>();
+        return t;
+    }
+    if (!v.is_string())
+        throw std::runtime_error(fmt::format("\"when\": \"{}\": a test is a string, a number, true or false (got {})", key,
+                v.dump()));
+    const std::string text = v.get<std::string>();
+    std::string_view rest = text;
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    for (const char* op : {">=", "<=", "==", "!=", ">", "<"})
+        if (rest.starts_with(op)) {
+            std::string_view num = rest.substr(std::strlen(op));
+            while (!num.empty() && num.front() == ' ') num.remove_prefix(1);
+            const auto x = parse_number<double>(num);
+            if (!x)
+                throw std::runtime_error(fmt::format("\"when\": \"{}\": \"{}\" compares with '{}', which is not a number",
+                        key, text, num));
+            t.kind = FieldTest::Kind::compare;
+            t.op = op;
+            t.a = *x;
+            return t;
+        }
+    if (const auto dots = text.find(".."); dots != std::string::npos) {
+        const auto lo = parse_number<double>(std::string_view(text).substr(0, dots));
+        const auto hi = parse_number<double>(std::string_view(text).substr(dots + 2));
+        if (lo && hi) {
+            if (*hi < *lo)
+                throw std::runtime_error(fmt::format("\"when\": \"{}\": the range \"{}\" is empty ({} > {})", key, text,
+                        *lo, *hi));
+            t.kind = FieldTest::Kind::range;
+            t.a = *lo;
+            t.b = *hi;
+            return t;
+        }
+    }
+    if (text.empty()) throw std::runtime_error(fmt::format("\"when\": \"{}\": an empty test", key));
+    t.glob = text;
+    return t;
+}
+
+/// A condition from a JSON object (the value of "when", or an element of "any_of"). Throws
+/// std::runtime_error naming an unknown field (with the nearest names) or a bad test.
+Condition parse_condition(const nlohmann::json& j) {
+    if (!j.is_object() || j.empty())
+        throw std::runtime_error(fmt::format("\"when\" is an object of FIELD: TEST (or [TEST, ...]) pairs (got {})",
+                j.dump()));
+    Condition c;
+    for (const auto& [key, v] : j.items()) {
+        if (key == "any_of") {
+            if (!v.is_array() || v.empty())
+                throw std::runtime_error(fmt::format("\"when\": \"any_of\" is a non-empty list of conditions (got {})",
+                        v.dump()));
+            for (const auto& alt : v) c.any_of.push_back(parse_condition(alt));
+            continue;
+        }
+        FieldCondition f;
+        f.key = key;
+        if (!find_result_field(key)) {
+            if (const Knob* k = condition_knob(key)) {
+                f.knob = true;
+                f.key = std::string(k->name);
+            } else {
+                const auto near = did_you_mean(key, condition_keys());
+                throw std::runtime_error(fmt::format("\"when\": unknown field \"{}\"{} (a condition reads a result "
+                        "field, reports/result_fields.hpp, or a knob by its name)", key,
+                        near.empty() ? std::string() : fmt::format(" (did you mean {}?)", fmt::join(near, ", "))));
+            }
+        }
+        if (v.is_array()) {
+            if (v.empty()) throw std::runtime_error(fmt::format("\"when\": \"{}\": an empty list of tests", key));
+            for (const auto& x : v) f.any.push_back(parse_test(key, x));
+        } else {
+            f.any.push_back(parse_test(key, v));
+        }
+        c.all.push_back(std::move(f));
+    }
+    return c;
+}
+
+/// The value of field `f` in `r`: a result field's, or the knob's spelling from r.info.knobs
+/// (monostate when absent).
+FieldValue field_value(const FieldCondition& f, const CaseResult& r) {
+    if (!f.knob) return find_result_field(f.key)->get(r);
+    const std::string prefix = f.key + "=";
+    for (const std::string& kv : r.info.knobs)
+        if (kv.starts_with(prefix)) return kv.substr(prefix.size());
+    return std::monostate{};
+}
+
+/// True when test `t` holds for value `v`.
+bool test_holds(const FieldTest& t, const FieldValue& v) {
+    if (std::holds_alternative<std::monostate>(v)) return false;
+    if (t.kind == FieldTest::Kind::glob) {  // "!GLOB": the value does not match GLOB
+        const bool negated = t.glob.size() > 1 && t.glob.front() == '!';
+        return (::fnmatch(t.glob.c_str() + (negated ? 1 : 0), csv_text(v).c_str(), 0) == 0) != negated;
+    }
+    if (t.kind == FieldTest::Kind::flag) {
+        const auto* b = std::get_if<bool>(&v);
+        const auto* s = std::get_if<std::string>(&v);  // a knob's "true"/"false"
+        return b ? *b == t.flag : s && *s == (t.flag ? "true" : "false");
+    }
+    std::optional<double> x;
+    if (const auto* d = std::get_if<double>(&v)) x = *d;
+    else if (const auto* i = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*i);
+    else if (const auto* s = std::get_if<std::string>(&v)) x = parse_number<double>(*s);
+    if (!x) return false;
+    if (t.kind == FieldTest::Kind::range) return *x >= t.a && *x <= t.b;
+    if (t.op == ">=") return *x >= t.a;
+    if (t.op == ">") return *x > t.a;
+    if (t.op == "<=") return *x <= t.a;
+    if (t.op == "<") return *x < t.a;
+    if (t.op == "!=") return *x != t.a;
+    return *x == t.a;
+}
+
+/// condition_holds; with `absent_holds`, a field without a value meets every test (what only a
+/// run tells is not known yet).
+bool holds(const Condition& c, const CaseResult& r, bool absent_holds) {
+    for (const FieldCondition& f : c.all) {
+        const FieldValue v = field_value(f, r);
+        if (absent_holds && std::holds_alternative<std::monostate>(v)) continue;
+        if (absent_holds && !f.knob && std::holds_alternative<std::string>(v) && std::get<std::string>(v).empty())
+            continue;
+        if (std::none_of(f.any.begin(), f.any.end(), [&](const FieldTest& t) { return test_holds(t, v); })) return false;
+    }
+    return c.any_of.empty() ||
+           std::any_of(c.any_of.begin(), c.any_of.end(), [&](const Condition& a) { return holds(a, r, absent_holds); });
+}
+
+/// True when `id` (or `id` without its " #N" repeat suffix) matches the glob.
+bool id_matches(const std::string& glob, const std::string& id) {
+    std::string base = id;  // a repeat "ID #2" is covered by an entry for ID
+    if (const auto hash = base.rfind(" #"); hash != std::string::npos &&
+            base.find_first_not_of("0123456789", hash + 2) == std::string::npos && hash + 2 < base.size())
+        base.resize(hash);
+    return ::fnmatch(glob.c_str(), id.c_str(), 0) == 0 || ::fnmatch(glob.c_str(), base.c_str(), 0) == 0;
+}
+
 }  // namespace
+
+bool condition_holds(const Condition& c, const CaseResult& r) { return holds(c, r, false); }
 
 std::vector<Expectation> load_expectations(const std::string& path) {
     std::error_code ec;
@@ -80,8 +256,20 @@ std::vector<Expectation> load_expectations(const std::string& path) {
         };
         for (const auto& [key, v] : j.items()) {
             if (key == "match") x.match = text(key, v);
+            else if (key == "when") {
+                try {
+                    x.when = parse_condition(v);
+                } catch (const std::runtime_error& e) {
+                    fail(e.what());
+                }
+            }
             else if (key == "backend") x.backend = text(key, v);
-            else if (key == "failure") x.failure = text(key, v);
+            else if (key == "failure") {
+                if (v.is_array() && !v.empty())
+                    for (const auto& g : v) x.failure.push_back(text(key, g));
+                else
+                    x.failure.push_back(text(key, v));
+            }
             else if (key == "reason") x.reason = escape_for_message(text(key, v));
             else if (key == "allow_xpass") {
                 if (!v.is_boolean()) fail(fmt::format("\"allow_xpass\" must be true or false (got {})", v.dump()));
@@ -129,11 +317,12 @@ std::vector<Expectation> load_expectations(const std::string& path) {
                     x.needs.emplace_back(rk, val);
                 }
             } else {
-                fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"backend\", \"status\", \"reason\", "
-                                 "\"failure\", \"requires\", \"allow_xpass\")", key));
+                fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"when\", \"backend\", \"status\", "
+                                 "\"reason\", \"failure\", \"requires\", \"allow_xpass\")", key));
             }
         }
-        if (x.match.empty()) fail("\"match\" (a case id or glob) is missing");
+        if (x.match.empty() && !j.contains("when"))
+            fail("\"match\" (a case id or glob) or \"when\" (the conditions under which the bug shows) is missing");
         if (!j.contains("status")) fail("\"status\" (the expected status) is missing");
         if (x.reason.empty()) fail("\"reason\" (why it is expected: a vendor bug, ...) is missing");
         if (!x.failure.empty() && x.status != Status::failed)
@@ -143,15 +332,7 @@ std::vector<Expectation> load_expectations(const std::string& path) {
     return out;
 }
 
-Platform::Platform() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("flags", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) cpu_flags_ = words(line.substr(colon + 1));
-            break;
-        }
-}
+Platform::Platform() : cpu_flags_(cpu_flags()) {}
 
 Platform::~Platform() = default;
 
@@ -171,13 +352,17 @@ std::optional<std::string> Platform::unmet(const std::string& key, const std::st
     return fmt::format("{} is {}, not {}", key, it->second.empty() ? "not available" : it->second, value);
 }
 
-bool expectation_matches(const Expectation& x, const std::string& id, const std::string& backend) {
-    std::string base = id;  // a repeat "ID #2" is covered by an entry for ID
-    if (const auto hash = base.rfind(" #"); hash != std::string::npos &&
-            base.find_first_not_of("0123456789", hash + 2) == std::string::npos && hash + 2 < base.size())
-        base.resize(hash);
-    if (::fnmatch(x.match.c_str(), id.c_str(), 0) != 0 && ::fnmatch(x.match.c_str(), base.c_str(), 0) != 0) return false;
-    return x.backend.empty() || ::fnmatch(x.backend.c_str(), backend.c_str(), 0) == 0;
+bool expectation_may_match(const Expectation& x, const std::string& id, const std::string& backend) {
+    return (x.match.empty() || id_matches(x.match, id)) &&
+           (x.backend.empty() || ::fnmatch(x.backend.c_str(), backend.c_str(), 0) == 0);
+}
+
+bool expectation_matches(const Expectation& x, const CaseResult& r) {
+    return expectation_may_match(x, r.id, r.info.backend) && holds(x.when, r, false);
+}
+
+bool expectation_may_match(const Expectation& x, const CaseResult& before_run) {
+    return expectation_may_match(x, before_run.id, before_run.info.backend) && holds(x.when, before_run, true);
 }
 
 void apply_expectations(const std::vector<Expectation>& entries, Platform& platform, CaseResult& r,
@@ -186,7 +371,7 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
     std::vector<std::string> first_unmet;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const Expectation& x = entries[i];
-        if (!expectation_matches(x, r.id, r.info.backend)) continue;
+        if (!expectation_matches(x, r)) continue;
         used[i] = true;
         std::vector<std::string> unmet;
         for (const auto& [k, v] : x.needs)
@@ -204,9 +389,10 @@ void apply_expectations(const std::vector<Expectation>& entries, Platform& platf
             r.notes.push_back(fmt::format("{}; a {} is not that failure", expected, r.timed_out ? "timeout" : "crash"));
         else if (r.status == Status::failed && x.status == Status::failed && !x.failure.empty() &&
                  !std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
-                     return ::fnmatch(x.failure.c_str(), k.c_str(), 0) == 0;
+                     return std::any_of(x.failure.begin(), x.failure.end(),
+                             [&](const std::string& g) { return ::fnmatch(g.c_str(), k.c_str(), 0) == 0; });
                  }))  // another failure than the known one: it stays FAILED
-            r.notes.push_back(fmt::format("{}, as {}; this case also fails as {}", expected, x.failure,
+            r.notes.push_back(fmt::format("{}, as {}; this case also fails as {}", expected, fmt::join(x.failure, " or "),
                     fmt::join(keys, ", ")));
         else if (r.status == x.status)
             r.expect = ExpectOutcome{Expected::xfail, expected, x.allow_xpass};

@@ -17,12 +17,47 @@ namespace sdpa {
 
 class Backend;
 
+/// One test of a condition on one field (Condition): a glob (fnmatch(3)) over the field's text
+/// form ("!GLOB": it does not match), a comparison of its number with a number (">= 2", "< 8", "== 1", "!= 1", or a bare
+/// number), an inclusive range ("2..8"), or a flag (true/false).
+struct FieldTest {
+    enum class Kind { glob, compare, range, flag };
+    Kind kind = Kind::glob;
+    std::string glob;
+    std::string op;         ///< compare: ">=", ">", "<=", "<", "==", "!="
+    double a = 0, b = 0;    ///< compare: a; range: [a, b]
+    bool flag = false;
+};
+
+/// A field and the tests any one of which must hold: "B": ">= 2" is one test, "dt": ["bf16",
+/// "f16"] two. The field is a result field's column (reports/result_fields.hpp: backend, dt, B,
+/// H_q, isa, impls, mask_tensor, ...) or a knob (driver/knobs.hpp, by its name, '_' or '-':
+/// "mask-shape", "layout", "strides", "dmask", ...). A field with no value for a case (a knob that
+/// does not apply, impls of a case that never reached its vendor) meets no test.
+struct FieldCondition {
+    std::string key;
+    bool knob = false;  ///< a knob, read from CaseInfo::knobs
+    std::vector<FieldTest> any;
+};
+
+/// "when": every field condition holds, and when `any_of` is not empty one of its conditions does.
+struct Condition {
+    std::vector<FieldCondition> all;
+    std::vector<Condition> any_of;
+};
+
+/// True when `c` holds for the result `r` (Condition; an empty condition holds for every result).
+bool condition_holds(const Condition& c, const CaseResult& r);
+
 /// One entry of an --expect file: one JSON object per line, e.g.
 ///   {"match": "*n=amx_bf16_bcast_*", "backend": "onednn", "status": "FAILED", "reason": "oneDNN 3.13.2 AMX bug",
 ///    "requires": {"cpu_flags": "amx_bf16", "onednn": "3.13.2"}, "allow_xpass": false}
+///   {"when": {"backend": "onednn", "dt": "bf16", "B": ">= 2", "isa": "*amx*"}, "status": "FAILED", "reason": "..."}
 /// '#' lines and blank lines are skipped.
 struct Expectation {
-    std::string match;   ///< fnmatch(3) glob over case ids (CaseResult::id); no metacharacter: the exact id
+    /// fnmatch(3) glob over case ids (CaseResult::id); no metacharacter: the exact id; "" when the
+    /// entry has a condition only.
+    std::string match;
     Status status = Status::failed;  ///< the expected status: FAILED, MISTRUSTED, SKIPPED, UNIMPLEMENTED or INVALID_ARGUMENTS
     std::string reason;  ///< why (a vendor bug number, ...); required
     /// "requires": the platform the entry applies to, every item required: "cpu_flags": space-separated
@@ -33,11 +68,16 @@ struct Expectation {
     bool allow_xpass = false;  ///< an XPASS does not fail the run (a bug that does not always show)
     std::string where;         ///< "FILE:LINE" of the entry
     std::string backend{};     ///< "backend": fnmatch(3) glob over the case's backend name ("" = any)
-    /// "failure": fnmatch(3) glob over the failure keys "OUTPUT:CHECK" (driver/minimize.hpp
-    /// failure_keys, e.g. "stats:bound"); a FAILED case is XFAIL only when every one of its failures
-    /// matches, so an entry for one known bug cannot hide another failure of the same case ("" = any;
-    /// only with status FAILED, else load_expectations throws).
-    std::string failure{};
+    /// "failure": fnmatch(3) globs (a string, or a list of them) over the failure keys
+    /// "OUTPUT:CHECK" (driver/minimize.hpp failure_keys, e.g. "stats:bound"); a FAILED case is
+    /// XFAIL only when every one of its failures matches one of them, so an entry for one known bug
+    /// cannot hide another failure of the same case (empty = any; only with status FAILED, else
+    /// load_expectations throws).
+    std::vector<std::string> failure{};
+    /// "when": the conditions under which the bug shows, over the fields the result has
+    /// (docs/ci.md#expected-results---expectfile). An entry applies when its match (if any) and its
+    /// condition (if any) both hold; at least one of the two is given.
+    Condition when{};
 };
 
 /// Reads an --expect file (a regular file). Throws std::runtime_error "FILE:LINE: error: ..."
@@ -61,9 +101,19 @@ private:
     std::map<std::string, std::string> versions_;  ///< backend name -> library_version()
 };
 
-/// True when entry `x` covers the case with `id` (or `id` without its " #N" repeat suffix) on
-/// `backend` (when the entry names one).
-bool expectation_matches(const Expectation& x, const std::string& id, const std::string& backend);
+/// True when entry `x` covers result `r`: its glob matches r.id (or r.id without its " #N" repeat
+/// suffix), its "backend" glob r.info.backend, and its condition holds (each where given).
+bool expectation_matches(const Expectation& x, const CaseResult& r);
+
+/// True when entry `x` can cover a case with `id` on `backend` before it ran: its glob and backend
+/// match; its condition is not judged (what it reads may come only from the run). The unused-entry
+/// count of a sharded run asks this of the other shards' cases.
+bool expectation_may_match(const Expectation& x, const std::string& id, const std::string& backend);
+
+/// True when entry `x` can cover the case whose result before its run is `before_run` (its id and
+/// CaseInfo from driver/case_info.hpp case_info): as expectation_matches, with every field the run
+/// has not set yet (isa, impls, mask_tensor, ...) meeting every test.
+bool expectation_may_match(const Expectation& x, const CaseResult& before_run);
 
 /// Decides r.expect from the entries whose glob matches r.id (or r.id without its " #N" repeat
 /// suffix) and whose "backend" glob, when given, matches r.info.backend: the first of them whose requirements hold decides: the expected status -> XFAIL;

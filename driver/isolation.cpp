@@ -2,6 +2,7 @@
 
 #include "backends/registry.hpp"
 #include "reports/jsonl_reporter.hpp"
+#include "driver/worker.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -167,32 +168,8 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
     return r;
 }
 
-CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s) {
-    CaseResult r = unstarted(c, index);
-    const auto cannot_start = [&r](const char* what, int e) { return not_started(r, "a fresh sdpabench process", what, e); };
-    int fds[2];
-    if (::pipe(fds) != 0) return cannot_start("pipe", errno);
-    ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);  // only the write end reaches the child
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    const std::string result_fd = fmt::format("--result-fd={}", fds[1]);
-    const std::string line = repro(c);
-    std::string self = "/proc/self/exe";
-    const char* argv[] = {"sdpabench", "--no-progress", result_fd.c_str(), line.c_str(), nullptr};
-    std::fflush(nullptr);
-    const auto t0 = std::chrono::steady_clock::now();
-    pid_t pid = 0;
-    const int e = ::posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (e != 0) {
-        ::close(fds[0]);
-        return cannot_start("posix_spawn", e);
-    }
-    collect_child(pid, fds[0], t0, timeout_s, r);
-    return r;
+CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s, const std::vector<std::string>& argv) {
+    return CaseWorker(argv).run(c, index, timeout_s);
 }
 
 }  // namespace sdpa

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "driver/case.hpp"
 #include "driver/run_case.hpp"
@@ -29,17 +30,19 @@ namespace sdpa {
 CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
         double timeout_s);
 
-/// Runs `c` in a fresh sdpabench process (posix_spawn of /proc/self/exe with its repro and
-/// --result-fd; stdout and stderr to /dev/null), so nothing an earlier case left in this process
-/// (a vendor's caches, its thread pools) can change the result, and safe after vendors ran here
-/// (exec, not a bare fork). Timeouts, crashes and failures to start as run_case_isolated. The
-/// case must be one that its repro runs (a descriptor case, or a --case graph by its file).
-/// --minimize runs its candidates this way.
-CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s);
+/// Runs `c` in a fresh sdpabench process (a CaseWorker of its own, driver/worker.hpp: this
+/// executable started with the run's command line `argv`, so the case runs under the run's
+/// global options: timing, --max-memory, --impl, --skip-impl, --threads), so nothing an earlier
+/// case left in this process (a vendor's caches, its thread pools, its fixed ISA) can change the
+/// result, and safe after vendors ran here (exec, not a bare fork). Timeouts, crashes and failures
+/// to start as run_case_isolated. The case must be one that its repro runs (a descriptor case, or
+/// a --case graph by its file). --minimize runs its candidates this way, and a FAILED case of a
+/// longer run is rerun alone this way.
+CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeout_s, const std::vector<std::string>& argv);
 
 /// Writes `r` to `fd` as its JSONL record (reports/jsonl_reporter.hpp json_record: the fields of
-/// reports/result_fields.hpp, one set of key names) encoded as CBOR: what run_case_isolated's and
-/// run_case_fresh_process's parents read back with result_from_record. False when the write fails.
+/// reports/result_fields.hpp, one set of key names) encoded as CBOR: what run_case_isolated's parent
+/// and a --result-fd reader read back with result_from_record. False when the write fails.
 bool write_result(int fd, const CaseResult& r);
 
 /// A child's exit that carried no result, as a FAILED reason: "crashed: Segmentation fault

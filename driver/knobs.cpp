@@ -222,6 +222,26 @@ std::string explain_backend(std::string_view v) {
     return fmt::format("unknown value '{}' for --backend (accepted: {}; faulty kinds: {})", v, backend_choices(), faults);
 }
 
+/// --cpu-isa=all: every level of kCpuIsaNames the CPU has (the best level the ISA-capped backend
+/// dispatches to here includes it), lowest first; empty for any other value, or when this build
+/// has no backend with ISA control (then "all" is refused, and explain_cpu_isa says why).
+std::vector<std::string> expand_cpu_isa(std::string_view v) {
+    std::vector<std::string> out;
+    if (v != "all") return out;
+    const std::optional<CpuIsa> best = best_cpu_isa();
+    if (!best) return out;
+    for (const auto& row : kCpuIsaNames)
+        if (row.value != CpuIsa::none && isa_includes(*best, row.value)) out.emplace_back(row.name);
+    return out;
+}
+
+std::string explain_cpu_isa(std::string_view v) {
+    if (v == "all")
+        return "--cpu-isa=all: this build has no backend whose CPU dispatch --cpu-isa caps (oneDNN), so it cannot "
+               "tell which levels this CPU has";
+    return "";
+}
+
 /// The rows. Defaults are read from Case{} through each row's printer, so each is spelled once.
 std::vector<Knob> make_table() {
     using S = Knob::Scope;
@@ -448,6 +468,18 @@ std::vector<Knob> make_table() {
             },
             // L only lists: its repro is the line that runs the case.
             [](const Case& c) { return fmt::format("{}", c.mode == Mode::L ? Mode::C : c.mode); }, S::both, true},
+        {KnobId::cpu_isa, "default|all|" + enum_choices(kCpuIsaNames).substr(std::string_view("default|").size()),
+            "cap the vendor's CPU dispatch at this ISA level (oneDNN's names, as ONEDNN_MAX_CPU_ISA takes them, "
+            "lower case; its avx10 aliases too): each level's cases run in a process of that level; all: every level "
+            "this CPU has; a level the CPU lacks is SKIPPED; a backend without ISA control (all but onednn) is SKIPPED "
+            "at any level but default (docs/knobs_run.md#cpu-isa-levels---cpu-isa)",
+            [](std::string_view v) -> Setter {
+                const auto l = parse_cpu_isa(v);
+                if (!l) return {};
+                return [x = *l](Case& c) { c.cpu_isa = x; };
+            },
+            [](const Case& c) { return fmt::format("{}", c.cpu_isa); }, S::both, true, explain_cpu_isa,
+            Knob::Range::none, expand_cpu_isa},
     };
     return t;
 }

@@ -24,11 +24,11 @@ enum class KnobId {
     dir, dt, mask, mask_shape, mask_dt, mask_fill, scale, scale_op, scale_dt, scale_property, mask_form,
     dmask, fill, seed, mb, in_shapes, op_kind, op_attrs, tensor_property, seq_len_q, seq_len_kv, layout,
     strides, deterministic, ragged, fp8_descale, expected_n_partitions, dropout, dropout_property, backend,
-    mode,
+    mode, cpu_isa,
 };
 
 /// The spelling of each knob (without the leading "--"), in KnobId order.
-inline constexpr std::array<EnumName<KnobId>, 31> kKnobNames{{
+inline constexpr std::array<EnumName<KnobId>, 32> kKnobNames{{
     {KnobId::dir, "dir"},
     {KnobId::dt, "dt"},
     {KnobId::mask, "mask"},
@@ -60,6 +60,7 @@ inline constexpr std::array<EnumName<KnobId>, 31> kKnobNames{{
     {KnobId::dropout_property, "dropout-property"},
     {KnobId::backend, "backend"},
     {KnobId::mode, "mode"},
+    {KnobId::cpu_isa, "cpu-isa"},
 }};
 inline std::string_view format_as(KnobId v) { return enum_name(kKnobNames, v); }
 
@@ -90,6 +91,9 @@ struct Knob {
     /// number out of range); "" falls back to the generic message.
     std::string (*explain)(std::string_view v) = nullptr;
     Range range = Range::none;
+    /// Optional: the values one spelled value stands for, in order (--cpu-isa=all: every level
+    /// this CPU has); empty when `v` stands for itself. The parser expands it like a comma list.
+    std::vector<std::string> (*expand)(std::string_view v) = nullptr;
     std::string def_{};  ///< set by knob_table() from print(Case{}); read through def()
     std::string_view name{};  ///< without the leading "--": kKnobNames's spelling of id, set by knob_table()
 

@@ -27,6 +27,8 @@
 #include "driver/exit_code.hpp"
 #include "driver/expect.hpp"
 #include "driver/isolation.hpp"
+#include "driver/worker.hpp"
+#include "core/host_cpu.hpp"
 #include "driver/minimize.hpp"
 #include "driver/selection.hpp"
 #include "driver/run_case.hpp"
@@ -51,21 +53,19 @@ RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
     }
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0) ctx.host = host;
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) ctx.cpu = line.substr(line.find_first_not_of(' ', colon + 1));
-            break;
-        }
+    ctx.cpu = cpu_model_name();
     ctx.threads = omp_get_max_threads();
+    ctx.cpus = process_cpus();
     for (const auto& name : backend_names()) {
         const auto be = make_backend(name);
         if (!be) continue;
         if (const std::string v = be->library_version(); !v.empty()) ctx.libraries.emplace_back(name, v);
         if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
             ctx.gpu += (ctx.gpu.empty() ? "" : "; ") + d;
+        if (const Threading t = be->threading(); !t.runtime.empty())
+            ctx.vendor_threads.push_back(fmt::format("{}: {} {} ({})", name, t.runtime, t.threads, t.source));
     }
+    if (const auto isa = best_cpu_isa()) ctx.isa = fmt::format("{}", *isa);
     const auto now = std::chrono::system_clock::now();
     const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
     ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
@@ -152,6 +152,7 @@ public:
             flusher_ = std::make_unique<CacheFlusher>(cold_cache_flush_bytes());
             timing_.flusher = flusher_.get();
         }
+        cap_this_process();
     }
 
     /// The cases this process runs (its shard).
@@ -209,6 +210,14 @@ private:
                 ++summary_.write_errors;
             }
         }
+        // A --cpu-isa level this process is not capped at: a worker of that level (driver/worker.hpp),
+        // one per case with --isolate.
+        if (e.c->mode != Mode::L && e.c->cpu_isa != process_isa_) {
+            if (opts_.isolate) return CaseWorker(opts_.argv).run(*e.c, i, opts_.timeout_per_case);
+            auto& w = workers_[e.c->cpu_isa];
+            if (!w) w = std::make_unique<CaseWorker>(opts_.argv);
+            return w->run(*e.c, i, opts_.timeout_per_case);
+        }
         // No vendor in this process: each child makes its own backend (driver/isolation.hpp).
         if (opts_.isolate || opts_.timeout_per_case > 0)
             return run_case_isolated(*e.c, i, timing_, limits_, opts_.timeout_per_case);
@@ -229,7 +238,9 @@ private:
         if (opts_.minimize && e.c && r.expect.kind != Expected::xfail && failure_signature(r)) {
             // Each candidate in a fresh process: what earlier runs left in this one (a vendor's
             // caches) must not make a candidate fail, or the minimized repro would not reproduce.
-            const CaseRunner runner = [&](const Case& c) { return run_case_fresh_process(c, i, opts_.timeout_per_case); };
+            const CaseRunner runner = [&](const Case& c) {
+                return run_case_fresh_process(c, i, opts_.timeout_per_case, opts_.argv);
+            };
             const Minimized m = minimize(*e.c, r, runner, opts_.minimize_max_runs);
             r.minimized = MinimizeReport{repro(m.smallest), m.signature, m.runs, m.steps, m.hit_limit};
         }
@@ -245,10 +256,25 @@ private:
             return;
         Case alone = *e.c;
         if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
-        r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0).status);
+        r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0, opts_.argv).status);
         if (r.alone_status != "FAILED")
             r.reason += fmt::format(" [run alone in a fresh process it is {}: this failure depends on the cases run "
                                     "before it in this process]", r.alone_status);
+    }
+
+    /// When every selected case that runs has one --cpu-isa level other than the default, caps this
+    /// process's vendor at it, so that no worker is needed (a repro line of one case, a rerun
+    /// alone, a run of one level). Any other mix, or a cap the vendor no longer takes (--cpu-isa=all
+    /// asked it for its levels), leaves the levels to workers.
+    void cap_this_process() {
+        std::optional<CpuIsa> only;
+        for (const std::size_t i : selected_) {
+            const auto& c = entries_[i].c;
+            if (!c || c->mode == Mode::L) continue;
+            if (only && *only != c->cpu_isa) return;
+            only = c->cpu_isa;
+        }
+        if (only && *only != CpuIsa::none && cap_cpu_isa(*only).empty()) process_isa_ = *only;
     }
 
     /// A stale --expect entry, or a glob with a typo, is counted on stderr in one line (each shard
@@ -258,7 +284,12 @@ private:
         if (opts_.shard.count > 1)
             for (std::size_t x = 0; x < expectations_.size(); ++x)
                 for (std::size_t k = 0; k < entries_.size() && !used_[x]; ++k)
-                    used_[x] = entries_[k].c && expectation_matches(expectations_[x], ids_[k], entries_[k].c->backend);
+                    if (entries_[k].c) {
+                        CaseResult before;
+                        before.id = ids_[k];
+                        before.info = case_info(*entries_[k].c);
+                        used_[x] = expectation_may_match(expectations_[x], before);
+                    }
         std::size_t unmatched = 0;
         for (std::size_t x = 0; x < expectations_.size(); ++x)
             if (!used_[x]) {
@@ -282,6 +313,8 @@ private:
     std::unique_ptr<CacheFlusher> flusher_;
     RunLimits limits_;
     std::map<std::string, std::unique_ptr<Backend>> backends_;
+    CpuIsa process_isa_ = CpuIsa::none;  ///< the --cpu-isa level this process's vendor is capped at
+    std::map<CpuIsa, std::unique_ptr<CaseWorker>> workers_;  ///< one per other level, started on its first case
     Summary summary_;
 };
 
@@ -317,6 +350,10 @@ int run(int argc, char** argv) {
     const CliOutcome cli = parse_command_line(argc, argv);
     if (cli.exit_code >= 0) return cli.exit_code;
     const GlobalOptions& opts = cli.opts;
+    // Before any vendor or OpenMP region runs: the pools they start take the narrowed mask.
+    if (opts.threads > 0)
+        if (const std::string why = limit_threads(opts.threads); !why.empty()) return usage_error(why);
+    if (opts.serve_fd >= 0) return serve_cases(opts);
     if (opts.version) return print_versions();
     auto entries = parse_run_cases(opts);
     if (const int* code = std::get_if<int>(&entries)) return *code;

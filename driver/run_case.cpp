@@ -1,6 +1,7 @@
 #include "driver/run_case.hpp"
 
 #include <chrono>
+#include <ctime>
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "driver/determinism.hpp"
 #include "driver/dropout_checks.hpp"
 #include "core/memory_estimate.hpp"
+#include "core/host_cpu.hpp"
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 #include "driver/knobs.hpp"
@@ -60,19 +62,48 @@ std::optional<std::string> memory_guard(const Problem& p, const Backend& backend
             format_bytes(static_cast<double>(limits.max_memory_bytes)), largest->what, format_bytes(largest->bytes));
 }
 
-/// Runs f() and adds its wall time to r's phase `ph`; returns what f returns.
+/// This process's CPU time (all its threads), ms.
+double process_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Runs f() and adds its wall time to r's phase `ph`; returns what f returns. The vendor phase
+/// also adds the process's CPU time to r.vendor_cpu_util, which run_case divides by the phase's
+/// wall time at the end.
 template <class F>
 decltype(auto) timed(CaseResult& r, Phase ph, F&& f) {
     struct Stop {
         CaseResult& r;
         Phase ph;
+        double cpu0 = ph == Phase::vendor ? process_cpu_ms() : 0;
         std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
         ~Stop() {
             r.phases_ms[static_cast<std::size_t>(ph)] +=
                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (ph == Phase::vendor) r.vendor_cpu_util += process_cpu_ms() - cpu0;
         }
     } stop{r, ph};
     return f();
+}
+
+/// --cpu-isa: the SKIPPED reason of a case whose level this backend cannot run here (no ISA
+/// control, or a level the CPU lacks), nullopt when it runs; throws std::logic_error when the
+/// process is not capped at the case's level (a driver bug: the result would name the wrong ISA).
+std::optional<std::string> cpu_isa_skip(const Case& c, const Backend& backend) {
+    if (c.cpu_isa == CpuIsa::none) return std::nullopt;
+    if (!backend.caps_cpu_isa())
+        return fmt::format("--cpu-isa={}: backend {} has no ISA cap (--cpu-isa caps oneDNN's CPU dispatch); run it at "
+                           "--cpu-isa=default", c.cpu_isa, backend.name());
+    const std::optional<CpuIsa> got = backend.cpu_isa();
+    if (!got || !isa_includes(c.cpu_isa, *got))
+        throw std::logic_error(fmt::format("--cpu-isa={}: this process's {} dispatches to {}, above the level", c.cpu_isa,
+                backend.name(), got ? fmt::format("{}", *got) : std::string("an unknown level")));
+    if (!isa_includes(*got, c.cpu_isa))
+        return fmt::format("--cpu-isa={}: this CPU lacks that level ({} dispatches to {} at most under it)", c.cpu_isa,
+                backend.name(), *got);
+    return std::nullopt;
 }
 
 /// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
@@ -143,6 +174,7 @@ bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits
     r.flops = flops(p);
     r.bytes = bytes_moved(p);
     if (c.mode == Mode::L) return stop(Status::listed, "");
+    if (auto no = cpu_isa_skip(c, backend)) return stop(Status::skipped, *no);
     if (auto over = memory_guard(p, backend, limits)) return stop(Status::skipped, *over);
     if (!case_steps(c))  // a skip, not an error: a P sweep over a mixed file still exits 0
         return stop(Status::skipped, fmt::format("--dir={} is checked in --mode=C only (got --mode={}); {}", p.dir,
@@ -445,6 +477,13 @@ CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const Ti
     }
     // A listed case ran nothing: no time, so that two listings of the same cases are byte-equal.
     if (r.status == Status::listed) return r;
+    // What only the backend knows: the ISA it dispatched to, its library, its device.
+    if (const auto isa = backend.cpu_isa()) r.info.isa = fmt::format("{}", *isa);
+    r.info.vendor_version = backend.library_version();
+    r.info.device = backend.device_name();
+    if (r.info.device.empty() && engine_of(c.backend) == Engine::cpu) r.info.device = cpu_model_name();
+    const double vendor_ms = r.phases_ms[static_cast<std::size_t>(Phase::vendor)];
+    r.vendor_cpu_util = vendor_ms > 0 ? r.vendor_cpu_util / vendor_ms : 0;
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     double phases = 0;
     for (const double ms : r.phases_ms) phases += ms;

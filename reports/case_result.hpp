@@ -19,7 +19,8 @@
 
 namespace sdpa {
 
-/// What a case was, as text for reports and perf templates (empty for a parse error).
+/// What a case was and where it ran, for reports, perf templates and --expect conditions (empty
+/// for a parse error). The sizes are the problem's (an imported graph's as derived from it).
 struct CaseInfo {
     std::string backend, engine;  ///< e.g. "onednn", "cpu"
     std::string mode;             ///< C, P, CP, L
@@ -27,6 +28,17 @@ struct CaseInfo {
     std::string prb;              ///< descriptor without the name, e.g. "b1hq32hkv8sq4096d128"
     std::string name;             ///< n=NAME or ""
     std::string dropout;          ///< --dropout spelling "P:SEED:OFFSET", "" without dropout
+    std::int64_t B = 0, H_q = 0, H_kv = 0, S_q = 0, S_kv = 0, D_qk = 0, D_v = 0;
+    std::string attention;        ///< MHA (H_kv = H_q), GQA (1 < H_kv < H_q), MQA (H_kv = 1 < H_q)
+    /// Every knob that applies to the case as "NAME=VALUE", defaults included, in knob-table order
+    /// (driver/knobs.hpp): the case's canonical form, which --expect conditions read knobs from.
+    std::vector<std::string> knobs;
+    std::string cpu_isa;          ///< --cpu-isa: the level the vendor was capped at ("default": none)
+    /// The ISA level the vendor dispatched to (Backend::cpu_isa: the cap met with the CPU's
+    /// levels, e.g. "avx512_core_amx"); "" for a backend without ISA control.
+    std::string isa;
+    std::string vendor_version;   ///< the vendor library's version (Backend::library_version), "" when none
+    std::string device;           ///< the GPU (Backend::device_name) or else the CPU model the case ran on
 };
 
 /// What the dropout checks saw (cases with --dropout, C mode): the mask the reference was fed,
@@ -112,6 +124,9 @@ struct CaseResult {
     /// The tensors as the plan bound them (Plan::bound_tensors); for fwd_bwd each name prefixed
     /// "fwd: " or "bwd: ".
     std::vector<BoundTensor> tensors;
+    /// The process's CPU time over the vendor phase's wall time (Phase::vendor): how many cores the
+    /// vendor's kernels kept busy on average (0 when the vendor did not run in this process's view).
+    double vendor_cpu_util = 0;
 };
 
 /// Where and how a run ran, for the reports' first record (JSONL "context"), so that two runs
@@ -122,7 +137,14 @@ struct RunContext {
     std::string command;      ///< the command line, arguments space-separated
     std::string host;         ///< gethostname
     std::string cpu;          ///< /proc/cpuinfo "model name"
-    int threads = 0;          ///< OpenMP threads (omp_get_max_threads)
+    int threads = 0;          ///< OpenMP threads (omp_get_max_threads): the reference's, --threads when given
+    int cpus = 0;             ///< CPUs in the process's affinity mask (--threads, taskset, numactl narrow it)
+    /// Per backend with a host threading runtime: "NAME: RUNTIME N (SOURCE)", the concurrency the
+    /// library reports (Backend::threading), e.g. "onednn: SYCL (TBB) 2 (tbb::this_task_arena::max_concurrency)".
+    std::vector<std::string> vendor_threads;
+    /// The ISA level oneDNN dispatches to in this process (Backend::cpu_isa; the case workers of
+    /// other --cpu-isa levels have theirs, which each result's "isa" names); "" without oneDNN.
+    std::string isa;
     std::string gpu;          ///< Backend::device_name() of the GPU backends ("" without a GPU)
     std::vector<std::pair<std::string, std::string>> libraries;  ///< backend -> library_version()
     std::vector<std::pair<std::string, std::string>> tags;       ///< --tags=KEY:VALUE, in order
@@ -155,9 +177,15 @@ struct Summary {
     /// Cases whose vendor ran a reference implementation where the reports flag one
     /// (core/implementation.hpp reference_fallback): the summary line's ref_fallback:N.
     std::size_t ref_fallbacks = 0;
+    /// The same counts per --cpu-isa level (CaseInfo::cpu_isa), in the order the levels first
+    /// came; each entry's own per-level list stays empty.
+    std::vector<std::pair<std::string, Summary>> by_cpu_isa;
     void add(const CaseResult& r);
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }
+
+private:
+    void add_counts(const CaseResult& r);  ///< everything add() counts but the per-level list
 };
 
 }  // namespace sdpa

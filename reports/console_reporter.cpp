@@ -69,6 +69,9 @@ void ConsoleReporter::on_case(const CaseResult& r) {
 
 void ConsoleReporter::end(const Summary& s) {
     fmt::print(out_, "{}\n", summary_line(s));
+    // A run over several --cpu-isa levels (or one that is not the default): each level's counts.
+    if (s.by_cpu_isa.size() > 1 || (s.by_cpu_isa.size() == 1 && s.by_cpu_isa.front().first != "default"))
+        for (const auto& [level, counts] : s.by_cpu_isa) fmt::print(out_, "cpu-isa={}: {}\n", level, summary_line(counts));
     if (s.ms > 0) fmt::print(out_, "{}\n", phase_totals_line(s));
     std::fflush(out_);
 }

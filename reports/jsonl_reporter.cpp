@@ -136,7 +136,8 @@ nlohmann::json context_record(const RunContext& ctx) {
     for (const auto& [name, version] : ctx.libraries) libs[name] = version;
     for (const auto& [key, value] : ctx.tags) tags[key] = value;
     return {{"context", {{"sdpabench", ctx.sdpabench}, {"git_commit", ctx.git_commit}, {"command", ctx.command},
-                                {"host", ctx.host}, {"cpu", ctx.cpu}, {"threads", ctx.threads}, {"gpu", ctx.gpu},
+                                {"host", ctx.host}, {"cpu", ctx.cpu}, {"threads", ctx.threads}, {"cpus", ctx.cpus},
+                                {"vendor_threads", ctx.vendor_threads}, {"isa", ctx.isa}, {"gpu", ctx.gpu},
                                 {"libraries", libs}, {"tags", tags}, {"start", ctx.start}, {"run_id", ctx.run_id},
                                 {"shard", ctx.shard_count == 0 ? nlohmann::json(nullptr)
                                                                : nlohmann::json{{"index", ctx.shard_index},

@@ -244,6 +244,40 @@ std::vector<ResultField> make_fields() {
         [](auto& p) -> auto& { return p.time.cv; }));
     t.push_back(perf_field("noisy", "cv is above --noisy-cv: too noisy to tell a small change",
         [](auto& p) -> auto& { return p.noisy; }));
+    // What the case was and where it ran (CaseInfo): appended, so that every earlier column keeps
+    // its place. --expect conditions (driver/expect.hpp) read these by column name.
+    t.push_back(column(stored<R>("B", "batch", [](auto& r) -> auto& { return r.info.B; })));
+    t.push_back(column(stored<R>("H_q", "query heads", [](auto& r) -> auto& { return r.info.H_q; })));
+    t.push_back(column(stored<R>("H_kv", "key and value heads", [](auto& r) -> auto& { return r.info.H_kv; })));
+    t.push_back(column(stored<R>("S_q", "query sequence length", [](auto& r) -> auto& { return r.info.S_q; })));
+    t.push_back(column(stored<R>("S_kv", "key and value sequence length", [](auto& r) -> auto& { return r.info.S_kv; })));
+    t.push_back(column(stored<R>("D_qk", "head size of Q and K", [](auto& r) -> auto& { return r.info.D_qk; })));
+    t.push_back(column(stored<R>("D_v", "head size of V", [](auto& r) -> auto& { return r.info.D_v; })));
+    t.push_back(column(stored<R>("attention", "MHA (H_kv = H_q), GQA (1 < H_kv < H_q) or MQA (H_kv = 1 < H_q)",
+        [](auto& r) -> auto& { return r.info.attention; })));
+    t.push_back(column(stored<R>("cpu_isa", "--cpu-isa: the ISA level the vendor's dispatch was capped at (default: none)",
+        [](auto& r) -> auto& { return r.info.cpu_isa; })));
+    t.push_back(column({"isa",
+        "the ISA level the vendor dispatched to (oneDNN's effective ISA: the cap met with the CPU), absent for a "
+        "backend without ISA control",
+        [](const R& r) { return text_or_none(r.info.isa); }, [](R& r, const V& v) { r.info.isa = text(v); }}));
+    t.push_back(column({"vendor_version", "the vendor library's version, absent when it has none",
+        [](const R& r) { return text_or_none(r.info.vendor_version); }, [](R& r, const V& v) { r.info.vendor_version = text(v); }}));
+    t.push_back(column(stored<R>("device", "the GPU, or the CPU model, the case ran on", [](auto& r) -> auto& { return r.info.device; })));
+    t.push_back(column(derived<R>("impls",
+        "every implementation inside the plan as KIND:IMPL (oneDNN: matmul:brg_matmul:avx10_1_512_amx), each once, "
+        "space-separated (absent when the vendor lists none)",
+        [](const R& r) { return text_or_none(implementation_kinds(r.impl)); })));
+    t.push_back(column(derived<R>("mask_tensor",
+        "the dims of the mask tensor the vendor was given, in its rank and order, e.g. 1x1x64x80 (absent: none)",
+        [](const R& r) {
+            for (const auto& t : r.tensors)
+                if (t.name == "mask" || t.name.ends_with(": mask")) return V{fmt::format("{}", fmt::join(t.dims, "x"))};
+            return V{};
+        })));
+    t.push_back(column(stored<R>("vendor_cpu_util",
+        "the process's CPU time over the vendor phase's wall time: the cores the vendor kept busy on average",
+        [](auto& r) -> auto& { return r.vendor_cpu_util; })));
     // The lists: JSONL and the pipe only.
     ResultField notes = column(stored<R>("notes", "the backend's and the checks' notes (-v prints them)",
         [](auto& r) -> auto& { return r.notes; }));
@@ -252,6 +286,10 @@ std::vector<ResultField> make_fields() {
     ResultField samples = perf_field("samples_ms", "every timed run, in order, ms", [](auto& p) -> auto& { return p.samples_ms; });
     samples.column_field = false;
     t.push_back(std::move(samples));
+    ResultField knobs = column(stored<R>("knobs", "every knob that applies to the case as NAME=VALUE, defaults included",
+        [](auto& r) -> auto& { return r.info.knobs; }));
+    knobs.column_field = false;
+    t.push_back(std::move(knobs));
     return t;
 }
 

@@ -9,6 +9,8 @@
 #include <set>
 #include <vector>
 
+#include <dlfcn.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -17,6 +19,7 @@
 #include "backends/guarded_buffer.hpp"
 #include "backends/strided_buffer.hpp"
 #include "core/geometry.hpp"
+#include "core/host_cpu.hpp"
 #include "backends/onednn/onednn_graph.hpp"
 #include "backends/onednn/onednn_verbose.hpp"
 
@@ -26,30 +29,35 @@ namespace {
 
 using onednn::Port;
 
-std::string_view isa_name(dnnl::cpu_isa isa) {
-    switch (isa) {
-        case dnnl::cpu_isa::sse41: return "sse41";
-        case dnnl::cpu_isa::avx: return "avx";
-        case dnnl::cpu_isa::avx2: return "avx2";
-        case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-        case dnnl::cpu_isa::avx2_vnni_2: return "avx2_vnni_2";
-        case dnnl::cpu_isa::avx512_core: return "avx512_core";
-        case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-        case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-        case dnnl::cpu_isa::avx10_1_512: return "avx10_1_512 (avx512_core_fp16)";
-        case dnnl::cpu_isa::avx10_1_512_amx: return "avx10_1_512_amx (avx512_core_amx)";
-        case dnnl::cpu_isa::avx10_1_512_amx_fp16: return "avx10_1_512_amx_fp16";
-        case dnnl::cpu_isa::avx10_2_512: return "avx10_2_512";
-        case dnnl::cpu_isa::avx10_2_512_amx_2: return "avx10_2_512_amx_2";
-        default: return "default";
-    }
+// core/cpu_isa.hpp spells oneDNN's levels with oneDNN's own values: checked here, where both are known.
+static_assert(static_cast<unsigned>(CpuIsa::none) == static_cast<unsigned>(dnnl::cpu_isa::isa_default));
+static_assert(static_cast<unsigned>(CpuIsa::sse41) == static_cast<unsigned>(dnnl::cpu_isa::sse41));
+static_assert(static_cast<unsigned>(CpuIsa::avx) == static_cast<unsigned>(dnnl::cpu_isa::avx));
+static_assert(static_cast<unsigned>(CpuIsa::avx2) == static_cast<unsigned>(dnnl::cpu_isa::avx2));
+static_assert(static_cast<unsigned>(CpuIsa::avx2_vnni) == static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni));
+static_assert(static_cast<unsigned>(CpuIsa::avx2_vnni_2) == static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni_2));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core) == static_cast<unsigned>(dnnl::cpu_isa::avx512_core));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core_vnni) == static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core_bf16) == static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core_fp16) == static_cast<unsigned>(dnnl::cpu_isa::avx512_core_fp16));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core_amx) == static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx));
+static_assert(static_cast<unsigned>(CpuIsa::avx512_core_amx_fp16) ==
+        static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx_fp16));
+static_assert(static_cast<unsigned>(CpuIsa::avx10_2_512) == static_cast<unsigned>(dnnl::cpu_isa::avx10_2_512));
+static_assert(static_cast<unsigned>(CpuIsa::avx10_2_512_amx_2) == static_cast<unsigned>(dnnl::cpu_isa::avx10_2_512_amx_2));
+
+/// oneDNN's level as core/cpu_isa.hpp has it (the same value).
+CpuIsa to_cpu_isa(dnnl::cpu_isa isa) { return static_cast<CpuIsa>(static_cast<std::uint32_t>(isa)); }
+
+/// A level's name, with oneDNN's avx10 alias where it has one ("avx512_core_amx (avx10_1_512_amx)").
+std::string isa_name(dnnl::cpu_isa isa) {
+    const CpuIsa level = to_cpu_isa(isa);
+    const std::string_view alias = enum_name(kCpuIsaAliases, level);
+    return alias == "?" ? fmt::format("{}", level) : fmt::format("{} ({})", level, alias);
 }
 
 /// True when every feature bit of `need` is in `have` (oneDNN's ISA values nest as bit sets).
-bool has_isa(dnnl::cpu_isa have, dnnl::cpu_isa need) {
-    const auto h = static_cast<unsigned>(have), n = static_cast<unsigned>(need);
-    return (h & n) == n;
-}
+bool has_isa(dnnl::cpu_isa have, dnnl::cpu_isa need) { return isa_includes(to_cpu_isa(have), to_cpu_isa(need)); }
 
 std::string_view runtime_name(unsigned rt) {
     switch (rt) {
@@ -411,6 +419,45 @@ public:
     Conventions conventions() const override { return Conventions{0.0f}; }
     bool partitions_graphs() const override { return true; }
 
+    bool caps_cpu_isa() const override { return true; }
+
+    /// dnnl::set_max_cpu_isa: oneDNN takes it only before its first ISA query or kernel.
+    std::string cap_cpu_isa(CpuIsa level) override {
+        const auto st = dnnl_set_max_cpu_isa(static_cast<dnnl_cpu_isa_t>(static_cast<std::uint32_t>(level)));
+        if (st == dnnl_success) return "";
+        return fmt::format("oneDNN refused dnnl_set_max_cpu_isa({}) (status {}): it fixes its ISA at its first ISA query or "
+                           "kernel, and this process already made one", level, static_cast<int>(st));
+    }
+
+    std::optional<CpuIsa> cpu_isa() const override { return to_cpu_isa(dnnl::get_effective_cpu_isa()); }
+
+    /// The SYCL CPU runtime of Intel's wheels runs oneDNN's kernels on TBB (libdnnl needs
+    /// libtbb.so.12): its max_concurrency is what they may use. Read through the library oneDNN
+    /// loaded, without TBB's headers (tbb::detail::r1::max_concurrency, the entry point of
+    /// tbb::this_task_arena::max_concurrency in oneTBB's ABI 12); the process's CPUs when that
+    /// library or symbol is absent.
+    Threading threading() const override {
+        const dnnl_version_t* v = dnnl_version();
+        Threading t{std::string(runtime_name(v->cpu_runtime)), 0, ""};
+        if (v->cpu_runtime == DNNL_RUNTIME_SYCL || v->cpu_runtime == DNNL_RUNTIME_TBB) {
+            if (v->cpu_runtime == DNNL_RUNTIME_SYCL) t.runtime += " (TBB)";
+            if (void* lib = dlopen("libtbb.so.12", RTLD_LAZY | RTLD_NOLOAD)) {
+                using MaxConcurrency = int (*)(const void*);
+                if (auto f = reinterpret_cast<MaxConcurrency>(
+                            dlsym(lib, "_ZN3tbb6detail2r115max_concurrencyEPKNS0_2d115task_arena_baseE"))) {
+                    t.threads = f(nullptr);
+                    t.source = "tbb::this_task_arena::max_concurrency";
+                }
+                dlclose(lib);
+            }
+        }
+        if (t.threads <= 0) {
+            t.threads = process_cpus();
+            t.source = "the process's CPUs (sched_getaffinity)";
+        }
+        return t;
+    }
+
     /// oneDNN's own generator, replicated bit for bit (core/dropout.hpp onednn_dropout_mask).
     std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return onednn_dropout_mask(p); }
 
@@ -448,10 +495,10 @@ public:
         // or AVX2-VNNI-2 for the 16-bit types; f16 needs AVX512-FP16 (avx10_1_512) or AVX2-VNNI-2.
         if (p.dt == DType::bf16 && !has_isa(isa, dnnl::cpu_isa::avx512_core) &&
                 !has_isa(isa, dnnl::cpu_isa::avx2_vnni_2))
-            return Unsupported{Status::skipped, fmt::format("bf16 needs avx512_core or avx2_vnni_2; this CPU: {}", isa_name(isa))};
+            return Unsupported{Status::skipped, fmt::format("bf16 needs avx512_core or avx2_vnni_2; oneDNN dispatches to {} here", isa_name(isa))};
         if (p.dt == DType::f16 && !has_isa(isa, dnnl::cpu_isa::avx10_1_512) &&
                 !has_isa(isa, dnnl::cpu_isa::avx2_vnni_2))
-            return Unsupported{Status::skipped, fmt::format("f16 needs avx512_core_fp16 or avx2_vnni_2; this CPU: {}", isa_name(isa))};
+            return Unsupported{Status::skipped, fmt::format("f16 needs avx512_core_fp16 or avx2_vnni_2; oneDNN dispatches to {} here", isa_name(isa))};
         return std::nullopt;
     }
 

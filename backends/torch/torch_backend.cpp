@@ -460,6 +460,13 @@ public:
     /// every backend, and loading libtorch costs a fifth of a second).
     std::string library_version() const override { return SDPABENCH_TORCH_VERSION; }
 
+    /// CPU variants: every call sets libtorch's intra-op threads (its OpenMP) to sdpabench's OpenMP
+    /// count (--threads sets it; at::set_num_threads in the plugin), so that is what it may use.
+    Threading threading() const override {
+        if (vi_.device != TorchDevice::cpu) return {};
+        return {"OpenMP", omp_get_max_threads(), "at::set_num_threads per call"};
+    }
+
     /// The log-sum-exp of a fully masked row, as the row states it (kTorchVariants).
     Conventions conventions() const override { return Conventions{vi_.masked_row_lse}; }
 

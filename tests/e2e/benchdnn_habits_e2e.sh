@@ -101,7 +101,7 @@ assert row["impl"] == sys.argv[3], row["impl"]
 PY
 isa=$("$exe" --version | sed -n 's/.*ISA \(.*\)$/\1/p')
 case "$isa" in
-  avx512_core_bf16*|avx10*|avx512_core_amx*)
+  avx512_core_bf16*|avx512_core_fp16*|avx10*|avx512_core_amx*)
     # Each in a process of its own: oneDNN 3.13.2's primitive cache hands a later case of the same
     # shape the matmul implementation the earlier one got (docs/onednn.md#conventions-and-platform).
     run --dir=bwd --dt=bf16 --scale-dt=f32 --scale-property=host_scalar --report=jsonl:"$tmp/h.jsonl" b1hq2sq64d64

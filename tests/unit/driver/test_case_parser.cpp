@@ -1,5 +1,6 @@
 // The case language: knobs, cross products, --batch includes, errors, repro round trips, and
 // every case file shipped under cases/.
+#include "backends/registry.hpp"
 #include "core/geometry.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
@@ -91,6 +92,41 @@ TEST(CaseParser, WindowMaskCommaIsNotACrossProduct) {
     EXPECT_EQ(errors_of(parse("--mask=window:4 b1hq1sq8d8")).size(), 1u);   // both bounds required
     EXPECT_EQ(errors_of(parse("--mask=window:-1,0 b1hq1sq8d8")).size(), 1u);  // no FlashAttention -1
     EXPECT_EQ(errors_of(parse("--mask=window b1hq1sq8d8")).size(), 1u);
+}
+
+// --cpu-isa (issue 36): a run knob; oneDNN's avx10 aliases read as the level; the repro carries the
+// level, and --reset keeps it; "all" stands for every level this CPU has, lowest first.
+TEST(CaseParser, CpuIsaIsARunKnobWithAliases) {
+    const auto cs = cases_of(parse("--cpu-isa=avx2,avx10_1_512_amx,default --dir=bwd b1hq1sq8d8"));
+    ASSERT_EQ(cs.size(), 3u);
+    EXPECT_EQ(cs[0].cpu_isa, CpuIsa::avx2);
+    EXPECT_EQ(cs[1].cpu_isa, CpuIsa::avx512_core_amx);
+    EXPECT_EQ(cs[2].cpu_isa, CpuIsa::none);
+    EXPECT_EQ(repro(cs[1]), "--cpu-isa=avx512_core_amx --dir=bwd b1hq1sq8d8");
+    EXPECT_EQ(repro(cs[2]), "--dir=bwd b1hq1sq8d8");
+    const auto back = cases_of(parse(repro(cs[0])));
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].cpu_isa, CpuIsa::avx2);
+    const auto kept = cases_of(parse("--cpu-isa=avx2 --dt=bf16 --reset b1hq1sq8d8"));
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].cpu_isa, CpuIsa::avx2);
+    const auto bad = errors_of(parse("--cpu-isa=avx512 b1hq1sq8d8"));
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_NE(bad[0].error.find("unknown value 'avx512' for --cpu-isa (accepted: default|all|sse41|"), std::string::npos)
+            << bad[0].error;
+    // The levels nest as oneDNN's bit sets: amx includes bf16 and fp16, avx10_2 does not include amx.
+    EXPECT_TRUE(isa_includes(CpuIsa::avx512_core_amx, CpuIsa::avx512_core_bf16));
+    EXPECT_TRUE(isa_includes(CpuIsa::avx512_core_amx, CpuIsa::avx512_core_fp16));
+    EXPECT_FALSE(isa_includes(CpuIsa::avx512_core_bf16, CpuIsa::avx512_core_fp16));
+    EXPECT_FALSE(isa_includes(CpuIsa::avx10_2_512, CpuIsa::avx512_core_amx));
+    EXPECT_FALSE(isa_includes(CpuIsa::avx512_core, CpuIsa::avx2_vnni));
+    const auto all = cases_of(parse("--cpu-isa=all b1hq1sq8d8"));
+    if (const auto best = best_cpu_isa()) {  // a build with oneDNN: every level up to the CPU's best
+        ASSERT_FALSE(all.empty());
+        EXPECT_EQ(all.front().cpu_isa, CpuIsa::sse41);
+        EXPECT_EQ(all.back().cpu_isa, *best);
+        for (const Case& c : all) EXPECT_TRUE(isa_includes(*best, c.cpu_isa)) << repro(c);
+    }
 }
 
 TEST(CaseParser, SeqLenListsRandomLayoutDeterministic) {

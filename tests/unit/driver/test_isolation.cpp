@@ -86,7 +86,7 @@ std::pair<nlohmann::json, nlohmann::json> isolated_and_in_process(const Case& c)
     const auto be = make_backend(c.backend);
     nlohmann::json in = json_record(run_case(c, *be, 2));
     omp_set_num_threads(threads);
-    for (const char* wall : {"case_ms", "phases_ms"}) {
+    for (const char* wall : {"case_ms", "phases_ms", "vendor_cpu_util"}) {  // measured: differ run to run
         EXPECT_EQ(iso[wall].is_null(), in[wall].is_null()) << wall;
         in.erase(wall);
         iso.erase(wall);
