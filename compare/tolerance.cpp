@@ -7,8 +7,10 @@ namespace sdpa {
 namespace {
 
 /// c per (io dtype, output), set by scripts/calibrate.sh (compare/README.md): the smallest
-/// "round" value >= 2 x (the largest |err|/bound measured over 3,000 random correct oneDNN
-/// cases, seed 2026, times the c of that run). Stats are f32 whatever the io dtype.
+/// "round" value >= 2 x (the largest |err|/bound measured over random correct cases of every CPU
+/// vendor, times the c of that run): 3,000 oneDNN cases (seed 2026), then 2,000 each of oneDNN,
+/// torch:flash and torch:math (seed 2026, 2026-12-06), where PyTorch's CPU flash set the bf16 and
+/// f16 gradients' and bf16 O's (its dV error reaches 3.6 u M). Stats are f32 whatever the io dtype.
 /// dMask is f32 whatever the io dtype (the graph's dS), its u that of f32; its c comes from
 /// scripts/calibrate.sh --dmask (1,000 cases, seed 2026; f16 is f32's, unmeasured on a CPU
 /// without f16 kernels). f32 O and dV: 4 and 8 (they were 72 and 112), since the magnitudes carry
@@ -29,8 +31,8 @@ struct Row {
 constexpr Row kTable[] = {
     //            O      stats  dQ     dK     dV     dMask  amax
     {DType::f32, 4.0, 48.0, 72.0, 56.0, 8.0, 40.0, 4.0, true},
-    {DType::bf16, 4.0, 48.0, 4.0, 4.0, 4.0, 16.0, 4.0, true},
-    {DType::f16, 6.0, 48.0, 4.0, 4.0, 6.0, 40.0, 4.0, true},
+    {DType::bf16, 6.0, 48.0, 5.0, 5.0, 8.0, 16.0, 4.0, true},
+    {DType::f16, 6.0, 48.0, 4.0, 6.0, 10.0, 40.0, 4.0, true},
     {DType::e4m3, 4.0, 48.0, 4.0, 4.0, 4.0, 40.0, 4.0, false},
     {DType::e5m2, 4.0, 48.0, 4.0, 4.0, 4.0, 40.0, 4.0, false},
 };

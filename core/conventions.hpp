@@ -25,6 +25,16 @@ struct Conventions {
     /// the guarded buffers do not count them as unwritten; -v's "observed:" line still says what
     /// the kernel left there (compare/compare.hpp observed_masked_rows).
     bool padded_grad_rows_unspecified = false;
+    /// The checking reference rounds P and the scaled dS to the io type, as oneDNN's documented
+    /// training graphs do (ref/sdpa_ref.hpp RefOptions::emulate_rounding); false: it keeps them in
+    /// f32, as PyTorch's CPU kernels and most GPU kernels do. The bound covers either rounding
+    /// (compare/README.md, "Intermediates"), so no correct kernel's verdict depends on it; the
+    /// self-consistency test checks that with the two test backends that differ in it.
+    bool reference_rounds_intermediates = true;
+    /// The kernel computes its scores (QK^T, the scale, the softmax) in the io type, not in f32
+    /// (PyTorch's math on 16-bit inputs): the magnitudes take the scores' rounding at the io type's
+    /// roundoff (ref/sdpa_ref.hpp RefOptions::io_scores; compare/README.md, "Intermediates").
+    bool scores_in_io_type = false;
 };
 
 }  // namespace sdpa

@@ -455,7 +455,8 @@ std::vector<Knob> make_table() {
             "variants; math, flash on the CPU; efficient, cudnn, math:cuda, flash:cuda on a CUDA GPU), ref (the reference as a backend: the "
             "harness against itself), faulty:KIND (fault injection, docs/trust.md), test:KIND (sdpabench's own "
             "tests: test:fp8 runs the reference on fp8 buffers; test:sleep, test:segv exercise --isolate; test:slow "
-            "stretches each run to SDPABENCH_TEST_SLOWDOWN times the reference's); a backend "
+            "stretches each run to SDPABENCH_TEST_SLOWDOWN times the reference's; test:ref_f32, test:ref_rounded: the "
+            "reference keeping P and dS in f32, or rounding them, checked against the other); a backend "
             "this build lacks runs its cases SKIPPED with the reason (docs/knobs_run.md)",
             parse_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
         {KnobId::mode, enum_choices(kModeNames),

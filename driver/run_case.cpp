@@ -306,6 +306,9 @@ private:
     /// mask (as the vendor's backward must regenerate it).
     void run_reference(const Problem& q) {
         RefOptions opt = default_ref_options(c_.prb, first_mask_.get());
+        const Conventions conv = backend_.conventions();
+        opt.emulate_rounding = conv.reference_rounds_intermediates;
+        opt.io_scores = conv.scores_in_io_type;
         opt.save_qk = &qk_;  // a forward leaves it, a backward takes it
         opt.qk = &qk_;
         ref_fwd_.reset();

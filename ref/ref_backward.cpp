@@ -162,6 +162,9 @@ struct BwdCtx {
     std::vector<double> own_qn{}, own_kn{};
     RawBuffer<float> own_kt{};
     double kappa = 0;  ///< u_f32 / u_dt: the score errors' share of the magnitudes in io-roundoff units
+    /// f16 io: the magnitudes of the gradients carry f16_subnormal_share of the P and scaled dS a
+    /// kernel may round to f16 (or keep in f32), whether or not this reference emulates it.
+    bool f16_intermediates = false;
     RawBuffer<float> vt{};  ///< V as transposed key-block panels (transpose_panels)
     PaddedRows kp{}, qp{}, dop{};  ///< K, Q (D_qk -> Dqkp) and dO (D_v -> Dvp) rows for the kernels
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
@@ -309,6 +312,16 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
         const float kf = static_cast<float>(c.kappa);
 #pragma omp simd
         for (i64 jj = 0; jj < kB; ++jj) pmr[jj] = prow[jj] + prow[jj] * kf * magrow[jj];
+        if (c.f16_intermediates && !dsu) {
+            // P (P_d) rounded to f16 before the dV matmul, and the scaled dS, |scale dS| <= |scale| W,
+            // before the dQ and dK matmuls: what their subnormal range adds (dMask, an f32 sum of
+            // the unrounded dS, is not affected: dmask_block passes dsu).
+            const float g = static_cast<float>(c.gabs);
+            for (i64 jj = 0; jj < kB; ++jj) {
+                pmr[jj] += f16_subnormal_share(prow[jj]);
+                wr[jj] += f16_subnormal_share(g * wr[jj]) / g;
+            }
+        }
         if (c.emul) {
             float* prr = &w.pr[at];
             for (i64 jj = 0; jj < kB; ++jj) {
@@ -591,7 +604,8 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     const i64 rows = d.B * d.H_q * d.S_q;
     c.Dr.resize(n(rows));
     c.rr.resize(c.Dr.size());
-    c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
+    c.kappa = opt.io_scores ? 1.0 : unit_roundoff(DType::f32) / unit_roundoff(p.dt);
+    c.f16_intermediates = p.dt == DType::f16;
     const bool par = work(d) >= kParallelWork;
     int threads = 1;
 #ifdef _OPENMP

@@ -41,6 +41,10 @@ struct FwdCtx {
     const float* vrows = nullptr;  ///< V's rows as the kernels read them (row stride Dvp)
     double gabs = 1;  ///< |d op(x, v) / dx|: |v| for mul, 1/|v| for div
     double kappa = 1;       ///< u_f32 / u_dt: the score-error term of M_O in units of the io roundoff
+    /// f16 io with magnitudes: M_O carries f16_subnormal_share of the P a kernel may round to f16
+    /// before P V (or keep in f32), with or without the emulation; it needs the normalised P, so
+    /// the forward takes the emulation's two passes.
+    bool f16_intermediates = false;
     const DropoutMask* drop = nullptr;  ///< the keep mask Z (dropout with p > 0), else null
     float inv_q = 1.f;                  ///< 1/(1-p) in f32 (1 with the no-rescale fault)
     float p_descale = 1.f;              ///< fp8: descale_S, the grid P is rounded onto (core/fp8.hpp)
@@ -52,11 +56,13 @@ struct FwdScratch {
     std::vector<float> q, s, mag, pw, pm, pd, m;
     std::vector<std::uint8_t> keep;
     std::vector<double> s64, acc, macc, msacc, l, mst, amag;
+    std::vector<float> pn, pmag;  ///< f16 intermediates: the normalised P, and M_O's weights with its share
     explicit FwdScratch(const FwdCtx& c)
         : q(static_cast<std::size_t>(kB * c.Dqkp)), s(static_cast<std::size_t>(kB * kB)), mag(s.size()),
           pw(s.size()), pm(s.size()), pd(c.drop ? s.size() : 0), m(static_cast<std::size_t>(kB)),
           keep(c.drop ? s.size() : 0), s64(s.size()), acc(static_cast<std::size_t>(kB * c.Dvp)), macc(acc.size()),
-          msacc(acc.size()), l(m.size()), mst(m.size()), amag(m.size()) {}
+          msacc(acc.size()), l(m.size()), mst(m.size()), amag(m.size()),
+          pn(c.f16_intermediates ? s.size() : 0), pmag(pn.size()) {}
 };
 
 /// The scores' magnitudes of one tile: w.mag[ii, jj] = |scale| ||q_i|| ||k_j|| + |bias_ij| for
@@ -115,12 +121,13 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
     // Emulation: a first pass finds the final row max and sum, so that the main pass can
     // form the normalised P the vendor rounds. The main pass is the same online recurrence
     // with or without emulation, so stats and magnitudes do not depend on it (bitwise).
-    std::vector<float> mf(static_cast<std::size_t>(c.emul ? kB : 0));
+    const bool two_pass = c.emul || c.f16_intermediates;
+    std::vector<float> mf(static_cast<std::size_t>(two_pass ? kB : 0));
     std::vector<double> inv_lf(mf.size());
-    const int passes = c.emul ? 2 : 1;
+    const int passes = two_pass ? 2 : 1;
     for (int pass = 0; pass < passes; ++pass) {
         const bool last = pass == passes - 1;  // the main pass: forms O and the magnitudes
-        if (last && c.emul) {
+        if (last && two_pass) {
             for (i64 ii = 0; ii < kB; ++ii) {
                 mf[ii] = w.m[ii] == -kInf ? 0.f : w.m[ii];
                 inv_lf[ii] = w.l[ii] > 0 ? 1.0 / w.l[ii] : 0.0;
@@ -145,10 +152,11 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             for (i64 ii = 0; ii < ni; ++ii) {
                 float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
                 float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
-                if (last && c.emul) {
+                if (last && two_pass) {
                     // P as the vendor's TypeCast sees it: exp(s - m) / l with the final m, l (after
                     // the Dropout op, Z o P * (1/(1-p)) in f32, when there is one).
                     float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
+                    float* nrow = c.f16_intermediates ? &w.pn[static_cast<std::size_t>(ii * kB)] : nullptr;
                     const v16f mb = v16f{} + mf[ii];
                     for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
                     float pmax = 0.f;
@@ -156,7 +164,8 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                         float pn = static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]);
                         if (c.drop) pn = w.keep[static_cast<std::size_t>(ii * kB + jj)] ? pn * c.inv_q : 0.f;
                         pmax = std::max(pmax, pn);
-                        qrow[jj] = round_scaled(c.p.dt, pn, c.p_descale);
+                        if (nrow) nrow[jj] = pn;
+                        qrow[jj] = c.emul ? round_scaled(c.p.dt, pn, c.p_descale) : pn;
                     }
                     if (c.row_pmax && ii < ni) {
                         float& m = c.row_pmax[c.r.stats.offset(b, h, i0 + ii, 0)];
@@ -217,6 +226,21 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
                 for (std::size_t e = 0; e < w.pd.size(); ++e) w.pd[e] = w.keep[e] ? w.pm[e] * c.inv_q : 0.f;
                 pexact = w.pd.data();
             }
+            // f16: M_O's weight also carries each P's f16_subnormal_share, in the online units of
+            // pexact (P_ij = pexact_ij exp(m_final - m_now) / l_final: the same factor for the row).
+            const float* pmag = pexact;
+            if (c.f16_intermediates) {
+                for (i64 ii = 0; ii < kB; ++ii) {
+                    const auto at = static_cast<std::size_t>(ii * kB);
+                    std::copy_n(pexact + at, kB, &w.pmag[at]);
+                    if (ii >= ni || w.m[ii] == -kInf || inv_lf[ii] == 0.0) continue;
+                    const double ratio = std::exp(static_cast<double>(mf[ii]) - w.m[ii]) / inv_lf[ii];
+                    for (i64 jj = 0; jj < kB; ++jj)
+                        if (const float sh = f16_subnormal_share(w.pn[at + static_cast<std::size_t>(jj)]); sh > 0.f)
+                            w.pmag[at + static_cast<std::size_t>(jj)] += static_cast<float>(sh * ratio);
+                }
+                pmag = w.pmag.data();
+            }
             // O uses P as the vendor's TypeCast rounds it; M_O the exact P. The kernels read the
             // block's nj rows of V only.
             const float* vb = c.vrows + static_cast<std::size_t>(((b * d.H_kv + hk) * d.S_kv + j0) * Dvp);
@@ -224,7 +248,7 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
             // O's error, sum_j P_ij mag_ij |V_jd| <= amag_i sum_j P_ij |V_jd| (the other share,
             // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
             if (c.mags)
-                gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pexact, kB, vb, Dvp, w.acc.data(), w.macc.data(),
+                gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pmag, kB, vb, Dvp, w.acc.data(), w.macc.data(),
                     Dvp, w.msacc.data(), w.amag.data());
             else  // bitwise gemm_acc_pair's first product (ref_kernels.hpp)
                 gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, vb, Dvp, w.acc.data(), Dvp);
@@ -295,7 +319,8 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
     c.vrows = c.vpad.empty() ? in.V.data.data() : c.vpad.data();
     c.qk.qn.resize(static_cast<std::size_t>(d.B * d.H_q * d.S_q));
     c.qk.kn.resize(static_cast<std::size_t>(d.B * d.H_kv * d.S_kv));
-    c.kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);
+    c.kappa = opt.io_scores ? 1.0 : unit_roundoff(DType::f32) / unit_roundoff(p.dt);
+    c.f16_intermediates = opt.magnitudes && p.dt == DType::f16;
     std::vector<float> row_pmax;
     if (is_fp8(p.dt)) {
         c.p_descale = p.fp8.of(Fp8Tensor::S);

@@ -99,6 +99,13 @@ SDPA_REF_INLINE v16f vexp(v16f x) {
     return under ? v16f{} : q;
 }
 
+/// f16's rounding error that its relative roundoff u = 2^-11 does not cover, in units of u: a
+/// value |x| below its smallest normal 2^-14 rounds to a multiple of 2^-24 (a subnormal), off by up
+/// to min(|x|, 2^-25) whatever its size; at or above 2^-14, u |x| >= 2^-25 covers it. For x >= 0
+/// (P, |scale| W): x's magnitude weight plus this share bounds the error of rounding x to f16,
+/// whether a kernel rounds it (oneDNN's TypeCast) or not (compare/README.md, "Intermediates").
+SDPA_REF_INLINE float f16_subnormal_share(float x) { return x < 0x1p-14f ? std::min(x, 0x1p-25f) * 0x1p11f : 0.f; }
+
 /// max over x[0 .. n), n a multiple of 16 (-inf when all are -inf); vectorised.
 SDPA_REF_INLINE float max_n(const float* x, i64 n) {
     v16f m = load16(x);

@@ -38,6 +38,10 @@ struct RefOptions {
     /// Injected dMask bug, for the fault-injecting backend only: dMask taken from the first
     /// batch, head and query row of each broadcast group instead of their sum.
     bool dmask_no_reduce = false;
+    /// The vendor rounds the scores to the io type (PyTorch's math runs its whole graph in it: its
+    /// QK^T and softmax in bf16/f16): the score errors' share of the magnitudes (the kappa terms
+    /// below) is taken at the io type's roundoff (kappa = 1) instead of f32's.
+    bool io_scores = false;
     /// Forward: also the magnitudes M_O, M_stats (and fp8's amax) that the checks need; without
     /// them (the displacement, which keeps only O and stats) the forward skips the P |V| product
     /// and the score magnitudes, and O and stats are bitwise the same.

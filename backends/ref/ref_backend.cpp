@@ -71,9 +71,9 @@ private:
 
 }  // namespace
 
-SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt) {
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt, bool round_intermediates) {
     SdpaOutputs out;
-    opt.emulate_rounding = true;
+    opt.emulate_rounding = round_intermediates;
     std::shared_ptr<const DropoutMask> own;
     if (p.dropout && !opt.dropout) {
         own = ref_dropout_mask(p);

@@ -12,11 +12,13 @@
 namespace sdpa {
 
 /// The outputs of p.dir as a vendor kernel would store them: ref_forward/ref_backward with
-/// rounding emulation, O/dQ/dK/dV rounded to the io dtype (fp8: onto its grid scaled by the
-/// role's descale), stats and the fp8 amax f32. Shapes as SdpaOutputs.
-/// Shared by RefBackend and the fault-injecting backend. `opt` (rounding emulation forced on):
-/// with dropout and no opt.dropout, the mask is sdpabench's own generator (ref_dropout_mask).
-SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt = {});
+/// rounding emulation (P and the scaled dS rounded to the io type; with `round_intermediates`
+/// false, kept in f32 as PyTorch's CPU kernels keep them), O/dQ/dK/dV rounded to the io dtype
+/// (fp8: onto its grid scaled by the role's descale), stats and the fp8 amax f32. Shapes as
+/// SdpaOutputs. Shared by RefBackend, the test backends and the fault-injecting backend. `opt`
+/// (its emulate_rounding replaced): with dropout and no opt.dropout, the mask is sdpabench's own
+/// generator (ref_dropout_mask).
+SdpaOutputs reference_as_vendor(const Problem& p, const SdpaInputs& in, RefOptions opt = {}, bool round_intermediates = true);
 
 /// Host bytes of a backend that runs the reference as its kernel: its strided buffers (inputs and
 /// guarded outputs at their spans) and a second reference run (core/memory_estimate.hpp). Shared

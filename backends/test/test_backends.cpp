@@ -153,9 +153,50 @@ private:
     RefBackend ref_;
 };
 
+/// The reference as a vendor that rounds its intermediates one way, checked against the reference
+/// that rounds them the other way: the self-consistency test of the bound (compare/README.md,
+/// "Intermediates"; scripts/self_consistency.sh). test:ref_f32 keeps P and the scaled dS in f32
+/// (PyTorch's CPU kernels' choice) against the rounding reference (oneDNN's graphs' choice);
+/// test:ref_rounded rounds them against a reference that keeps them in f32. Every correct case
+/// must PASS on both.
+class IntermediatesBackend final : public Backend {
+public:
+    explicit IntermediatesBackend(bool vendor_rounds) : rounds_(vendor_rounds) {}
+    std::string_view name() const override { return rounds_ ? "test:ref_rounded" : "test:ref_f32"; }
+    std::string version() const override {
+        return rounds_ ? "test:ref_rounded: test-only backend (the reference rounding P and dS to the io type, checked "
+                         "against one that keeps them in f32)"
+                       : "test:ref_f32: test-only backend (the reference keeping P and dS in f32, checked against one "
+                         "that rounds them to the io type)";
+    }
+    std::optional<Unsupported> support(const Problem& p) const override { return ref_.support(p); }
+    Conventions conventions() const override {
+        Conventions c;
+        c.reference_rounds_intermediates = !rounds_;
+        return c;
+    }
+    std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {
+        return reference_backend_host_items(p, threads);
+    }
+    std::shared_ptr<const DropoutMask> dropout_mask(const Problem& p) const override { return ref_dropout_mask(p); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        RefKernel k;
+        const bool rounds = rounds_;
+        k.compute = [rounds](const Problem& q, const SdpaInputs& x) { return reference_as_vendor(q, x, {}, rounds); };
+        k.impl = rounds ? "sdpabench reference, P and dS rounded to the io type" : "sdpabench reference, P and dS in f32";
+        return make_reference_plan(p, in, std::move(k));
+    }
+
+private:
+    bool rounds_;
+    RefBackend ref_;
+};
+
 }  // namespace
 
-std::vector<std::string> test_backend_kinds() { return {"sleep", "segv", "stateful", "fp8", "slow"}; }
+std::vector<std::string> test_backend_kinds() {
+    return {"sleep", "segv", "stateful", "fp8", "slow", "ref_f32", "ref_rounded"};
+}
 
 std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
     const std::string name = fmt::format("{}{}", kTestPrefix, kind);
@@ -164,6 +205,8 @@ std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
     if (kind == "stateful") return std::make_unique<StatefulBackend>();
     if (kind == "fp8") return std::make_unique<Fp8RefBackend>();
     if (kind == "slow") return std::make_unique<SlowBackend>();
+    if (kind == "ref_f32") return std::make_unique<IntermediatesBackend>(false);
+    if (kind == "ref_rounded") return std::make_unique<IntermediatesBackend>(true);
     return nullptr;
 }
 

@@ -467,8 +467,14 @@ public:
         return {"OpenMP", omp_get_max_threads(), "at::set_num_threads per call"};
     }
 
-    /// The log-sum-exp of a fully masked row, as the row states it (kTorchVariants).
-    Conventions conventions() const override { return Conventions{vi_.masked_row_lse}; }
+    /// The log-sum-exp of a fully masked row, as the row states it (kTorchVariants). math is a
+    /// composite of ATen operators on the inputs' type, so its scores and softmax are computed in
+    /// the io type (bf16/f16), not in f32 as the fused kernels compute them.
+    Conventions conventions() const override {
+        Conventions c{vi_.masked_row_lse};
+        c.scores_in_io_type = vi_.variant == TorchVariant::math;
+        return c;
+    }
 
     /// math applies the mask it is given (its dropout_mask argument, "for testing purposes" in
     /// PyTorch's words): sdpabench's own generator, as the ref and cuDNN backends use.

@@ -78,6 +78,31 @@ EOF
     grep -qE "^[0-9]+:[A-Z_]+ .*__REPRO: --cpu-isa=$level " "$tmp/out" || fail "the repro lines do not carry --cpu-isa=$level"
   fi
   ;;
+known)
+  # Every case of cases/known/*.cases gets its expected status from cases/known/expected.jsonl on its
+  # backend (the file's prefix; retired.cases names its own): XFAIL, or PASSED where the bug's
+  # conditions do not hold here (the AMX bug on a CPU without AMX); never FAILED or XPASS.
+  has_torch=0
+  "$exe" --version | grep -q '^torch:math: libtorch' && has_torch=1
+  for f in cases/known/*.cases; do
+    case $(basename "$f") in
+      onednn-*) be=onednn ;;
+      torch-flash-*) be=torch:flash ;;
+      torch-math-*) be=torch:math ;;
+      *) be="" ;;
+    esac
+    if [ "$has_torch" = 0 ] && { [ "${be#torch}" != "$be" ] || grep -q '^--backend=torch' "$f"; }; then
+      echo "known: $f skipped (no libtorch in this build)"; continue
+    fi
+    run ${be:+--backend=$be} --expect=cases/known/expected.jsonl --fail-on=failed,invalid_arguments,unimplemented,xpass --batch="$f"
+    [ "$rc" -eq 0 ] || fail "$f on ${be:-its backends}: exit $rc (a known case FAILED or XPASS)"
+    tests=$(summary_field tests)
+    ok=$(( $(summary_field passed) + $(summary_field xfail) ))
+    [ "$tests" -gt 0 ] && [ "$ok" -eq "$tests" ] || fail "$f: $ok of $tests cases PASSED or XFAIL"
+    [ "$(basename "$f")" != retired.cases ] || [ "$(summary_field passed)" = "$tests" ] || fail "retired.cases must all PASS"
+    echo "known: $f: $(grep -E '^tests:' "$tmp/out" | tail -n 1)"
+  done
+  ;;
 models_llama)
   run --backend=onednn --mode=C --batch=cases/models/llama3-8b.cases
   [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"

@@ -3,6 +3,7 @@
 #include "driver/knobs.hpp"
 #include "core/geometry.hpp"
 #include "ref/sdpa_ref.hpp"
+#include "compare/compare.hpp"
 
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -760,6 +761,52 @@ TEST(RefDeterminism, IndependentOfThreadCount) {
     EXPECT_EQ(g1.M_dK.data, g3.M_dK.data);
 }
 #endif
+
+// Issue 43: the magnitudes do not depend on whether the reference rounds P and dS to the io type,
+// and for f16 they cover the difference the rounding makes, the subnormal range included: with dO
+// scaled so that the scaled dS falls below f16's smallest normal (2^-14), the two references'
+// dQ, dK, dV and O are within each other's bound, and without the subnormal share they are not.
+TEST(RefIntermediates, EitherRoundingIsWithinTheBound) {
+    for (const DType dt : {DType::f16, DType::bf16}) {
+        SCOPED_TRACE(fmt::format("{}", dt));
+        Problem p = make_problem(1, 2, 2, 40, 70, 16, 16, Mask::causal_br, BiasShape::one, ScaleOp::mul, std::nullopt, dt);
+        SdpaInputs in = make_inputs(p, 77);
+        for (auto& x : in.dO.data) x = round_to(dt, x * 0x1p-16f);  // tiny gradients: dS mostly subnormal in f16
+        RefOptions rounds, f32;
+        f32.emulate_rounding = false;
+        displace(p, in, rounds);
+        const RefBackward a = ref_backward(p, in, rounds), b = ref_backward(p, in, f32);
+        EXPECT_EQ(a.M_dQ.data, b.M_dQ.data);
+        EXPECT_EQ(a.M_dK.data, b.M_dK.data);
+        EXPECT_EQ(a.M_dV.data, b.M_dV.data);
+        EXPECT_NE(a.dQ.data, b.dQ.data);  // the rounding does change the gradients
+        Problem pf = p;
+        pf.dir = Dir::fwd_t;
+        const RefForward fa = ref_forward(pf, in, rounds), fb = ref_forward(pf, in, f32);
+        EXPECT_EQ(fa.M_O.data, fb.M_O.data);
+        const auto within = [&](Output out, const Tensor& got, const Tensor& ref, const Tensor& mag, i64 k) {
+            const Problem& q = out == Output::O ? pf : p;
+            return check_output(output_rule(q, out), got, {ref, mag, k}).worst_ratio;
+        };
+        for (const auto* x : {&a, &b}) {
+            const RefBackward& other = x == &a ? b : a;
+            EXPECT_LT(within(Output::dQ, x->dQ, other.dQ, other.M_dQ, p.dims.S_kv), 1.0);
+            EXPECT_LT(within(Output::dK, x->dK, other.dK, other.M_dK, p.dims.S_q), 1.0);
+            EXPECT_LT(within(Output::dV, x->dV, other.dV, other.M_dV, p.dims.S_q), 1.0);
+        }
+        EXPECT_LT(within(Output::O, fa.O, fb.O, fb.M_O, p.dims.S_kv), 1.0);
+        if (dt == DType::f16) {
+            // The subnormal share is what covers it: the rounding's dQ difference is within 4 u of
+            // M_dQ with the share (without it, 84 u of M_dQ on this case).
+            double worst = 0;
+            for (std::size_t e = 0; e < a.dQ.data.size(); ++e) {
+                const double rel = unit_roundoff(DType::f16) * (b.M_dQ.data[e]);  // with the share: a bound
+                worst = std::max(worst, std::fabs(a.dQ.data[e] - b.dQ.data[e]) / std::max(rel, 1e-30));
+            }
+            EXPECT_LT(worst, 4.0);  // within c = 4 of the magnitude that carries the share
+        }
+    }
+}
 
 #ifdef _OPENMP
 /// One thread and two threads give bitwise identical results on a shape with many tiles,
