@@ -485,7 +485,12 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
                                                            : e.data[i];
         r.err = std::fabs(static_cast<double>(r.got) - r.expected);
         r.bound = s.bound(ref.mag.data[i]);
+        r.bound_mag = ref.mag.data[i];
     };
+    r.bound_c = eb.c;
+    r.bound_u_eff = eb.u_eff;
+    r.bound_floor = eb.floor;
+    r.bound_tiny = eb.tiny;
     if (t.worst >= 0) {
         r.worst_ratio = t.worst;
         set_worst(t.worst_at);

@@ -66,6 +66,10 @@ struct OutputCheck {
     /// Why the check is MISTRUSTED when that is not zero trust (fp8 saturation, nothing checked):
     /// the sentence the case's reason shows ("" for zero trust, whose sentence the driver writes).
     std::string mistrust;
+    /// The terms of the bound at the worst element, bound = c (u_eff (mag + floor) + tiny)
+    /// (compare/README.md): the constant, the effective roundoff, the reference's magnitude there,
+    /// max(M) / 1024 and the absolute term (what -v2 prints).
+    double bound_c = 0, bound_u_eff = 0, bound_mag = 0, bound_floor = 0, bound_tiny = 0;
 };
 
 }  // namespace sdpa

@@ -128,8 +128,8 @@ std::pair<std::int64_t, std::int64_t> visible_keys(const Problem& p, std::int64_
         case Mask::causal_tl: hi = i + 1; break;
         case Mask::causal_br: hi = i + skv - sq + 1; break;
         case Mask::window:
-            lo = i + skv - sq - p.window_left;
-            hi = i + skv - sq + p.window_right + 1;
+            lo = i + skv - sq - window_extent(p, p.window_left);
+            hi = i + skv - sq + window_extent(p, p.window_right) + 1;
             break;
         case Mask::bias:  // only the causal_last_row fill hides keys structurally
             if (p.mask_fill == MaskFill::causal_last_row) hi = i == p.dims.S_q - 1 ? 0 : i + 1;
@@ -186,9 +186,9 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_window_mask(std::stri
     text.remove_prefix(7);
     const std::size_t comma = text.find(',');
     if (comma == text.npos) return std::nullopt;
-    auto num = [](std::string_view t) -> std::optional<std::int64_t> {
+    auto num = [](std::string_view t) -> std::optional<std::int64_t> {  // a count, or -1: no bound
         const auto v = parse_number<std::int64_t>(t);
-        return v && *v >= 0 ? v : std::nullopt;
+        return v && (*v >= 0 || *v == kWindowUnbounded) ? v : std::nullopt;
     };
     const auto l = num(text.substr(0, comma)), r = num(text.substr(comma + 1));
     if (!l || !r) return std::nullopt;
@@ -221,8 +221,10 @@ std::optional<std::string> validate(const Problem& p) {
     if (p.mask != Mask::window && (p.window_left != 0 || p.window_right != 0))
         return fmt::format("mask rule: window bounds {},{} need --mask=window:L,R (got --mask={})", p.window_left,
                 p.window_right, p.mask);
-    if (p.window_left < 0 || p.window_right < 0)
-        return fmt::format("window rule: bounds {},{} must be non-negative", p.window_left, p.window_right);
+    const auto bad_bound = [](std::int64_t v) { return v < 0 && v != kWindowUnbounded; };
+    if (bad_bound(p.window_left) || bad_bound(p.window_right))
+        return fmt::format("window rule: bounds {},{} must be counts >= 0, or -1 for no bound on that side",
+                p.window_left, p.window_right);
     if (p.mask_dt && p.mask != Mask::bias)
         return fmt::format("mask rule: --mask-dt={} needs --mask=bias (got --mask={})", *p.mask_dt, p.mask);
     if (p.mask_fill != MaskFill::random && p.mask != Mask::bias)

@@ -138,7 +138,8 @@ struct Problem {
     /// Rows and keys past them are masked out like causal ones.
     std::vector<std::int64_t> seq_len_q, seq_len_kv;
     /// Sliding window bounds (only with Mask::window): keys before / after the (bottom-right
-    /// aligned) diagonal that stay visible; FlashAttention's window_left / window_right.
+    /// aligned) diagonal that stay visible; FlashAttention's window_left / window_right, whose -1
+    /// (kWindowUnbounded) leaves that side unbounded.
     std::int64_t window_left = 0, window_right = 0;
     Layout layout = Layout::bhsd;  ///< vendor buffer layout of the io tensors (--layout)
     /// Per-tensor layouts overriding --layout and the dense defaults (--strides); canonical
@@ -185,6 +186,15 @@ inline std::int64_t valid_kv(const Problem& p, std::int64_t b) {
 /// structurally (finite values), except the causal_last_row fill, whose -inf entries hide keys
 /// like causal_tl plus the last row. Every mask leaves an interval of keys per row (see
 /// visible_keys), which the FLOP count and the masked-row checks rely on.
+/// FlashAttention's window bound -1: no bound on that side (--mask=window:L,-1).
+inline constexpr std::int64_t kWindowUnbounded = -1;
+
+/// A window bound as a count of keys: `bound`, or for kWindowUnbounded S_q + S_kv, which no row's
+/// keys reach past (every use of a window bound reads it through this).
+inline std::int64_t window_extent(const Problem& p, std::int64_t bound) {
+    return bound == kWindowUnbounded ? p.dims.S_q + p.dims.S_kv : bound;
+}
+
 inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
     const std::int64_t sq = valid_q(p, b), skv = valid_kv(p, b);
     if (i >= sq || j >= skv) return false;
@@ -192,7 +202,8 @@ inline bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64
         case Mask::causal_tl: return j <= i;
         case Mask::causal_br: return j <= i + skv - sq;
         case Mask::bias: return p.mask_fill != MaskFill::causal_last_row || (j <= i && i != p.dims.S_q - 1);
-        case Mask::window: return j >= i + skv - sq - p.window_left && j <= i + skv - sq + p.window_right;
+        case Mask::window:
+            return j >= i + skv - sq - window_extent(p, p.window_left) && j <= i + skv - sq + window_extent(p, p.window_right);
         default: return true;
     }
 }

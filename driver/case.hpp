@@ -35,6 +35,9 @@ struct Case {
     /// no cap). A process caps its vendor once, so the driver runs each level's cases in a
     /// process of that level (driver/worker.hpp).
     CpuIsa cpu_isa = CpuIsa::none;
+    /// --mode=L given on the command line: the run lists every case whatever mode its batch file
+    /// set; `mode` keeps the mode the case would run in, which its repro names.
+    bool list_only = false;
     std::string where;  ///< "FILE:LINE:COL" of the token that made it, "" from the command line
     /// Imported graph (--case=FILE.json, graph/json_import.hpp): the file as given
     /// (relative to the current directory), empty for descriptor cases. prb was derived from it.
@@ -55,6 +58,9 @@ struct Case {
     /// seed once the problem's B is known, then stores them in prb (so the repro lists them).
     bool random_seq_len_q = false, random_seq_len_kv = false;
 };
+
+/// True when `c` is only listed: --mode=L, or --mode=L on the command line (Case::list_only).
+inline bool listing(const Case& c) { return c.mode == Mode::L || c.list_only; }
 
 /// The complete, runnable repro of a case: the run knobs (--backend, --mode; --mode=L is left out,
 /// so a listed repro runs the case) and the problem knobs that differ from their defaults, in

@@ -45,6 +45,34 @@ std::vector<std::int64_t> random_seq_lens(std::uint64_t seed, std::uint64_t salt
 
 /// One value of a knob's list: its spelling (for messages) and its setter, parsed once when the
 /// knob was read (Knob::parse).
+/// The literal values of a knob's accepted-values text ("none|causal_tl|...|window:L,R"): its
+/// '|'-separated words without a placeholder (a '<' or ':' form), for "did you mean".
+std::vector<std::string> value_names(std::string_view choices) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos <= choices.size();) {
+        const std::size_t bar = std::min(choices.find('|', pos), choices.size());
+        const std::string_view w = choices.substr(pos, bar - pos);
+        if (!w.empty() && w.find_first_of("<:[") == w.npos) out.emplace_back(w);
+        pos = bar + 1;
+    }
+    return out;
+}
+
+/// benchdnn's options that sdpabench spells otherwise (docs/benchdnn.md's table), with what to
+/// write here; nullopt for any other name.
+std::optional<std::string> benchdnn_name(std::string_view name) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kSynonyms{{
+        {"--engine", "the backend fixes the device: --backend=onednn (CPU), --backend=cudnn or torch:*:cuda (CUDA device 0)"},
+        {"--cpu-isa-hints", "the environment variable ONEDNN_CPU_ISA_HINTS"},
+        {"--ctx-init", "--threads=N (the vendor's and the reference's cores)"},
+        {"--ctx-exe", "--threads=N (the vendor's and the reference's cores)"},
+        {"--mem-check", "--max-memory=BYTES (0 turns the memory guard off)"},
+    }};
+    for (const auto& [b, here] : kSynonyms)
+        if (name == b) return std::string(here);
+    return std::nullopt;
+}
+
 struct KnobValue {
     std::string text;
     Knob::Setter set;
@@ -128,6 +156,8 @@ public:
             std::string_view option_note = {}) const {
         std::vector<std::string> names = case_language_names();
         const bool is_knob = option_note.empty();
+        if (const auto here = benchdnn_name(name))  // benchdnn's spelling of something sdpabench names otherwise
+            return fmt::format("{} '{}': {} is benchdnn's; here: {} (docs/benchdnn.md)", what, shown, name, *here);
         if (is_knob && std::find(options_.begin(), options_.end(), name) != options_.end())
             return fmt::format("{} '{}': {} is a global option, given on the command line, not in a --batch file "
                                "(the case language's knobs: {})", what, shown, name, all_knob_names());
@@ -203,13 +233,14 @@ public:
                 if (table[k].range != Knob::Range::none && v.find(':') != v.npos) {  // a range: its values
                     std::string why;
                     const auto range = expand_range(v, table[k].range == Knob::Range::integer, &why);
-                    if (!range) return error(loc, fmt::format("--{}: {}", name, why));
+                    // A bad value costs only the problems after it, on the command line too (parse_cases).
+                    if (!range) return error(loc, fmt::format("--{}: {}", name, why), false);
                     for (const std::string& x : *range) {
                         Knob::Setter set = table[k].parse(x);
                         if (!set) {
                             const std::string e = table[k].explain ? table[k].explain(x) : std::string();
                             return error(loc, !e.empty() ? e : fmt::format("--{}: range '{}' gives '{}', which is not a "
-                                    "value (accepted: {})", name, v, x, table[k].choices));
+                                    "value (accepted: {})", name, v, x, table[k].choices), false);
                         }
                         values.push_back({x, std::move(set)});
                     }
@@ -237,9 +268,12 @@ public:
                         v = value.substr(pos, next == value.npos ? value.npos : next - pos);
                     }
                     if (table[k].explain)
-                        if (std::string why = table[k].explain(v); !why.empty()) return error(loc, why);
-                    return error(loc, fmt::format("unknown value '{}' for --{} (accepted: {})", v, name,
-                                          table[k].choices));
+                        if (std::string why = table[k].explain(v); !why.empty()) return error(loc, why, false);
+                    auto near = did_you_mean(v, value_names(table[k].choices));
+                    if (near.size() > 2) near.clear();  // 'Q' is as near to C, L, P and B: no suggestion
+                    return error(loc, fmt::format("unknown value '{}' for --{} ({}accepted: {})", v, name,
+                                          near.empty() ? std::string() : fmt::format("did you mean {}? ", fmt::join(near, " or ")),
+                                          table[k].choices), false);
                 }
                 values.push_back({std::string(v), std::move(set)});
                 if (comma == value.npos) break;
@@ -730,6 +764,7 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const
     std::vector<std::string_view> toks;
     for (const std::string& arg : tokens)
         for (const auto& [tok, col] : split_tokens(arg)) toks.push_back(tok);
+    std::string bad_knob;  // a knob whose value did not parse: the problems after it are not run
     for (std::size_t i = 0; i < toks.size(); ++i) {
         const std::string_view tok = toks[i];
         if (i + 1 < toks.size())
@@ -738,9 +773,28 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const
                 ++i;
                 continue;
             }
+        const bool target = tok.starts_with("--batch=") || tok.starts_with("--case=") || tok.starts_with("--random=") ||
+                            !tok.starts_with("-");
+        if (target && !bad_knob.empty()) {  // as in a batch file: the bad value costs these, not the run
+            CaseEntry e;
+            e.where = "command line";
+            e.error = escape_for_message(fmt::format("command line: error: '{}' not run: the knob '{}' before it did "
+                                                     "not parse", tok, bad_knob));
+            p.entries.push_back(std::move(e));
+            dangling.clear();
+            targets = true;
+            continue;
+        }
         {
             const std::size_t before = p.entries.size();
             p.token(tok, st, Loc{});
+            if (!target && p.entries.size() > before && !p.entries.back().usage) {  // a knob's bad value
+                bad_knob = std::string(tok);
+                continue;
+            }
+            const auto knob_name = [](std::string_view t) { return t.substr(0, t.find('=')); };
+            if (!target && p.entries.size() == before && !bad_knob.empty() && knob_name(tok) == knob_name(bad_knob))
+                bad_knob.clear();  // the same knob given again with a good value: the problems after it run
             if (tok.starts_with("--batch=") && p.entries.size() == before)  // a file without a problem
                 batches.emplace_back(std::string(tok.substr(8)));
             if (tok.starts_with("--batch=") || tok.starts_with("--case=") || tok.starts_with("--random=") ||
@@ -758,6 +812,11 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const
                                                "apply to nothing (knobs apply to the problems, --case and --batch "
                                                "files after them)", dangling)),
                 true});
+    // --mode=L on the command line lists the whole run, whatever mode a batch file sets (each
+    // listed case keeps the mode it would run in, which its repro names).
+    if (std::find(toks.begin(), toks.end(), std::string_view("--mode=L")) != toks.end())
+        for (CaseEntry& e : p.entries)
+            if (e.c) e.c->list_only = true;
     if (!batches.empty())  // a usage error even beside other problems: a file meant to hold cases holds none
         p.entries.push_back(CaseEntry{std::nullopt,
                 escape_for_message(fmt::format("command line: error: {}--batch file '{}' holds no problem descriptor",

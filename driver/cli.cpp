@@ -123,8 +123,10 @@ void add_selection_options(CLI::App& app, GlobalOptions& o) {
                     "N"))
             ->group(g);
     app.add_option("--match", o.match,
-               "Run only the cases whose id (their repro line; FILE:LINE for a line that did not parse) the "
-               "regular expression REGEX finds (ECMAScript syntax, a search anywhere in the id; benchdnn's --match)")
+               "Run only the cases whose id (their repro line; FILE:LINE for a line that did not parse) or canonical "
+               "form (every knob spelled, defaults included: --match=f32 finds the cases of the default type) the "
+               "regular expression REGEX finds (ECMAScript syntax, a search anywhere; benchdnn's --match). Selecting no "
+               "case fails the run (exit 3) unless --fail-on leaves out 'empty'")
             ->option_text("REGEX")
             ->check(CLI::Validator(
                     [](std::string& s) -> std::string {
@@ -224,7 +226,9 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.footer(footer());
     app.add_flag("-v,--verbose", out.opts.verbose, "Per case: the implementation the vendor ran (and the ones inside it, "
             "with their times), every tensor's dims and strides as bound, backend notes and the worst |err|/bound of every "
-            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one")
+            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one. "
+            "-v2 adds the bound's terms at each output's worst element, -v3 every timed run's time, -v4 the vendors' own "
+            "logs (oneDNN's verbose lines, the cuDNN frontend's log); higher levels are -v4 (docs/output.md#verbosity)")
             ->check(CLI::Validator(
                     [](std::string& s) -> std::string {  // a plain -v gives "true"
                         if (s == "true" || (!s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos))

@@ -26,7 +26,7 @@ FailOn::FailOn() {
 }
 
 std::string fail_on_names() {
-    std::vector<std::string> names{"default"};
+    std::vector<std::string> names{"default", "empty"};
     for (const auto& e : kStatusNames) names.push_back(lower(e.name));
     for (const auto& e : kExpectedNames)
         if (e.value != Expected::none) names.push_back(lower(e.name));
@@ -37,6 +37,7 @@ std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err) {
     FailOn f;
     f.status.fill(false);
     f.expected.fill(false);
+    f.empty = false;
     std::size_t b = 0;
     while (b <= list.size()) {
         const std::size_t e = std::min(list.find(',', b), list.size());
@@ -46,8 +47,10 @@ std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err) {
             const FailOn d;
             for (std::size_t i = 0; i < f.status.size(); ++i) f.status[i] = f.status[i] || d.status[i];
             for (std::size_t i = 0; i < f.expected.size(); ++i) f.expected[i] = f.expected[i] || d.expected[i];
+            f.empty = f.empty || d.empty;
             known = true;
         }
+        if (item == "empty") f.empty = known = true;
         for (const auto& s : kStatusNames)
             if (item == lower(s.name)) f.status[static_cast<std::size_t>(s.value)] = known = true;
         for (const auto& s : kExpectedNames)

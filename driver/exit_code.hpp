@@ -40,12 +40,16 @@ inline constexpr std::array<std::pair<ExitCode, std::string_view>, 6> kExitCodeM
 struct FailOn {
     std::array<bool, kStatusNames.size()> status{};
     std::array<bool, kExpectedNames.size()> expected{};
+    /// "empty": --start or --match selecting no case fails the run (kExitUntested); in the default,
+    /// so that a nightly job whose filter matches nothing is not green.
+    bool empty = true;
     FailOn();  ///< the default
 };
 
 /// Parses --fail-on's comma list of lowercase status names (passed, mistrusted, skipped,
-/// unimplemented, invalid_arguments, failed, listed, executed, xfail, xpass, not_applicable) and
-/// "default"; the list replaces the default except that FAILED always fails. nullopt with `err`
+/// unimplemented, invalid_arguments, failed, listed, executed, xfail, xpass, not_applicable),
+/// "empty" (a selection of no case) and "default"; the list replaces the default except that
+/// FAILED always fails. nullopt with `err`
 /// naming the bad item and the accepted names.
 std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err);
 

@@ -130,10 +130,10 @@ Setter parse_mask(std::string_view v) {
 std::string explain_mask(std::string_view v) {
     if (!v.starts_with("window")) return "";
     if (v.find('-') != v.npos)
-        return fmt::format("--mask={}: window bounds are counts >= 0; FlashAttention's -1 (no bound on that side) "
-                "is a bound of S_kv or more here (e.g. window:L,1048576)", v);
-    return fmt::format("--mask={}: a window is window:L,R with two integers >= 0 (keys i+S_kv-S_q-L to "
-            "i+S_kv-S_q+R stay visible)", v);
+        return fmt::format("--mask={}: window bounds are counts >= 0, or FlashAttention's -1 for no bound on that "
+                "side (window:L,-1); no other negative", v);
+    return fmt::format("--mask={}: a window is window:L,R with two integers >= 0, or -1 for no bound (keys "
+            "i+S_kv-S_q-L to i+S_kv-S_q+R stay visible)", v);
 }
 
 /// --seq-len-q / --seq-len-kv into `Lens` and `Random`: "none" (no padding), "random" (drawn per
@@ -283,7 +283,8 @@ std::vector<Knob> make_table() {
             }},
         {KnobId::mask, "none|causal_tl|causal_br|bias|window:L,R",
             "mask kind: causal_tl keeps key j for query i when j <= i, causal_br when j <= i + S_kv - S_q; bias adds "
-            "a tensor; window:L,R keeps i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size)",
+            "a tensor; window:L,R keeps i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size; -1: no "
+            "bound on that side)",
             parse_mask,
             [](const Case& c) {
                 return c.prb.mask == Mask::window ? fmt::format("window:{},{}", c.prb.window_left, c.prb.window_right)
@@ -543,6 +544,20 @@ std::string repro(const Case& c) {
         for (const Knob& k : knob_table())
             if (k.run_knob == run && k.applies_to(c))
                 if (std::string v = k.print(c); v != k.def()) s += fmt::format("--{}={} ", k.name, v);
+    if (!c.graph_file.empty()) return s + fmt::format("--case={}", c.graph_file);
+    return s + descriptor(c.prb.dims, c.prb.name);
+}
+
+std::string canonical(const Case& c) {
+    std::string s;
+    for (const bool run : {true, false})
+        for (const Knob& k : knob_table())
+            if (k.run_knob == run && k.applies_to(c)) {
+                // --dt=default of a descriptor case is f32: spelled as the type, so that a filter on
+                // the type finds it.
+                const bool resolved = k.id == KnobId::dt && c.graph_file.empty();
+                s += fmt::format("--{}={} ", k.name, resolved ? fmt::format("{}", c.prb.dt) : k.print(c));
+            }
     if (!c.graph_file.empty()) return s + fmt::format("--case={}", c.graph_file);
     return s + descriptor(c.prb.dims, c.prb.name);
 }

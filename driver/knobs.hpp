@@ -116,6 +116,12 @@ const Knob& knob(KnobId id);
 /// descriptor scope's rows, table order); "" when all are at their defaults.
 std::string knobs(const Problem& p);
 
+/// The case with every knob that applies to it spelled, defaults included (--dt as the type, f32
+/// for a descriptor case's default), in repro order (run knobs first), then its descriptor (or
+/// --case=FILE): "--backend=onednn --mode=C --cpu-isa=default --dir=fwd_t --dt=f32 ... b1hq2sq64d64".
+/// What --match searches besides the id.
+std::string canonical(const Case& c);
+
 /// The knob table for people: "md" a markdown table (knob, values, default, description; README's
 /// knob table between its knob-table markers), "tsv" one line per knob NAME<TAB>CHOICES<TAB>DEFAULT
 /// (the bad-input manifest's {choices:NAME} placeholders). nullopt for another format.

@@ -142,7 +142,12 @@ public:
         selected_ = shard_cases(entries_, opts.shard);
         if (opts.start > 0 || !opts.match.empty()) {  // benchdnn's --start and --match (driver/selection.hpp)
             const std::size_t before = selected_.size();
-            selected_ = select_cases(selected_, ids_, opts.start, opts.match);
+            std::vector<std::string> canon(entries_.size());
+            if (!opts.match.empty())
+                for (std::size_t i = 0; i < entries_.size(); ++i)
+                    if (entries_[i].c) canon[i] = canonical(*entries_[i].c);
+            selected_ = select_cases(selected_, ids_, canon, opts.start, opts.match);
+            selected_nothing_ = selected_.empty() && before > 0;
             const bool both = opts.start > 0 && !opts.match.empty();
             fmt::print(stderr, "note: {}{}{} select{} {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
                     both ? " and " : "", opts.match.empty() ? "" : fmt::format("--match={}", opts.match), both ? "" : "s",
@@ -187,6 +192,14 @@ public:
         }
         for (Reporter* rep : reporters.all()) rep->end(summary_);
         note_unused_expectations();
+        if (selected_nothing_ && opts_.fail_on.empty) {  // a filter that selects nothing is not a green run
+            fmt::print(stderr, "error: {}{}{} selected none of the run's cases: nothing was tested (exit {}; "
+                               "--fail-on without 'empty' allows it)\n",
+                    opts_.start > 0 ? fmt::format("--start={}", opts_.start) : "",
+                    opts_.start > 0 && !opts_.match.empty() ? " and " : "",
+                    opts_.match.empty() ? "" : fmt::format("--match={}", opts_.match), static_cast<int>(kExitUntested));
+            return std::max(exit_code(summary_, opts_.fail_on), static_cast<int>(kExitUntested));
+        }
         return exit_code(summary_, opts_.fail_on);
     }
 
@@ -212,7 +225,7 @@ private:
         }
         // A --cpu-isa level this process is not capped at: a worker of that level (driver/worker.hpp),
         // one per case with --isolate.
-        if (e.c->mode != Mode::L && e.c->cpu_isa != process_isa_) {
+        if (!listing(*e.c) && e.c->cpu_isa != process_isa_) {
             if (opts_.isolate) return CaseWorker(opts_.argv).run(*e.c, i, opts_.timeout_per_case);
             auto& w = workers_[e.c->cpu_isa];
             if (!w) w = std::make_unique<CaseWorker>(opts_.argv);
@@ -270,7 +283,7 @@ private:
         std::optional<CpuIsa> only;
         for (const std::size_t i : selected_) {
             const auto& c = entries_[i].c;
-            if (!c || c->mode == Mode::L) continue;
+            if (!c || listing(*c)) continue;
             if (only && *only != c->cpu_isa) return;
             only = c->cpu_isa;
         }
@@ -313,6 +326,7 @@ private:
     std::unique_ptr<CacheFlusher> flusher_;
     RunLimits limits_;
     std::map<std::string, std::unique_ptr<Backend>> backends_;
+    bool selected_nothing_ = false;  ///< --start / --match left none of the run's cases
     CpuIsa process_isa_ = CpuIsa::none;  ///< the --cpu-isa level this process's vendor is capped at
     std::map<CpuIsa, std::unique_ptr<CaseWorker>> workers_;  ///< one per other level, started on its first case
     Summary summary_;
@@ -353,6 +367,13 @@ int run(int argc, char** argv) {
     // Before any vendor or OpenMP region runs: the pools they start take the narrowed mask.
     if (opts.threads > 0)
         if (const std::string why = limit_threads(opts.threads); !why.empty()) return usage_error(why);
+    // -v4: the vendors' own logs too (unless the user set them): oneDNN's verbose lines, which the
+    // oneDNN backend then passes through, and the cuDNN frontend's log (docs/output.md#verbosity).
+    if (opts.verbose >= 4) {
+        setenv("ONEDNN_VERBOSE", "1", 0);
+        setenv("CUDNN_FRONTEND_LOG_INFO", "1", 0);
+        setenv("CUDNN_FRONTEND_LOG_FILE", "stderr", 0);
+    }
     if (opts.serve_fd >= 0) return serve_cases(opts);
     if (opts.version) return print_versions();
     auto entries = parse_run_cases(opts);

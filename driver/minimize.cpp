@@ -168,8 +168,11 @@ public:
         any |= shrink([](const Problem& p) { return p.dims.D_qk; }, [](Problem& p, i64 v) { p.dims.D_qk = v; });
         any |= shrink([](const Problem& p) { return p.dims.D_v; }, [](Problem& p, i64 v) { p.dims.D_v = v; });
         if (cur_.prb.mask == Mask::window) {
-            any |= shrink([](const Problem& p) { return p.window_left; }, [](Problem& p, i64 v) { p.window_left = v; }, 0);
-            any |= shrink([](const Problem& p) { return p.window_right; }, [](Problem& p, i64 v) { p.window_right = v; }, 0);
+            // An unbounded side (-1) shrinks from the count that reaches every key.
+            any |= shrink([](const Problem& p) { return window_extent(p, p.window_left); },
+                    [](Problem& p, i64 v) { p.window_left = v; }, 0);
+            any |= shrink([](const Problem& p) { return window_extent(p, p.window_right); },
+                    [](Problem& p, i64 v) { p.window_right = v; }, 0);
         }
         return any;
     }

@@ -173,7 +173,7 @@ bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits
         return stop(Status::invalid_arguments, c.where.empty() ? *err : fmt::format("{}: error: {}", c.where, *err));
     r.flops = flops(p);
     r.bytes = bytes_moved(p);
-    if (c.mode == Mode::L) return stop(Status::listed, "");
+    if (listing(c)) return stop(Status::listed, "");
     if (auto no = cpu_isa_skip(c, backend)) return stop(Status::skipped, *no);
     if (auto over = memory_guard(p, backend, limits)) return stop(Status::skipped, *over);
     if (!case_steps(c))  // a skip, not an error: a P sweep over a mixed file still exits 0

@@ -13,11 +13,13 @@ std::vector<CaseEntry> repeat_entries(const std::vector<CaseEntry>& entries, std
 }
 
 std::vector<std::size_t> select_cases(const std::vector<std::size_t>& indices, const std::vector<std::string>& ids,
-        std::size_t start, const std::string& match) {
+        const std::vector<std::string>& canonical, std::size_t start, const std::string& match) {
     const std::regex re(match);
     std::vector<std::size_t> out;
     for (const std::size_t i : indices)
-        if (i >= start && (match.empty() || std::regex_search(ids[i], re))) out.push_back(i);
+        if (i >= start && (match.empty() || std::regex_search(ids[i], re) ||
+                                  (i < canonical.size() && std::regex_search(canonical[i], re))))
+            out.push_back(i);
     return out;
 }
 

@@ -29,16 +29,16 @@ struct CaseInfo {
     std::string name;             ///< n=NAME or ""
     std::string dropout;          ///< --dropout spelling "P:SEED:OFFSET", "" without dropout
     std::int64_t B = 0, H_q = 0, H_kv = 0, S_q = 0, S_kv = 0, D_qk = 0, D_v = 0;
-    std::string attention;        ///< MHA (H_kv = H_q), GQA (1 < H_kv < H_q), MQA (H_kv = 1 < H_q)
+    std::string attention{};      ///< MHA (H_kv = H_q), GQA (1 < H_kv < H_q), MQA (H_kv = 1 < H_q)
     /// Every knob that applies to the case as "NAME=VALUE", defaults included, in knob-table order
     /// (driver/knobs.hpp): the case's canonical form, which --expect conditions read knobs from.
-    std::vector<std::string> knobs;
-    std::string cpu_isa;          ///< --cpu-isa: the level the vendor was capped at ("default": none)
+    std::vector<std::string> knobs{};
+    std::string cpu_isa{};        ///< --cpu-isa: the level the vendor was capped at ("default": none)
     /// The ISA level the vendor dispatched to (Backend::cpu_isa: the cap met with the CPU's
     /// levels, e.g. "avx512_core_amx"); "" for a backend without ISA control.
-    std::string isa;
-    std::string vendor_version;   ///< the vendor library's version (Backend::library_version), "" when none
-    std::string device;           ///< the GPU (Backend::device_name) or else the CPU model the case ran on
+    std::string isa{};
+    std::string vendor_version{}; ///< the vendor library's version (Backend::library_version), "" when none
+    std::string device{};         ///< the GPU (Backend::device_name) or else the CPU model the case ran on
 };
 
 /// What the dropout checks saw (cases with --dropout, C mode): the mask the reference was fed,

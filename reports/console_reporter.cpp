@@ -1,6 +1,7 @@
 #include "reports/console_reporter.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sdpa {
 
@@ -62,7 +63,14 @@ void ConsoleReporter::on_case(const CaseResult& r) {
         for (const auto& t : r.tensors) fmt::print(out_, "    tensor {}\n", describe(t));
         for (const auto& n : r.notes) fmt::print(out_, "    {}\n", n);
         if (r.ms > 0) fmt::print(out_, "{}\n", phases_line(r));
-        for (const auto& c : r.checks) fmt::print(out_, "{}\n", margin_line(c));
+        for (const auto& c : r.checks) {
+            fmt::print(out_, "{}\n", margin_line(c));
+            if (verbose_ >= 2)  // the bound's terms at the worst element
+                fmt::print(out_, "      bound there: {:.3g} = c {} x (u_eff {:.3g} x (M {:.3g} + max(M)/1024 {:.3g}) + tiny {:.3g})\n",
+                        c.bound, c.bound_c, c.bound_u_eff, c.bound_mag, c.bound_floor, c.bound_tiny);
+        }
+        if (verbose_ >= 3 && r.perf && !r.perf->samples_ms.empty())  // every timed run
+            fmt::print(out_, "    samples (ms): {}\n", fmt::join(r.perf->samples_ms, " "));
     }
     std::fflush(out_);
 }

@@ -334,6 +334,12 @@ std::vector<Field<OutputCheck>> make_check_fields() {
             "about the buffer)", [](auto& c) -> auto& { return c.located; }),
         stored<C>("zero_by_construction", "elements whose exact value the problem makes 0 (docs/trust.md): held to the "
             "bound, not counted by zero trust", [](auto& c) -> auto& { return c.zero_by_construction; }),
+        stored<C>("bound_c", "the bound's constant c (bound = c (u_eff (mag + floor) + tiny))",
+            [](auto& c) -> auto& { return c.bound_c; }),
+        stored<C>("bound_u_eff", "its effective roundoff u_eff", [](auto& c) -> auto& { return c.bound_u_eff; }),
+        stored<C>("bound_mag", "the reference's magnitude M at the worst element", [](auto& c) -> auto& { return c.bound_mag; }),
+        stored<C>("bound_floor", "max(M) / 1024", [](auto& c) -> auto& { return c.bound_floor; }),
+        stored<C>("bound_tiny", "the absolute term tiny", [](auto& c) -> auto& { return c.bound_tiny; }),
     };
 }
 

@@ -250,8 +250,8 @@ GraphDesc describe_graph(const Problem& p) {
             break;
         case Mask::window:  // clamped: a bound past the sequence shows no more keys (see the header)
             g.alignment = Alignment::bottom_right;
-            g.left_bound = std::min(p.window_left, d.S_kv) + 1;
-            g.right_bound = std::min(p.window_right, d.S_q);
+            g.left_bound = std::min(window_extent(p, p.window_left), d.S_kv) + 1;
+            g.right_bound = std::min(window_extent(p, p.window_right), d.S_q);
             break;
         default: break;
     }

@@ -126,10 +126,11 @@ bad_line)
   grep -qE "^1:PASSED" "$tmp/out" || fail "the case after the invalid one must run"
   ;;
 usage)
+  # A bad knob value costs the problems after it (INVALID_ARGUMENTS, exit 3), not the run (issue 42).
   run --dt=bf8 b1hq2sq16d16
-  [ "$rc" -eq 2 ] || fail "bad knob on the command line: exit $rc, expected 2"
+  [ "$rc" -eq 3 ] || fail "bad knob value on the command line: exit $rc, expected 3"
   run --backend=nonexistent b1hq2sq16d16
-  [ "$rc" -eq 2 ] || fail "unknown backend on the command line: exit $rc, expected 2"
+  [ "$rc" -eq 3 ] || fail "unknown backend on the command line: exit $rc, expected 3"
   grep -qE "unknown value 'nonexistent' for --backend \(accepted: onednn\|(cudnn\|)?(torch:math\|torch:flash\|torch:efficient\|torch:cudnn\|torch:math:cuda\|torch:flash:cuda\|)?ref\|faulty:KIND\|test:KIND; faulty kinds: faulty:causal_off_by_one" "$tmp/out" || fail "backend list missing"
   run --dt=bf8 b1hq2sq16d16
   grep -q "command line: error: unknown value 'bf8'" "$tmp/out" || fail "message must name the value"

@@ -93,7 +93,7 @@ faults)
   run --backend=torch:cudnn --dt=f32 b1hq2sq16d16
   grep -q "^0:UNIMPLEMENTED (torch:cudnn: .* takes bf16 and f16 inputs only" "$tmp/out" || fail "cudnn with f32 must be UNIMPLEMENTED, GPU or not"
   run --backend=torch:bogus b1hq2sq16d16
-  [ "$rc" -eq 2 ] || fail "--backend=torch:bogus: exit $rc, expected 2"
+  [ "$rc" -eq 3 ] || fail "--backend=torch:bogus: exit $rc, expected 3 (a bad value costs the problems after it)"
   grep -q 'torch:math|torch:flash|torch:efficient|torch:cudnn|torch:math:cuda|torch:flash:cuda' "$tmp/out" || fail "the backend list must name the torch variants"
   "$exe" --version >"$tmp/out" 2>&1
   grep -qE '^torch:math: libtorch 2\.[0-9]+\.[0-9]+ ' "$tmp/out" || fail "--version must name libtorch's version"

@@ -329,7 +329,8 @@ TEST(Window, DerivedFunctionsMatchBruteForce) {
 TEST(Window, ParseAndRules) {
     EXPECT_EQ(parse_window_mask("window:128,0"), (std::pair<std::int64_t, std::int64_t>{128, 0}));
     EXPECT_EQ(parse_window_mask("window:0,7"), (std::pair<std::int64_t, std::int64_t>{0, 7}));
-    EXPECT_EQ(parse_window_mask("window:-1,0"), std::nullopt);
+    EXPECT_EQ(parse_window_mask("window:-1,0"), (std::pair<std::int64_t, std::int64_t>{kWindowUnbounded, 0}));
+    EXPECT_EQ(parse_window_mask("window:-2,0"), std::nullopt);
     EXPECT_EQ(parse_window_mask("window:3"), std::nullopt);
     EXPECT_EQ(parse_window_mask("window:3,x"), std::nullopt);
     EXPECT_EQ(parse_window_mask("causal_tl"), std::nullopt);

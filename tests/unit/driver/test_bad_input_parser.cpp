@@ -97,17 +97,17 @@ TEST(BadInput, EmptyBatchFileIsNamed) {
 
 TEST(BadInput, OutOfRangeNumbersSaySo) {
     auto es = errors({"--scale=1e40", "b1sq4d4"});
-    ASSERT_EQ(es.size(), 1u);
+    ASSERT_EQ(es.size(), 2u);  // the value, and the problem after it (not run)
     EXPECT_NE(es[0].error.find("--scale=1e40 is out of the f32 range"), std::string::npos) << es[0].error;
     es = errors({"--scale=-1e-50", "b1sq4d4"});
-    ASSERT_EQ(es.size(), 1u);
+    ASSERT_EQ(es.size(), 2u);  // the value, and the problem after it (not run)
     EXPECT_NE(es[0].error.find("--scale=-1e-50 is out of the f32 range (|scale| must be at least"), std::string::npos)
             << es[0].error;
     es = errors({"--scale=abc", "b1sq4d4"});
-    ASSERT_EQ(es.size(), 1u);
+    ASSERT_EQ(es.size(), 2u);  // the value, and the problem after it (not run)
     EXPECT_NE(es[0].error.find("unknown value 'abc' for --scale"), std::string::npos) << es[0].error;
     es = errors({"--seed=18446744073709551616", "b1sq4d4"});
-    ASSERT_EQ(es.size(), 1u);
+    ASSERT_EQ(es.size(), 2u);  // the value, and the problem after it (not run)
     EXPECT_NE(es[0].error.find("does not fit an unsigned 64-bit integer (at most 18446744073709551615)"),
             std::string::npos)
             << es[0].error;

@@ -89,9 +89,17 @@ TEST(CaseParser, WindowMaskCommaIsNotACrossProduct) {
     const auto back = cases_of(parse(repro(cs[2])));  // the repro round-trips
     ASSERT_EQ(back.size(), 1u);
     EXPECT_EQ(back[0].prb, cs[2].prb);
-    EXPECT_EQ(errors_of(parse("--mask=window:4 b1hq1sq8d8")).size(), 1u);   // both bounds required
-    EXPECT_EQ(errors_of(parse("--mask=window:-1,0 b1hq1sq8d8")).size(), 1u);  // no FlashAttention -1
-    EXPECT_EQ(errors_of(parse("--mask=window b1hq1sq8d8")).size(), 1u);
+    // A bad value is one error, and the problem after it is not run (a second error naming it).
+    EXPECT_EQ(errors_of(parse("--mask=window:4 b1hq1sq8d8")).size(), 2u);   // both bounds required
+    // FlashAttention's -1 (no bound on that side) is taken and spelled back; no other negative.
+    const auto unbounded = cases_of(parse("--mask=window:4,-1 b1hq1sq8skv40d8"));
+    ASSERT_EQ(unbounded.size(), 1u);
+    EXPECT_EQ(unbounded[0].prb.window_right, kWindowUnbounded);
+    EXPECT_EQ(repro(unbounded[0]), "--mask=window:4,-1 b1hq1sq8skv40d8");
+    EXPECT_FALSE(validate(unbounded[0].prb));
+    EXPECT_EQ(visible_keys(unbounded[0].prb, 0, 0), (std::pair<std::int64_t, std::int64_t>{28, 40}));  // to the last key
+    EXPECT_EQ(errors_of(parse("--mask=window:-2,0 b1hq1sq8d8")).size(), 2u);
+    EXPECT_EQ(errors_of(parse("--mask=window b1hq1sq8d8")).size(), 2u);
 }
 
 // --cpu-isa (issue 36): a run knob; oneDNN's avx10 aliases read as the level; the repro carries the
@@ -111,7 +119,7 @@ TEST(CaseParser, CpuIsaIsARunKnobWithAliases) {
     ASSERT_EQ(kept.size(), 1u);
     EXPECT_EQ(kept[0].cpu_isa, CpuIsa::avx2);
     const auto bad = errors_of(parse("--cpu-isa=avx512 b1hq1sq8d8"));
-    ASSERT_EQ(bad.size(), 1u);
+    ASSERT_EQ(bad.size(), 2u);  // the value, and the problem after it, not run
     EXPECT_NE(bad[0].error.find("unknown value 'avx512' for --cpu-isa (accepted: default|all|sse41|"), std::string::npos)
             << bad[0].error;
     // The levels nest as oneDNN's bit sets: amx includes bf16 and fp16, avx10_2 does not include amx.
@@ -151,8 +159,8 @@ TEST(CaseParser, SeqLenListsRandomLayoutDeterministic) {
     // A list whose length is not B parses but breaks the padding rule.
     cs = cases_of(parse("--seq-len-q=3 b2hq1sq8d8"));
     EXPECT_NE(validate(cs[0].prb)->find("padding rule"), std::string::npos);
-    EXPECT_EQ(errors_of(parse("--seq-len-q=3:x b2hq1sq8d8")).size(), 1u);
-    EXPECT_EQ(errors_of(parse("--deterministic=yes b2hq1sq8d8")).size(), 1u);
+    EXPECT_EQ(errors_of(parse("--seq-len-q=3:x b2hq1sq8d8")).size(), 2u);  // and the problem after it
+    EXPECT_EQ(errors_of(parse("--deterministic=yes b2hq1sq8d8")).size(), 2u);
 }
 
 TEST(CaseParser, CrossProductCountAndOrder) {
@@ -267,17 +275,20 @@ TEST(CaseParser, ReproRoundTrip) {
 }
 
 TEST(CaseParser, CommandLineErrors) {
+    // A bad value costs the problems after it (issue 42), not the run: no usage error.
     auto es = parse("--dt=bf8");
     ASSERT_EQ(es.size(), 1u);
     EXPECT_FALSE(es[0].c.has_value());
-    EXPECT_TRUE(es[0].usage);
+    EXPECT_FALSE(es[0].usage);
     EXPECT_EQ(es[0].error, "command line: error: unknown value 'bf8' for --dt (accepted: f32|bf16|f16|e4m3|e5m2|default|ID:DT[+ID:DT...])");
 
-    es = parse("--mask=causal --dir=fwd_t,back");
-    ASSERT_EQ(es.size(), 2u);
-    EXPECT_EQ(es[0].error,
-        "command line: error: unknown value 'causal' for --mask (accepted: none|causal_tl|causal_br|bias|window:L,R)");
+    es = parse("--mask=causal --dir=fwd_t,back b1hq1sq4d4");
+    ASSERT_EQ(es.size(), 3u);
+    EXPECT_EQ(es[0].error, "command line: error: unknown value 'causal' for --mask (did you mean causal_tl or causal_br? "
+                           "accepted: none|causal_tl|causal_br|bias|window:L,R)");
     EXPECT_EQ(es[1].error, "command line: error: unknown value 'back' for --dir (accepted: fwd_i|fwd_t|bwd|fwd_bwd)");
+    EXPECT_EQ(es[2].error, "command line: error: 'b1hq1sq4d4' not run: the knob '--dir=fwd_t,back' before it did not parse");
+    EXPECT_FALSE(es[2].usage);
 
     es = parse("--frobnicate=3");
     ASSERT_EQ(es.size(), 1u);
@@ -303,17 +314,32 @@ TEST(CaseParser, BadValuesLeaveTheKnobUnchanged) {
         "--scale=", "--seed=-1", "--seed=1.5", "--seed=99999999999999999999", "--backend=Ref",
         "--backend=a-b", "--backend=nonexistent", "--backend=", "--mode=Q", "--dir", "--reset=1", "--batch=", "--dt=f32,,bf16",
         "--dt=f32,", "--mask-dt=f64", "--mask-shape=1x1", "--fill=zeros", "--scale-op=add"};
+    // In a file the next line's problem runs with the knobs as they were before the bad value.
+    const auto path = std::filesystem::temp_directory_path() / "sdpabench_bad_values.cases";
     for (const char* b : bad) {
-        const auto es = parse(std::string("--dt=bf16 ") + b + " b1hq1sq4d8");
+        std::ofstream(path) << "--dt=bf16\n" << b << "\nb1hq1sq4d8\n";
+        const auto es = parse_cases({"--batch=" + path.string()});
         ASSERT_EQ(es.size(), 2u) << b;
         EXPECT_FALSE(es[0].c.has_value()) << b;
-        EXPECT_TRUE(es[0].usage) << b;
-        EXPECT_EQ(es[0].error.rfind("command line: error: ", 0), 0u) << b;
+        EXPECT_NE(es[0].error.find(":2:1: error: "), std::string::npos) << b << ": " << es[0].error;
         ASSERT_TRUE(es[1].c.has_value()) << b;
         EXPECT_EQ(es[1].c->prb.dt, DType::bf16) << b;
         EXPECT_EQ(es[1].c->prb.scale, std::nullopt) << b;
         EXPECT_EQ(es[1].c->backend, kDefaultBackend) << b;
+        // On the command line: a bad value costs the problem after it; a structural error (no
+        // value, --reset=1, --batch=) stays a usage error and the problem after it parses.
+        const auto cl = parse(std::string("--dt=bf16 ") + b + " b1hq1sq4d8");
+        ASSERT_EQ(cl.size(), 2u) << b;
+        EXPECT_EQ(cl[0].error.rfind("command line: error: ", 0), 0u) << b;
+        if (cl[0].usage) {
+            ASSERT_TRUE(cl[1].c.has_value()) << b;
+            EXPECT_EQ(cl[1].c->prb.dt, DType::bf16) << b;
+        } else {
+            EXPECT_FALSE(cl[1].c.has_value()) << b;
+            EXPECT_NE(cl[1].error.find("'b1hq1sq4d8' not run: the knob '"), std::string::npos) << b << ": " << cl[1].error;
+        }
     }
+    std::filesystem::remove(path);
 }
 
 TEST(CaseParser, HelpListsEveryKnob) {

@@ -372,7 +372,13 @@ TEST(ExitCode, TableAndPrecedence) {
     n.expect.kind = Expected::not_applicable;
     EXPECT_EQ(code({n}, *na), kExitFailOn);
     EXPECT_FALSE(parse_fail_on("default,skiped", &err));
-    EXPECT_NE(err.find("'skiped' is not a status (accepted, comma-separated: default, passed,"), std::string::npos);
+    EXPECT_NE(err.find("'skiped' is not a status (accepted, comma-separated: default, empty, passed,"), std::string::npos);
+    // "empty" (a selection of no case) is in the default and can be left out.
+    EXPECT_TRUE(FailOn{}.empty);
+    const auto no_empty = parse_fail_on("failed,xpass", &err);
+    ASSERT_TRUE(no_empty) << err;
+    EXPECT_FALSE(no_empty->empty);
+    EXPECT_TRUE(parse_fail_on("default", &err)->empty);
 }
 
 TEST(Summary, CountsEachCaseOnceByWhatItShows) {

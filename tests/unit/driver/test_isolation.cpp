@@ -150,7 +150,8 @@ TEST(Isolation, RecordRoundTripsEveryStoredField) {
     r.ms = 12.5;
     r.repro = "--dir=bwd b1sq2d2";
     r.notes = {"a", "b"};
-    r.info = CaseInfo{"ref", "cpu", "B", "bwd", "bf16", "bias", "b1sq2d2", "n", "0.5:1:2"};
+    r.info = CaseInfo{.backend = "ref", .engine = "cpu", .mode = "B", .dir = "bwd", .dt = "bf16",
+        .mask = "bias", .prb = "b1sq2d2", .name = "n", .dropout = "0.5:1:2"};
     r.checked = true;
     r.flops = 1234;
     r.bytes = 5678;

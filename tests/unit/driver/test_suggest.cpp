@@ -8,6 +8,7 @@
 
 #include "driver/case_parser.hpp"
 #include "driver/selection.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 namespace {
@@ -77,14 +78,36 @@ TEST(Suggest, GlobalOptionInsideAFileIsNamedAsSuch) {
 TEST(Selection, StartAndMatchKeepIndicesOfTheWholeRun) {
     const std::vector<std::string> ids{"--dt=bf16 b1hq1sq8d8", "b1hq1sq8d8", "--dir=bwd --dt=bf16 b1hq1sq16d8",
         "f.cases:3", "--dt=f16 b1hq1sq8d8"};
+    const std::vector<std::string> none;
     const std::vector<std::size_t> all{0, 1, 2, 3, 4};
-    EXPECT_EQ(select_cases(all, ids, 0, ""), all);
-    EXPECT_EQ(select_cases(all, ids, 3, ""), (std::vector<std::size_t>{3, 4}));
-    EXPECT_EQ(select_cases(all, ids, 0, "bf16"), (std::vector<std::size_t>{0, 2}));  // found anywhere
-    EXPECT_EQ(select_cases(all, ids, 1, "bf16|f16"), (std::vector<std::size_t>{2, 4}));
-    EXPECT_EQ(select_cases(all, ids, 0, "^b1"), (std::vector<std::size_t>{1}));
-    EXPECT_EQ(select_cases({1, 3}, ids, 0, "sq8"), (std::vector<std::size_t>{1}));  // a shard's part
-    EXPECT_THROW(select_cases(all, ids, 0, "("), std::regex_error);
+    EXPECT_EQ(select_cases(all, ids, none, 0, ""), all);
+    EXPECT_EQ(select_cases(all, ids, none, 3, ""), (std::vector<std::size_t>{3, 4}));
+    EXPECT_EQ(select_cases(all, ids, none, 0, "bf16"), (std::vector<std::size_t>{0, 2}));  // found anywhere
+    EXPECT_EQ(select_cases(all, ids, none, 1, "bf16|f16"), (std::vector<std::size_t>{2, 4}));
+    EXPECT_EQ(select_cases(all, ids, none, 0, "^b1"), (std::vector<std::size_t>{1}));
+    EXPECT_EQ(select_cases({1, 3}, ids, none, 0, "sq8"), (std::vector<std::size_t>{1}));  // a shard's part
+    EXPECT_THROW(select_cases(all, ids, none, 0, "("), std::regex_error);
+}
+
+// Issue 42: --match also searches the canonical form, every knob spelled with its default, so a
+// filter on a default value (f32 is --dt=default's type, not in the id) finds its cases.
+TEST(Selection, MatchSearchesTheCanonicalFormWithDefaults) {
+    auto es = parse_cases({"--dt=f32,bf16 b1hq1sq8d8"});
+    ASSERT_EQ(es.size(), 2u);
+    std::vector<std::string> ids, canon;
+    for (const auto& e : es) {
+        ids.push_back(repro(*e.c));
+        canon.push_back(canonical(*e.c));
+    }
+    EXPECT_EQ(ids[0], "b1hq1sq8d8");  // the id leaves the default out
+    EXPECT_NE(canon[0].find("--dt=f32 "), std::string::npos) << canon[0];
+    EXPECT_NE(canon[0].find("--backend=onednn --mode=C --cpu-isa=default "), std::string::npos) << canon[0];
+    EXPECT_TRUE(canon[0].ends_with(" b1hq1sq8d8")) << canon[0];
+    const std::vector<std::size_t> all{0, 1};
+    EXPECT_EQ(select_cases(all, ids, canon, 0, "--mask=none"), all);  // a default value: every case
+    EXPECT_EQ(select_cases(all, ids, canon, 0, "--dt=bf16"), (std::vector<std::size_t>{1}));
+    EXPECT_EQ(select_cases(all, ids, canon, 0, "f32"), (std::vector<std::size_t>{0}));  // issue 42's example
+    EXPECT_TRUE(select_cases(all, ids, canon, 0, "nonexistent").empty());
 }
 
 TEST(Selection, RepeatsAreCasesOfTheirOwn) {

@@ -23,7 +23,8 @@ CaseResult timed_case() {
     CaseResult r;
     r.index = 3;
     r.repro = "--mode=P --dt=bf16 b1hq2sq64d64n=tiny";
-    r.info = CaseInfo{"onednn", "cpu", "P", "bwd", "bf16", "causal_tl", "b1hq2sq64d64", "tiny", ""};
+    r.info = CaseInfo{.backend = "onednn", .engine = "cpu", .mode = "P", .dir = "bwd", .dt = "bf16",
+        .mask = "causal_tl", .prb = "b1hq2sq64d64", .name = "tiny", .dropout = ""};
     r.flops = 4'000'000;
     r.bytes = 2'000'000;
     r.perf = make_perf_result(summarize({1, 2, 4}), 12.5, false, r.flops, r.bytes);

@@ -31,7 +31,8 @@ CaseResult failed_case() {
     r.ms = 12.5;
     r.repro = "--dir=bwd b1hq2sq16d16n=a.b-c_d";
     r.id = r.repro;
-    r.info = CaseInfo{"onednn", "cpu", "C", "bwd", "f32", "none", "b1hq2sq16d16", "a.b-c_d", ""};
+    r.info = CaseInfo{.backend = "onednn", .engine = "cpu", .mode = "C", .dir = "bwd", .dt = "f32",
+        .mask = "none", .prb = "b1hq2sq16d16", .name = "a.b-c_d", .dropout = ""};
     r.checked = true;
     OutputCheck c;
     c.output = Output::dQ;
@@ -56,7 +57,8 @@ CaseResult timed_case() {
     r.ms = 250;
     r.repro = "--mode=P b1hq2sq64d64";
     r.id = r.repro + " #2";
-    r.info = CaseInfo{"onednn", "cpu", "P", "fwd_t", "bf16", "causal_tl", "b1hq2sq64d64", "", ""};
+    r.info = CaseInfo{.backend = "onednn", .engine = "cpu", .mode = "P", .dir = "fwd_t", .dt = "bf16",
+        .mask = "causal_tl", .prb = "b1hq2sq64d64", .name = "", .dropout = ""};
     r.flops = 4'000'000;
     r.bytes = 2'000'000;
     r.perf = make_perf_result(summarize({1, 2, 4}), 12.5, true, r.flops, r.bytes);
