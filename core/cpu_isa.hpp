@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/enum_table.hpp"
@@ -62,10 +63,13 @@ inline constexpr std::array<EnumName<CpuIsa>, 4> kCpuIsaAliases{{
 
 inline std::string_view format_as(CpuIsa v) { return enum_name(kCpuIsaNames, v); }
 
-/// The level spelled `s` (a kCpuIsaNames name or a kCpuIsaAliases alias), nullopt otherwise.
+/// The level spelled `s` (a kCpuIsaNames name or a kCpuIsaAliases alias, in any case: ONEDNN_MAX_CPU_ISA
+/// writes them in capitals), nullopt otherwise.
 inline std::optional<CpuIsa> parse_cpu_isa(std::string_view s) {
-    if (const auto e = enum_parse(kCpuIsaNames, s)) return e;
-    return enum_parse(kCpuIsaAliases, s);
+    std::string lower(s);
+    for (char& ch : lower) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    if (const auto e = enum_parse(kCpuIsaNames, lower)) return e;
+    return enum_parse(kCpuIsaAliases, lower);
 }
 
 /// True when level `have` contains every feature of level `need` (a CPU or a cap at `have` can

@@ -793,8 +793,16 @@ std::vector<CaseEntry> parse_cases(const std::vector<std::string>& tokens, const
                 continue;
             }
             const auto knob_name = [](std::string_view t) { return t.substr(0, t.find('=')); };
-            if (!target && p.entries.size() == before && !bad_knob.empty() && knob_name(tok) == knob_name(bad_knob))
-                bad_knob.clear();  // the same knob given again with a good value: the problems after it run
+            const auto run_knob = [&](std::string_view t) {
+                for (const Knob& k : knob_table())
+                    if (k.run_knob && "--" + std::string(k.name) == knob_name(t)) return true;
+                return false;
+            };
+            // The same knob given again with a good value, or --reset of a problem knob (back to its
+            // default): the problems after it run.
+            if (!target && p.entries.size() == before && !bad_knob.empty() &&
+                    (knob_name(tok) == knob_name(bad_knob) || (tok == "--reset" && !run_knob(bad_knob))))
+                bad_knob.clear();
             if (tok.starts_with("--batch=") && p.entries.size() == before)  // a file without a problem
                 batches.emplace_back(std::string(tok.substr(8)));
             if (tok.starts_with("--batch=") || tok.starts_with("--case=") || tok.starts_with("--random=") ||

@@ -316,7 +316,14 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "narrowing the process's CPU affinity to N of its CPUs (as taskset does) and setting OMP_NUM_THREADS; the "
             "run context records N and each vendor's runtime and the concurrency it reports, each result the cores "
             "its vendor kept busy (vendor_cpu_util). Default: every CPU of the process's affinity mask")
-        ->check(CLI::Range(1, 1 << 20))->option_text("N");
+        ->check(CLI::Validator(
+                [](std::string& s) -> std::string {
+                    const auto n = parse_number<int>(s);
+                    if (!n || *n < 1) return fmt::format("'{}' is not a number of threads (a whole number >= 1)", s);
+                    return {};
+                },
+                "N"))
+        ->option_text("N");
     app.add_option("--serve-cases", out.opts.serve_fd, "Internal: run as a case worker on this socket (driver/worker.hpp)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))->group("");
     app.add_flag("--isolate", out.opts.isolate,

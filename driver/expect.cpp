@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -68,16 +69,41 @@ const Knob* condition_knob(const std::string& key) {
     return nullptr;
 }
 
+/// What values a condition's field holds, as far as its tests can be checked when the file is read:
+/// a number (B, S_q, ...), a flag (timed_out, ...), text (dt, isa, ...), or any (a knob's spelling,
+/// which may be a number or a word; a field absent until a case runs, such as a timing).
+enum class FieldKind { number, flag, text, any };
+
+/// The kind of field `key` (a result field's column, else a knob): by the value an empty result gives.
+FieldKind field_kind(const std::string& key) {
+    const ResultField* f = find_result_field(key);
+    if (!f) return FieldKind::any;
+    const FieldValue v = f->get(CaseResult{});
+    if (std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v)) return FieldKind::number;
+    if (std::holds_alternative<bool>(v)) return FieldKind::flag;
+    if (std::holds_alternative<std::monostate>(v)) return FieldKind::any;
+    return FieldKind::text;
+}
+
 /// One test from a JSON value: a string (a comparison "OP N", a range "A..B", else a glob), a
-/// number (== it) or a flag. Throws std::runtime_error naming what is wrong.
+/// number (== it) or a flag, checked against the kind of its field. Throws std::runtime_error
+/// naming what is wrong: a test no value of the field could meet is an error, not an entry that
+/// silently never matches.
 FieldTest parse_test(const std::string& key, const nlohmann::json& v) {
+    const FieldKind kind = field_kind(key);
+    const auto refuse = [&](std::string_view why) {
+        return std::runtime_error(fmt::format("\"when\": \"{}\": {} ({} is {})", key, why, key,
+                kind == FieldKind::number ? "a number" : kind == FieldKind::flag ? "true or false" : "text"));
+    };
     FieldTest t;
     if (v.is_boolean()) {
+        if (kind == FieldKind::number || kind == FieldKind::text) throw refuse(fmt::format("{} is a flag test", v.dump()));
         t.kind = FieldTest::Kind::flag;
         t.flag = v.get<bool>();
         return t;
     }
     if (v.is_number()) {
+        if (kind == FieldKind::text || kind == FieldKind::flag) throw refuse(fmt::format("{} is a number test", v.dump()));
         t.kind = FieldTest::Kind::compare;
         t.op = "==";
         t.a = v.get<double>();
@@ -87,8 +113,10 @@ FieldTest parse_test(const std::string& key, const nlohmann::json& v) {
         throw std::runtime_error(fmt::format("\"when\": \"{}\": a test is a string, a number, true or false (got {})", key,
                 v.dump()));
     const std::string text = v.get<std::string>();
-    std::string_view rest = text;
+    std::string_view rest = text;  // blanks around a test are not part of it
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+    if (rest.empty()) throw std::runtime_error(fmt::format("\"when\": \"{}\": an empty test", key));
     for (const char* op : {">=", "<=", "==", "!=", ">", "<"})
         if (rest.starts_with(op)) {
             std::string_view num = rest.substr(std::strlen(op));
@@ -97,26 +125,31 @@ FieldTest parse_test(const std::string& key, const nlohmann::json& v) {
             if (!x)
                 throw std::runtime_error(fmt::format("\"when\": \"{}\": \"{}\" compares with '{}', which is not a number",
                         key, text, num));
+            if (kind == FieldKind::text || kind == FieldKind::flag) throw refuse(fmt::format("\"{}\" is a comparison", text));
             t.kind = FieldTest::Kind::compare;
             t.op = op;
             t.a = *x;
             return t;
         }
-    if (const auto dots = text.find(".."); dots != std::string::npos) {
-        const auto lo = parse_number<double>(std::string_view(text).substr(0, dots));
-        const auto hi = parse_number<double>(std::string_view(text).substr(dots + 2));
-        if (lo && hi) {
-            if (*hi < *lo)
-                throw std::runtime_error(fmt::format("\"when\": \"{}\": the range \"{}\" is empty ({} > {})", key, text,
-                        *lo, *hi));
-            t.kind = FieldTest::Kind::range;
-            t.a = *lo;
-            t.b = *hi;
-            return t;
-        }
+    if (const auto dots = rest.find(".."); dots != std::string_view::npos && kind != FieldKind::text) {
+        const auto lo = parse_number<double>(rest.substr(0, dots));
+        const auto hi = parse_number<double>(rest.substr(dots + 2));
+        if (!lo || !hi)
+            throw std::runtime_error(fmt::format("\"when\": \"{}\": \"{}\" is not a range A..B of two numbers", key, text));
+        if (*hi < *lo)
+            throw std::runtime_error(fmt::format("\"when\": \"{}\": the range \"{}\" is empty ({} > {})", key, text,
+                    *lo, *hi));
+        if (kind == FieldKind::flag) throw refuse(fmt::format("\"{}\" is a range", text));
+        t.kind = FieldTest::Kind::range;
+        t.a = *lo;
+        t.b = *hi;
+        return t;
     }
-    if (text.empty()) throw std::runtime_error(fmt::format("\"when\": \"{}\": an empty test", key));
-    t.glob = text;
+    // A glob over a number's text can only hold digits, a sign, a point, an exponent and glob signs.
+    if (kind == FieldKind::number && rest.find_first_not_of("0123456789.+-eE*?[]!") != std::string_view::npos)
+        throw refuse(fmt::format("\"{}\" is neither a number, a comparison (>= 2), a range (2..8) nor a glob of a "
+                                 "number", text));
+    t.glob = std::string(rest);
     return t;
 }
 
@@ -171,7 +204,8 @@ FieldValue field_value(const FieldCondition& f, const CaseResult& r) {
 
 /// True when test `t` holds for value `v`.
 bool test_holds(const FieldTest& t, const FieldValue& v) {
-    if (std::holds_alternative<std::monostate>(v)) return false;
+    if (std::holds_alternative<std::monostate>(v))  // no value: it matches no glob, and meets no other test
+        return t.kind == FieldTest::Kind::glob && t.glob.size() > 1 && t.glob.front() == '!';
     if (t.kind == FieldTest::Kind::glob) {  // "!GLOB": the value does not match GLOB
         const bool negated = t.glob.size() > 1 && t.glob.front() == '!';
         return (::fnmatch(t.glob.c_str() + (negated ? 1 : 0), csv_text(v).c_str(), 0) == 0) != negated;
@@ -240,11 +274,22 @@ std::vector<Expectation> load_expectations(const std::string& path) {
             throw std::runtime_error(fmt::format("{}: error: {}", escape_for_message(where), m));
         };
         nlohmann::json j;
+        std::vector<std::set<std::string>> keys;  // per open object: its keys so far
+        std::string twice;
+        const nlohmann::json::parser_callback_t dup = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& k) {
+            if (ev == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+            else if (ev == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+            else if (ev == nlohmann::json::parse_event_t::key && !keys.empty() && !keys.back().insert(k.get<std::string>()).second &&
+                    twice.empty())
+                twice = k.get<std::string>();
+            return true;
+        };
         try {
-            j = nlohmann::json::parse(line);
+            j = nlohmann::json::parse(line, dup);
         } catch (const nlohmann::json::exception& e) {
             fail(fmt::format("not a JSON object ({})", e.what()));
         }
+        if (!twice.empty()) fail(fmt::format("the key \"{}\" is given twice in one object (JSON keeps only the last)", twice));
         if (!j.is_object()) fail("an entry is one JSON object per line");
         Expectation x;
         x.where = where;

@@ -33,7 +33,8 @@ struct FieldTest {
 /// "f16"] two. The field is a result field's column (reports/result_fields.hpp: backend, dt, B,
 /// H_q, isa, impls, mask_tensor, ...) or a knob (driver/knobs.hpp, by its name, '_' or '-':
 /// "mask-shape", "layout", "strides", "dmask", ...). A field with no value for a case (a knob that
-/// does not apply, impls of a case that never reached its vendor) meets no test.
+/// does not apply, impls of a case that never reached its vendor, dropout without dropout) meets
+/// no test but a negated glob ("!GLOB": no value matches no glob).
 struct FieldCondition {
     std::string key;
     bool knob = false;  ///< a knob, read from CaseInfo::knobs

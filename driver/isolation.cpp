@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -111,6 +112,9 @@ void collect_child(pid_t pid, int fd, std::chrono::steady_clock::time_point t0, 
         r.crashed = true;
         r.reason = child_failure_reason(st);
     }
+    // The child's phases account for its own time; what the process start, the pipe and the
+    // waiting added is the parent's, counted as "other" so that the phases sum to the case time.
+    r.phases_ms[static_cast<std::size_t>(Phase::other)] += std::max(0.0, ms - r.ms);
     r.ms = ms;
 }
 
@@ -119,6 +123,7 @@ CaseResult unstarted(const Case& c, std::size_t index) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
+    r.info = case_info(c);  // kept when the child gives no result (a timeout, a crash)
     return r;
 }
 

@@ -470,7 +470,9 @@ std::vector<Knob> make_table() {
             },
             // L only lists: its repro is the line that runs the case.
             [](const Case& c) { return fmt::format("{}", c.mode == Mode::L ? Mode::C : c.mode); }, S::both, true},
-        {KnobId::cpu_isa, "default|all|" + enum_choices(kCpuIsaNames).substr(std::string_view("default|").size()),
+        {KnobId::cpu_isa,
+            "default|all|" + enum_choices(kCpuIsaNames).substr(std::string_view("default|").size()) + "|" +
+                enum_choices(kCpuIsaAliases),
             "cap the vendor's CPU dispatch at this ISA level (oneDNN's names, as ONEDNN_MAX_CPU_ISA takes them, "
             "lower case; its avx10 aliases too): each level's cases run in a process of that level; all: every level "
             "this CPU has; a level the CPU lacks is SKIPPED; a backend without ISA control (all but onednn) is SKIPPED "

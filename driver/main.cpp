@@ -1,6 +1,7 @@
 // sdpabench: parse the command line and the case language, run every case through its
 // backend and the reference, report each result as it finishes, exit with the code of
 // driver/exit_code.hpp ExitCode.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -147,7 +148,12 @@ public:
                 for (std::size_t i = 0; i < entries_.size(); ++i)
                     if (entries_[i].c) canon[i] = canonical(*entries_[i].c);
             selected_ = select_cases(selected_, ids_, canon, opts.start, opts.match);
-            selected_nothing_ = selected_.empty() && before > 0;
+            // Judged on the whole run, as --expect's unused entries are: a shard whose own cases
+            // the filter misses is not an empty selection when another shard's are selected.
+            std::vector<std::size_t> all(entries_.size());
+            for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+            selected_nothing_ = selected_.empty() && !entries_.empty() &&
+                                (opts.shard.count <= 1 || select_cases(all, ids_, canon, opts.start, opts.match).empty());
             const bool both = opts.start > 0 && !opts.match.empty();
             fmt::print(stderr, "note: {}{}{} select{} {} of {} case(s)\n", opts.start > 0 ? fmt::format("--start={}", opts.start) : "",
                     both ? " and " : "", opts.match.empty() ? "" : fmt::format("--match={}", opts.match), both ? "" : "s",
@@ -225,7 +231,7 @@ private:
         }
         // A --cpu-isa level this process is not capped at: a worker of that level (driver/worker.hpp),
         // one per case with --isolate.
-        if (!listing(*e.c) && e.c->cpu_isa != process_isa_) {
+        if (!listing(*e.c) && e.c->cpu_isa != process_isa_ && caps_cpu_isa(e.c->backend)) {
             if (opts_.isolate) return CaseWorker(opts_.argv).run(*e.c, i, opts_.timeout_per_case);
             auto& w = workers_[e.c->cpu_isa];
             if (!w) w = std::make_unique<CaseWorker>(opts_.argv);
@@ -275,6 +281,14 @@ private:
                                     "before it in this process]", r.alone_status);
     }
 
+    /// True when backend `name` takes a --cpu-isa cap: only then does a case of another level need a
+    /// process of that level (any other backend's case is SKIPPED by run_case, here).
+    bool caps_cpu_isa(const std::string& name) {
+        auto& be = backends_[name];
+        if (!be) be = make_backend(name);
+        return be && be->caps_cpu_isa();
+    }
+
     /// When every selected case that runs has one --cpu-isa level other than the default, caps this
     /// process's vendor at it, so that no worker is needed (a repro line of one case, a rerun
     /// alone, a run of one level). Any other mix, or a cap the vendor no longer takes (--cpu-isa=all
@@ -294,15 +308,18 @@ private:
     /// of a sharded run would print the whole list), the entries named under -v. An entry for
     /// another shard's cases is not stale: with shards it is judged on the whole run.
     void note_unused_expectations() {
-        if (opts_.shard.count > 1)
+        if (opts_.shard.count > 1 && !std::all_of(used_.begin(), used_.end(), [](bool u) { return u; })) {
+            std::vector<CaseResult> before;  // every case of the run as known before it runs
+            for (std::size_t k = 0; k < entries_.size(); ++k)
+                if (entries_[k].c) {
+                    before.emplace_back();
+                    before.back().id = ids_[k];
+                    before.back().info = case_info(*entries_[k].c);
+                }
             for (std::size_t x = 0; x < expectations_.size(); ++x)
-                for (std::size_t k = 0; k < entries_.size() && !used_[x]; ++k)
-                    if (entries_[k].c) {
-                        CaseResult before;
-                        before.id = ids_[k];
-                        before.info = case_info(*entries_[k].c);
-                        used_[x] = expectation_may_match(expectations_[x], before);
-                    }
+                for (std::size_t k = 0; k < before.size() && !used_[x]; ++k)
+                    used_[x] = expectation_may_match(expectations_[x], before[k]);
+        }
         std::size_t unmatched = 0;
         for (std::size_t x = 0; x < expectations_.size(); ++x)
             if (!used_[x]) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "driver/case_parser.hpp"
 #include "driver/cli.hpp"
 #include "driver/isolation.hpp"
+#include "driver/case_info.hpp"
 #include "driver/run_case.hpp"
 #include "reports/jsonl_reporter.hpp"
 
@@ -97,8 +99,9 @@ std::string CaseWorker::start() {
     ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);  // only the worker's end reaches it
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    // stdout is the run's: a worker writes nothing there but the vendor's own log under -v4 (oneDNN's
+    // verbose lines, passed through), which belongs beside the case's status line.
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // a group of its own: a timeout kills it all
@@ -151,9 +154,13 @@ CaseResult CaseWorker::run(const Case& c, std::size_t index, double timeout_s) {
     CaseResult r;
     r.index = index;
     r.repro = repro(c);
+    r.info = case_info(c);  // kept when the worker gives no result (a timeout, a crash)
     const auto t0 = Clock::now();
     const auto finish = [&] {
-        r.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        // The worker's phases account for its own time; its start and the socket are "other" here.
+        r.phases_ms[static_cast<std::size_t>(Phase::other)] += std::max(0.0, ms - r.ms);
+        r.ms = ms;
         return r;
     };
     if (pid_ < 0)

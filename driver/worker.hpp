@@ -11,6 +11,8 @@
 //   parent -> worker: "INDEX<TAB>WHERE<TAB>REPRO\n" per case (WHERE: the case's FILE:LINE:COL, or "")
 //   worker -> parent: per case, an 8-byte little-endian length, then the result's JSONL record
 //                     (reports/jsonl_reporter.hpp json_record) encoded as CBOR.
+// A worker's stdin is /dev/null; its stdout and stderr are the run's (it prints nothing there but
+// what a vendor prints under -v4).
 // The worker ends when the parent closes its end. It runs in a process group of its own, so that
 // a timeout kills whatever the case started too.
 #pragma once

@@ -12,6 +12,8 @@ exe=build/${SDPABENCH_PRESET:-release}/sdpabench
 [ -x "$exe" ] || bash scripts/build.sh >&2
 n=${1:-$(nproc)}
 [ $# -gt 0 ] && shift
+case $n in ''|*[!0-9]*) echo "bench_threads.sh: N must be a number of threads >= 2 (got '$n')" >&2; exit 2 ;; esac
+[ "$n" -ge 2 ] || { echo "bench_threads.sh: N must be >= 2 to compare with one thread (got $n)" >&2; exit 2; }
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--backend=onednn --dir=bwd --dt=bf16 --fix-times-per-prb=30 b1hq8sq512d64)
 tmp=$(mktemp -d)
@@ -34,4 +36,6 @@ for path, t in ((sys.argv[1], 1), (sys.argv[2], int(sys.argv[3]))):
               f"vendor_threads {'; '.join(ctx['vendor_threads'])}")
 for case, (one, many) in medians.items():
     print(f"{case}: --threads=1 / --threads={sys.argv[3]} = {one / many:.2f}x")
+if not medians:
+    sys.exit("bench_threads.sh: no case was timed (a --mode other than P among the arguments?)")
 PY

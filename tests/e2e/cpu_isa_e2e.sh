@@ -65,9 +65,17 @@ run --mode=L --cpu-isa=all b1hq2sq16d16
   || fail "--cpu-isa=all must list every level up to $best"
 
 # 4. A timeout kills a level's worker (its process group); the next case of that level starts a new one.
-run --cpu-isa=avx2 --timeout-per-case=1 --dir=bwd b1hq16sq4096d128 b1hq2sq16d16
+run --cpu-isa=avx2 --timeout-per-case=1 --report=jsonl:"$tmp/to.jsonl" --dir=bwd b1hq16sq8192d128 b1hq2sq16d16
 grep -q '^0:FAILED (timeout: ' "$tmp/out" || fail "the slow case must time out"
 grep -q '^1:PASSED ' "$tmp/out" || fail "the case after a timeout must run in a new worker"
+grep -q '^cpu-isa=avx2: tests:2 passed:1 .* failed:1 ' "$tmp/out" || fail "the timed-out case counts at its level"
+python3 - "$tmp/to.jsonl" <<'PY' || fail "a timed-out case keeps what it was"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][1]
+assert r["timed_out"] and r["cpu_isa"] == "avx2" and r["dir"] == "bwd" and r["B"] == 1 and r["S_q"] == 8192, r
+ph = r["phases_ms"]
+assert abs(sum(ph.values()) - r["case_ms"]) <= 0.02 * r["case_ms"], (ph, r["case_ms"])
+PY
 run --cpu-isa=avx2,default --timeout-per-case=60 --dir=bwd b1hq2sq16d16 b1hq2sq24d16
 [ "$rc" -eq 0 ] && [ "$(total_field passed)" = 4 ] || fail "cases of two levels under --timeout-per-case: exit $rc"
 run --cpu-isa=avx2,default --isolate --dir=bwd b1hq2sq16d16

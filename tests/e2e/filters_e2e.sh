@@ -20,6 +20,11 @@ run --backend=ref --match=nonexistent b1hq2sq16d16
   || fail "an empty selection: exit $rc, expected 3 with the error"
 run --backend=ref --fail-on=failed,invalid_arguments --match=nonexistent b1hq2sq16d16
 [ "$rc" -eq 0 ] || fail "--fail-on without 'empty' allows an empty selection: exit $rc"
+# Judged on the whole run: a shard whose own cases the filter misses is not an empty selection.
+for i in 0 1; do
+  run --backend=ref --shard=$i/2 --match=sq8d8 b1hq1sq8d8 b1hq1sq16d8
+  [ "$rc" -eq 0 ] || fail "shard $i of a run whose filter selects a case: exit $rc"
+done
 
 # 2. The file's --mode=P does not override a listing asked on the command line; each line names
 #    the mode the case would run in.

@@ -214,10 +214,13 @@ TEST(Expect, ConditionsOverResultFieldsAndKnobs) {
     EXPECT_FALSE(expectation_matches(x, described(Status::failed, "onednn", "bf16", 2, 5, "avx512_core_amx", kn)));  // range
     EXPECT_FALSE(expectation_matches(x, described(Status::failed, "onednn", "bf16", 2, 2, "avx512_core_bf16", kn)));  // isa
     EXPECT_FALSE(expectation_matches(x, described(Status::failed, "torch:flash", "bf16", 2, 2, "avx512_core_amx", kn)));
-    // The negated glob, and a knob the result does not carry (no value meets no test).
+    // The negated glob; a knob the result does not carry has no value, which matches no glob, so
+    // the negated glob holds for it (and any other test would not).
     EXPECT_FALSE(expectation_matches(x, described(Status::failed, "onednn", "bf16", 2, 2, "avx512_core_amx",
                                                 {"mask-shape=1x1x1xSkv"})));
-    EXPECT_FALSE(expectation_matches(x, described(Status::failed, "onednn", "bf16", 2, 2, "avx512_core_amx")));
+    EXPECT_TRUE(expectation_matches(x, described(Status::failed, "onednn", "bf16", 2, 2, "avx512_core_amx")));
+    const Expectation y0 = entry(R"({"when": {"mask-shape": "1x1x*"}, "status": "FAILED", "reason": "r"})");
+    EXPECT_FALSE(expectation_matches(y0, described(Status::failed, "onednn", "bf16", 2, 2, "avx512_core_amx")));
     // Before a case runs (a sharded run's other cases), what only the run says meets every test.
     CaseResult before = described(Status::passed, "onednn", "bf16", 2, 2, "", kn);
     EXPECT_FALSE(expectation_matches(x, before));
@@ -245,6 +248,12 @@ TEST(Expect, ConditionsOverResultFieldsAndKnobs) {
     r.info.H_kv = 2;
     r.info.D_qk = 128;
     EXPECT_FALSE(expectation_matches(y, r));
+    // A negated glob holds for a field without a value: no dropout is "!*".
+    const Expectation nodrop = entry(R"({"when": {"dropout": "!*"}, "status": "FAILED", "reason": "r"})");
+    CaseResult plain = described(Status::failed, "onednn", "bf16", 1, 1, "");
+    EXPECT_TRUE(expectation_matches(nodrop, plain));
+    plain.info.dropout = "0.1:1:1";
+    EXPECT_FALSE(expectation_matches(nodrop, plain));
     // A glob and a condition together: both must hold.
     const Expectation z = entry(R"({"match": "*n=x", "when": {"dt": "bf16"}, "status": "FAILED", "reason": "r"})");
     CaseResult named = described(Status::failed, "onednn", "bf16", 1, 1, "");
@@ -271,6 +280,16 @@ TEST(Expect, ConditionErrorsNameTheFieldAndTheRule) {
     EXPECT_NE(err(R"({"any_of": [{"nope": 1}]})").find("unknown field \"nope\""), std::string::npos);
     EXPECT_NE(load_error(R"({"status": "FAILED", "reason": "r"})").find("\"match\" (a case id or glob) or \"when\""),
             std::string::npos);
+    // A test no value of its field could meet is an error, not an entry that never matches.
+    EXPECT_NE(err(R"({"B": "=> 2"})").find("is neither a number, a comparison (>= 2), a range (2..8) nor a glob"),
+            std::string::npos) << err(R"({"B": "=> 2"})");
+    EXPECT_NE(err(R"({"B": "2.."})").find("\"2..\" is not a range A..B of two numbers"), std::string::npos);
+    EXPECT_NE(err(R"({"B": "1..x"})").find("is not a range A..B"), std::string::npos);
+    EXPECT_NE(err(R"({"B": true})").find("true is a flag test (B is a number)"), std::string::npos) << err(R"({"B": true})");
+    EXPECT_NE(err(R"({"dt": 2})").find("2 is a number test (dt is text)"), std::string::npos) << err(R"({"dt": 2})");
+    EXPECT_NE(err(R"({"dt": ">= 2"})").find("\">= 2\" is a comparison (dt is text)"), std::string::npos);
+    EXPECT_NE(err(R"({"dt": "bf16", "dt": "f32"})").find("the key \"dt\" is given twice"), std::string::npos);
+    EXPECT_TRUE(err(R"({"B": " >= 2 "})").empty()) << err(R"({"B": " >= 2 "})");  // blanks around a test
     // The error names the file and line.
     EXPECT_NE(err(R"({"Bq": 2})").find("sdpabench_expect_bad.jsonl:3: error:"), std::string::npos);
 }
