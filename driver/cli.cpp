@@ -308,8 +308,8 @@ CliOutcome parse_command_line(int argc, char** argv) {
         ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")
         ->needs(minimize);
     app.add_option("--result-fd", out.opts.result_fd,
-            "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (how "
-            "--minimize runs each candidate in a fresh process; the run must have exactly one case)")
+            "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (for a "
+            "program that runs one case per process and reads its result; the run must have exactly one case)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
     app.add_option("--threads", out.opts.threads,
             "Run on N cores: the vendor's threads (oneDNN's TBB, libtorch's OpenMP) and the reference's alike, by "
