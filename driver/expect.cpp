@@ -170,7 +170,8 @@ Condition parse_condition(const nlohmann::json& j) {
         }
         FieldCondition f;
         f.key = key;
-        if (!find_result_field(key)) {
+        f.field = find_result_field(key);
+        if (!f.field) {
             if (const Knob* k = condition_knob(key)) {
                 f.knob = true;
                 f.key = std::string(k->name);
@@ -195,7 +196,7 @@ Condition parse_condition(const nlohmann::json& j) {
 /// The value of field `f` in `r`: a result field's, or the knob's spelling from r.info.knobs
 /// (monostate when absent).
 FieldValue field_value(const FieldCondition& f, const CaseResult& r) {
-    if (!f.knob) return find_result_field(f.key)->get(r);
+    if (f.field) return f.field->get(r);
     const std::string prefix = f.key + "=";
     for (const std::string& kv : r.info.knobs)
         if (kv.starts_with(prefix)) return kv.substr(prefix.size());

@@ -12,6 +12,7 @@
 
 #include "core/status.hpp"
 #include "reports/case_result.hpp"
+#include "reports/result_fields.hpp"
 
 namespace sdpa {
 
@@ -38,6 +39,7 @@ struct FieldTest {
 struct FieldCondition {
     std::string key;
     bool knob = false;  ///< a knob, read from CaseInfo::knobs
+    const ResultField* field = nullptr;  ///< the result field (reports/result_fields.hpp), when not a knob
     std::vector<FieldTest> any;
 };
 
