@@ -35,6 +35,13 @@ struct BackendError : std::runtime_error {
     BackendError(Status s, const std::string& msg) : std::runtime_error(msg), status(s) {}
 };
 
+/// What a backend throws when its device runs out of memory during a case (cudaErrorMemoryAllocation,
+/// PyTorch's OutOfMemoryError): SKIPPED "out of device memory: WHAT", as a host out of memory is
+/// (the platform cannot run the case; driver/run_case.cpp), never FAILED: the kernel was not wrong.
+inline BackendError out_of_device_memory(const std::string& what) {
+    return BackendError(Status::skipped, "out of device memory: " + what);
+}
+
 /// A prepared case: the vendor's compiled objects and buffers with the inputs bound (RAII).
 /// Made by Backend::prepare; run as often as needed (checks, timing, determinism).
 class Plan {
@@ -142,6 +149,17 @@ public:
         (void)threads;
         return {};
     }
+    /// Device bytes a case of `p` needs (its device copies of the inputs, the guarded outputs, masks;
+    /// the library's work space where known before it builds), for the device-memory guard
+    /// (--max-device-memory, driver/run_case.cpp). Default: nothing (the kernels use host memory).
+    virtual std::vector<MemoryItem> device_memory(const Problem& p) const {
+        (void)p;
+        return {};
+    }
+    /// The device's free memory now, in bytes (cudaMemGetInfo); 0 when not known (the default).
+    /// Called only in the process that runs the case, after support(): never in a parent that
+    /// forks children (the first CUDA call starts the runtime in the calling process).
+    virtual std::uint64_t device_free_bytes() const { return 0; }
     /// The dropout keep mask this backend's kernel applies for `p` (p.dropout set), known before it
     /// runs: the library's generator replicated bit for bit, or the mask the backend feeds it
     /// (core/dropout.hpp). The reference is fed this very mask, never an independent draw.

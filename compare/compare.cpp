@@ -161,8 +161,8 @@ namespace {
 struct Partial {
     double worst = -1;        ///< largest |err| / bound (-1: no element compared)
     std::size_t worst_at = 0; ///< the first element with it
-    std::int64_t nonfinite = 0, ref_nonfinite = 0, saturated = 0, masked_bad = 0;
-    std::size_t first_nonfinite = 0, first_masked_bad = 0;
+    std::int64_t nonfinite = 0, ref_nonfinite = 0, mag_nonfinite = 0, saturated = 0, masked_bad = 0;
+    std::size_t first_nonfinite = 0, first_mag_nonfinite = 0, first_masked_bad = 0;
     std::int64_t unchecked = 0, structural = 0;
     std::int64_t counted = 0, ref_zeros = 0, got_zeros = 0;  ///< zero trust over the compared elements
     HeadSquares sq;
@@ -177,6 +177,8 @@ struct Partial {
         nonfinite += b.nonfinite;
         masked_bad += b.masked_bad;
         ref_nonfinite += b.ref_nonfinite;
+        if (mag_nonfinite == 0 && b.mag_nonfinite > 0) first_mag_nonfinite = b.first_mag_nonfinite;
+        mag_nonfinite += b.mag_nonfinite;
         saturated += b.saturated;
         unchecked += b.unchecked;
         structural += b.structural;
@@ -262,6 +264,10 @@ struct Scan {
             q.sq.mag += static_cast<double>(m) * m;
             if (!std::isfinite(e)) {
                 ++q.ref_nonfinite;
+                continue;
+            }
+            if (!std::isfinite(m)) {  // the bound there is not a number: no error would exceed it
+                if (q.mag_nonfinite++ == 0) q.first_mag_nonfinite = i;
                 continue;
             }
             if (!std::isfinite(g)) {
@@ -474,6 +480,7 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
     if (zbc.any()) r.zero_by_construction = exclude_zero_by_construction(t, zbc, got, e, kinds);
     r.nonfinite = t.nonfinite;
     r.ref_nonfinite = t.ref_nonfinite;
+    r.mag_nonfinite = t.mag_nonfinite;
     r.saturated = t.saturated;
     r.unchecked = t.unchecked;
     r.elements = static_cast<std::int64_t>(got.size());
@@ -504,6 +511,12 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         r.pass = false;
         r.failure = CheckFailure::ref_nonfinite;
         r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
+    } else if (r.mag_nonfinite > 0) {
+        r.pass = false;
+        set_worst(t.first_mag_nonfinite);
+        r.failure = CheckFailure::mag_nonfinite;
+        r.reason = fmt::format("the reference's magnitude is not finite at {} element(s) where the reference is: the "
+                               "bound is not defined there (the inputs overflow f32 in the magnitudes)", r.mag_nonfinite);
     } else if (r.nonfinite > 0) {
         r.pass = false;
         set_worst(t.first_nonfinite);
@@ -533,7 +546,7 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
         r.mistrusted = true;
     }
     if (out == Output::stats) check_stats_sums(rule, got, e, ref.mag, r);
-    else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.saturated == 0)
+    else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.mag_nonfinite == 0 && r.saturated == 0)
         check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], eb.c, eb.u_eff, eb.tiny, r);
     // Zero trust against the structure: the kernel's zeros among the compared elements (the
     // structural ones apart) beyond kZeroTrust make a pass MISTRUSTED; a kernel that writes zeros

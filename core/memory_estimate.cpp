@@ -128,4 +128,9 @@ std::string format_bytes(double bytes) {
     return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.3g} {}", bytes, units[u]);
 }
 
+std::uint64_t device_memory_limit_from(std::uint64_t max_device_memory, std::uint64_t free_bytes) {
+    if (max_device_memory > 0) return max_device_memory;
+    return static_cast<std::uint64_t>(kDeviceMemoryShare * static_cast<double>(free_bytes));
+}
+
 }  // namespace sdpa

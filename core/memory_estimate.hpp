@@ -57,6 +57,14 @@ std::uint64_t memory_limit_from(std::uint64_t available, std::uint64_t as_limit,
 /// seldom agree to the byte.
 std::uint64_t default_memory_limit();
 
+/// The share of the device's free memory the device-memory guard allows by default (the rest is
+/// the library's and the runtime's: work space, handles, the allocator's slack).
+inline constexpr double kDeviceMemoryShare = 0.9;
+
+/// The device-memory guard's limit in bytes: `max_device_memory` when non-zero (--max-device-memory),
+/// else kDeviceMemoryShare of `free_bytes`; 0 (no limit) when neither is known.
+std::uint64_t device_memory_limit_from(std::uint64_t max_device_memory, std::uint64_t free_bytes);
+
 /// "3.35 GiB", "512 MiB", "12 KiB", "100 B": binary units with 3 significant digits.
 std::string format_bytes(double bytes);
 

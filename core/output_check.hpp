@@ -15,12 +15,13 @@ namespace sdpa {
 
 /// Which check an output failed (the first one that fails decides; none when it passed). The
 /// minimizer (driver/minimize.hpp) keeps a case failing the same way by it.
-enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, nonfinite, masked_rows, bound,
-    norm, stats_sum };
+enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, mag_nonfinite, nonfinite,
+    masked_rows, bound, norm, stats_sum };
 
-inline constexpr std::array<EnumName<CheckFailure>, 11> kCheckFailureNames{{{CheckFailure::none, "none"},
+inline constexpr std::array<EnumName<CheckFailure>, 12> kCheckFailureNames{{{CheckFailure::none, "none"},
     {CheckFailure::guard, "guard"}, {CheckFailure::stride_gap, "stride_gap"}, {CheckFailure::shape, "shape"},
     {CheckFailure::unwritten, "unwritten"}, {CheckFailure::ref_nonfinite, "ref_nonfinite"},
+    {CheckFailure::mag_nonfinite, "mag_nonfinite"},
     {CheckFailure::nonfinite, "nonfinite"}, {CheckFailure::masked_rows, "masked_rows"},
     {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}}};
 
@@ -43,6 +44,10 @@ struct OutputCheck {
     std::int64_t nonfinite = 0;  ///< elements non-finite in `got` where the reference is finite
     std::int64_t ref_nonfinite = 0;  ///< non-finite reference elements (outside masked rows):
                                      ///< the case overflows f32 and proves nothing
+    /// Elements whose reference is finite but whose magnitude (the bound's M, compare/README.md)
+    /// is not: the bound there is not a number, so no error could fail it; the case overflows
+    /// f32 in the magnitudes' sums and proves nothing there.
+    std::int64_t mag_nonfinite = 0;
     double zero_fraction = 0;    ///< zeros in the reference outside structural (masked) zeros
     // Whole-output checks (compare/extra_checks.hpp):
     double norm_worst = 0;       ///< max over heads of | ||X|| - ||X_ref|| | / (c u_eff ||M||); < 1 passes

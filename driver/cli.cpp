@@ -212,6 +212,8 @@ std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>&
 
 }  // namespace
 
+RunLimits run_limits(const GlobalOptions& opts) { return RunLimits{opts.max_memory, opts.impls, opts.max_device_memory}; }
+
 CliOutcome parse_command_line(int argc, char** argv) {
     CliOutcome out;
     CLI::App app{"sdpabench: correctness harness for scaled dot-product attention training kernels\n"
@@ -261,6 +263,21 @@ CliOutcome parse_command_line(int argc, char** argv) {
                "Memory guard: SKIP a case whose estimated host memory exceeds this many bytes (whole "
                "numbers with binary units: 8G, 512M, 1536M; 0: no limit). Default: 80% of MemAvailable (and of ulimit -v/-d)")
             ->transform(CLI::AsSizeValue(false));
+    app.add_option("--max-device-memory", out.opts.max_device_memory,
+               "Device-memory guard of the GPU backends: SKIP a case whose estimated device memory exceeds this many "
+               "bytes (as --max-memory). Default: 90% of the device's free memory when the case runs. A device out of "
+               "memory during a case is SKIPPED too")
+            ->transform(CLI::AsSizeValue(false));
+    app.add_option("--store-wait", out.opts.report_options.store_wait_s,
+               "Seconds a results store (--report=sqlite|postgresql) may be away before a case goes to its spool file; "
+               "it is retried with backoff meanwhile, then every SECONDS (also SQLite's busy timeout and the "
+               "PostgreSQL connect timeout; docs/tracking.md)")
+            ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--store-spool", out.opts.report_options.spool_dir,
+               "The folder of a results store's spool file (the cases it could not take; load with "
+               "'sdpabench-store ingest'). Default: the folder of the first csv, jsonl or junit report, else the "
+               "working directory")
+            ->option_text("DIR");
     app.add_option("--timeout-per-case", out.opts.timeout_per_case,
                "Seconds a case may take; a case past it is killed and FAILED (timeout). Runs each case in a "
                "child process, as --isolate does (0: no timeout)")

@@ -9,6 +9,7 @@
 
 #include "driver/shard.hpp"
 #include "core/implementation.hpp"
+#include "driver/run_case.hpp"
 #include "driver/timing.hpp"
 #include "driver/exit_code.hpp"
 #include "reports/perf_template.hpp"
@@ -24,6 +25,10 @@ struct GlobalOptions {
     /// --max-memory (bytes; "8G", "512M" accepted): memory guard limit; 0 turns it off.
     /// Default: core/memory_estimate.hpp default_memory_limit() (80% of MemAvailable).
     std::uint64_t max_memory = 0;
+    /// --max-device-memory (bytes, as --max-memory): the device-memory guard of GPU backends; 0:
+    /// the default, kDeviceMemoryShare of the device's free memory when the case runs
+    /// (core/memory_estimate.hpp).
+    std::uint64_t max_device_memory = 0;
     double timeout_per_case = 0;   ///< --timeout-per-case (seconds; 0: none): runs each case in a child
     bool isolate = false;          ///< --isolate: run each case in a child process (driver/isolation.hpp)
     /// --no-rerun-failed: a FAILED case of a longer run is not run again alone in a fresh process
@@ -43,6 +48,7 @@ struct GlobalOptions {
     TimingOptions timing;          ///< --max-ms-per-case, --min-runs, --fix-times, --cold-cache (P, CP)
     PerfTemplate perf_template;    ///< --perf-template (default kDefaultPerfTemplate)
     std::vector<ReportSpec> reports;  ///< --report=FORMAT:PATH, repeatable
+    ReportOptions report_options;     ///< --store-wait, --store-spool
     bool no_progress = false;      ///< --no-progress: no progress line even on a terminal
     std::string expect_file;       ///< --expect=FILE: expected results (driver/expect.hpp)
     FailOn fail_on;                ///< --fail-on=LIST: statuses that fail the run (driver/exit_code.hpp)
@@ -57,6 +63,10 @@ struct GlobalOptions {
     /// knobs, the names "did you mean" picks from for an unknown one (driver/case_parser.hpp).
     std::vector<std::string> option_names;
 };
+
+/// The per-case limits of the run's options: --max-memory, --impl, --skip-impl,
+/// --max-device-memory (the one place that gathers them, for this process and its case workers).
+RunLimits run_limits(const GlobalOptions& opts);
 
 /// Parses argv. Returns the options, or an exit code when the run should stop now: kExitOk after
 /// --help, kExitUsage for a usage error (message already printed on stderr).

@@ -22,10 +22,12 @@ enum ExitCode : int {
                         ///< --timeout-per-case kill, a file that could not be written
     kExitXpass = 4,     ///< an expected failure PASSED (XPASS) and its entry does not allow it
     kExitFailOn = 5,    ///< a status named by --fail-on beyond the default (e.g. SKIPPED, MISTRUSTED)
+    kExitReportIncomplete = 6,  ///< every case ran, but a report does not hold them all (a file that could
+                                ///< not be written, a results store that stayed away: cases in its spool)
 };
 
 /// Each exit code with its meaning for --help (docs/output.md#exit-codes says the same at length).
-inline constexpr std::array<std::pair<ExitCode, std::string_view>, 6> kExitCodeMeanings{{
+inline constexpr std::array<std::pair<ExitCode, std::string_view>, 7> kExitCodeMeanings{{
     {kExitOk, "nothing in --fail-on happened"},
     {kExitFailed, "a case FAILED (a kernel is wrong)"},
     {kExitUsage, "bad usage"},
@@ -33,6 +35,7 @@ inline constexpr std::array<std::pair<ExitCode, std::string_view>, 6> kExitCodeM
                     "unwritable file)"},
     {kExitXpass, "XPASS"},
     {kExitFailOn, "another status named by --fail-on"},
+    {kExitReportIncomplete, "a report is incomplete (the summary's 'incomplete' lines; a store's cases in its spool)"},
 }};
 
 /// What fails the run (--fail-on). FAILED always does; the default adds INVALID_ARGUMENTS,

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,9 +38,16 @@ std::string child_failure_reason(int wait_status) {
 
 namespace {
 
-/// Child side: runs the case with its own backend, writes the CBOR result, never returns.
+/// How often the parent, waiting for a child's result, checks whether the child has exited.
+constexpr int kExitPollMs = 100;
+
+/// Child side: runs the case with its own backend, writes the CBOR result, never returns. The
+/// child leads a process group of its own (what a timeout kills, with anything the case started)
+/// and dies with the parent (PR_SET_PDEATHSIG: Ctrl-C on the run, whose group it left, ends it too).
 [[noreturn]] void child_main(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
         int fd) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     int code = 0;
     try {
         const std::unique_ptr<Backend> backend = make_backend(c.backend);
@@ -60,29 +68,36 @@ namespace {
     _exit(code);
 }
 
-/// Parent side: reads the child's CBOR result from `fd` until EOF or the deadline (killing the
-/// child then), reaps it, and turns what came into r (a timeout, a crash, or the child's result).
+/// Parent side: reads the child's CBOR result from `fd` until EOF, the child's exit or the deadline
+/// (killing the child's process group then), reaps it, kills what it left in its group, and turns
+/// what came into r (a timeout, a crash, or the child's result). The child's exit ends the wait
+/// even when a process it started still holds the pipe open (no EOF would come then).
 void collect_child(pid_t pid, int fd, std::chrono::steady_clock::time_point t0, double timeout_s, CaseResult& r) {
     using clock = std::chrono::steady_clock;
     std::vector<std::uint8_t> bytes;
-    bool timed_out = false;
+    bool timed_out = false, reaped = false;
+    int st = 0;
     // Past a year, a timeout is no timeout (and t0 + 1e30 s would overflow the clock).
     if (timeout_s > 365.0 * 24 * 3600) timeout_s = 0;
     const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
     while (true) {  // read until EOF (the child exited or closed the pipe) or the deadline
-        int wait_ms = -1;
+        int wait_ms = kExitPollMs;
         if (timeout_s > 0) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
             if (left <= 0) {
                 timed_out = true;
                 break;
             }
-            wait_ms = static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
+            wait_ms = static_cast<int>(std::min<long long>(left, kExitPollMs));
         }
         pollfd pfd{fd, POLLIN, 0};
-        const int ready = ::poll(&pfd, 1, wait_ms);
+        const int ready = ::poll(&pfd, 1, reaped ? 0 : wait_ms);
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) continue;  // re-checks the deadline
+        if (ready == 0) {
+            if (reaped) break;  // exited, and nothing more is coming: whoever holds the pipe is not the child
+            if (::waitpid(pid, &st, WNOHANG) == pid) reaped = true;  // read what it left, then stop
+            continue;  // re-checks the deadline
+        }
         std::uint8_t buf[65536];
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
@@ -90,10 +105,13 @@ void collect_child(pid_t pid, int fd, std::chrono::steady_clock::time_point t0, 
         bytes.insert(bytes.end(), buf, buf + n);
     }
     ::close(fd);
-    if (timed_out) ::kill(pid, SIGKILL);
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    if (timed_out) {
+        ::kill(-pid, SIGKILL);
+        ::kill(pid, SIGKILL);
     }
+    while (!reaped && ::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    ::kill(-pid, SIGKILL);  // whatever the case started and left behind in the child's group
     const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     if (timed_out) {
         r.status = Status::failed;
@@ -154,7 +172,9 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
     CaseResult r = unstarted(c, index);
     const auto cannot_start = [&r](const char* what, int e) { return not_started(r, "the case's child process", what, e); };
     int fds[2];
-    if (::pipe(fds) != 0) return cannot_start("pipe", errno);
+    // Close-on-exec: a program the child (or anything else this process starts) runs does not
+    // hold the pipe open.
+    if (::pipe2(fds, O_CLOEXEC) != 0) return cannot_start("pipe", errno);
     std::fflush(nullptr);  // nothing buffered may be written twice
     const auto t0 = clock::now();
     const pid_t pid = ::fork();
@@ -168,6 +188,7 @@ CaseResult run_case_isolated(const Case& c, std::size_t index, const TimingOptio
         ::close(fds[0]);
         child_main(c, index, timing, limits, fds[1]);
     }
+    ::setpgid(pid, pid);  // as the child does (whichever runs first)
     ::close(fds[1]);
     collect_child(pid, fds[0], t0, timeout_s, r);
     return r;

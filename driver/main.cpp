@@ -34,7 +34,9 @@
 #include "driver/selection.hpp"
 #include "driver/run_case.hpp"
 #include "git_commit.hpp"
+#include "core/redact.hpp"
 #include "reports/console_reporter.hpp"
+#include "reports/results_store.hpp"
 #include "reports/perf_reporter.hpp"
 #include "reports/progress_reporter.hpp"
 
@@ -52,6 +54,9 @@ RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
         if (i > 0) ctx.command += ' ';
         ctx.command += argv[i];
     }
+    // Nothing the run writes carries a store's password (core/redact.hpp).
+    ctx.command = redact_secrets(ctx.command);
+    for (auto& [key, value] : ctx.tags) value = redact_secrets(value);
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0) ctx.host = host;
     ctx.cpu = cpu_model_name();
@@ -104,31 +109,93 @@ int usage_error(std::string_view message) {
 }
 
 /// The reporters of a run, in the order they get each call: the progress line (first: it erases
-/// its line before the others print), the console, the perf lines, then every --report file.
+/// its line before the others print), the console, the perf lines, then every --report file. Each
+/// fails alone: a reporter that throws is named once on stderr with the case it failed on and set
+/// aside, and the run and every other reporter go on (a results store's own waiting and spool are
+/// reports/store_reporter.hpp's); incomplete() then names it.
 class Reporters {
 public:
-    /// Throws std::runtime_error when a --report file cannot be opened.
+    /// Throws std::runtime_error when a --report file cannot be opened or a store refuses the run.
     Reporters(const GlobalOptions& opts, std::size_t cases)
         : console_(stdout, opts.verbose), perf_lines_(stdout, opts.perf_template) {
         if (!opts.no_progress && isatty(fileno(stderr))) {
             progress_ = std::make_unique<ProgressReporter>(stderr, cases);
-            all_.push_back(progress_.get());
+            all_.push_back(Entry{progress_.get(), "the progress line (stderr)", "", 0});
         }
-        all_.push_back(&console_);
-        all_.push_back(&perf_lines_);
+        all_.push_back(Entry{&console_, "the console (stdout)", "", 0});
+        all_.push_back(Entry{&perf_lines_, "the perf lines (stdout)", "", 0});
+        ReportOptions ro = opts.report_options;
+        ro.spool_dir = spool_folder(ro, opts.reports);
         for (const auto& spec : opts.reports) {
-            files_.push_back(make_file_reporter(spec));
-            all_.push_back(files_.back().get());
+            files_.push_back(make_file_reporter(spec, ro));
+            all_.push_back(Entry{files_.back().get(), fmt::format("report {}", report_name(spec)), "", 0});
         }
     }
-    const std::vector<Reporter*>& all() const { return all_; }
+
+    /// Reporter::begin of each; throws the first StoreError (a store that refuses this part of the
+    /// run: bad usage, nothing has run). Any other failure sets its reporter aside.
+    void begin(const RunContext& ctx) {
+        for (Entry& e : all_) guarded(e, "cannot start", nullptr, [&] { e.rep->begin(ctx); }, true);
+    }
+    void on_start(std::size_t index, std::string_view label) {
+        for (Entry& e : all_) guarded(e, "cannot note the start of", nullptr, [&] { e.rep->on_start(index, label); });
+    }
+    void on_case(const CaseResult& r) {
+        for (Entry& e : all_)
+            if (guarded(e, "cannot write", &r, [&] { e.rep->on_case(r); })) ++e.cases;
+        ++cases_;
+    }
+    void end(const Summary& s) {
+        for (Entry& e : all_) guarded(e, "cannot finish", nullptr, [&] { e.rep->end(s); });
+    }
+
+    /// After end(): one line per report that does not hold the whole run ("NAME: incomplete:
+    /// WHAT"): one set aside after a failure, or one whose own incomplete() says what it lacks.
+    std::vector<std::string> incomplete() const {
+        std::vector<std::string> out;
+        for (const Entry& e : all_) {
+            if (!e.failed.empty())
+                out.push_back(fmt::format("{}: incomplete: {} of {} case(s) written, then {}", e.name, e.cases, cases_, e.failed));
+            else if (const std::string why = e.rep->incomplete(); !why.empty())
+                out.push_back(fmt::format("{}: incomplete: {}", e.name, why));
+        }
+        return out;
+    }
 
 private:
+    struct Entry {
+        Reporter* rep;
+        std::string name;    ///< for messages (a store's password redacted)
+        std::string failed;  ///< what failed, once it did: the reporter is set aside
+        std::size_t cases = 0;  ///< cases it wrote
+    };
+
+    /// Runs f() for e unless e is set aside; a failure sets it aside with one line on stderr.
+    /// `refusals_throw`: a StoreError (a refusal) is thrown on instead. True when f() returned.
+    template <class F>
+    bool guarded(Entry& e, const char* doing, const CaseResult* r, F f, bool refusals_throw = false) {
+        if (!e.failed.empty()) return false;
+        try {
+            f();
+            return true;
+        } catch (const StoreError& ex) {
+            if (refusals_throw) throw;
+            e.failed = fmt::format("{}{}: {}", doing, r ? fmt::format(" case '{}'", r->id) : std::string(" the report"),
+                    redact_secrets(ex.what()));
+        } catch (const std::exception& ex) {
+            e.failed = fmt::format("{}{}: {}", doing, r ? fmt::format(" case '{}'", r->id) : std::string(" the report"),
+                    redact_secrets(ex.what()));
+        }
+        fmt::print(stderr, "{}: error: {}; it is set aside, the run and the other reports go on\n", e.name, e.failed);
+        return false;
+    }
+
     ConsoleReporter console_;
     PerfLineReporter perf_lines_;
     std::unique_ptr<ProgressReporter> progress_;
     std::vector<std::unique_ptr<Reporter>> files_;
-    std::vector<Reporter*> all_;
+    std::vector<Entry> all_;
+    std::size_t cases_ = 0;
 };
 
 /// One run of a batch: the parsed cases with their ids, the expectations, the backends made so
@@ -137,7 +204,7 @@ class Run {
 public:
     Run(const GlobalOptions& opts, std::vector<CaseEntry> entries, std::vector<Expectation> expectations)
         : opts_(opts), entries_(std::move(entries)), expectations_(std::move(expectations)),
-          used_(expectations_.size(), false), timing_(opts.timing), limits_{opts.max_memory, opts.impls} {
+          used_(expectations_.size(), false), timing_(opts.timing), limits_(run_limits(opts)) {
         CaseIds ids;  // from the whole list, so that a case has the same id in every shard
         for (const auto& e : entries_) ids_.push_back(ids.next(e));
         selected_ = shard_cases(entries_, opts.shard);
@@ -179,24 +246,30 @@ public:
         }
         // A report that cannot start (a results store that refuses this shard: another case list
         // or build under the same run key) is bad usage: nothing has run.
-        for (Reporter* rep : reporters.all()) {
-            try {
-                rep->begin(ctx);
-            } catch (const std::exception& ex) {
-                return usage_error(ex.what());
-            }
+        try {
+            reporters.begin(ctx);
+        } catch (const StoreError& ex) {
+            return usage_error(ex.what());
         }
         for (const std::size_t i : selected_) {
             const CaseEntry& e = entries_[i];
-            for (Reporter* rep : reporters.all()) rep->on_start(i, e.c ? repro(*e.c) : std::string());
+            reporters.on_start(i, e.c ? repro(*e.c) : std::string());
             CaseResult r = result_of(e, i);
             r.id = ids_[i];
             after_pipeline(e, i, r);
             summary_.add(r);
             if (opts_.result_fd >= 0 && !write_result(opts_.result_fd, r)) ++summary_.write_errors;
-            for (Reporter* rep : reporters.all()) rep->on_case(r);
+            reporters.on_case(r);
         }
-        for (Reporter* rep : reporters.all()) rep->end(summary_);
+        reporters.end(summary_);
+        // Every report that does not hold the whole run, under the summary; the run's exit code
+        // says so when nothing else does (kExitReportIncomplete).
+        const std::vector<std::string> incomplete = reporters.incomplete();
+        for (const std::string& line : incomplete) fmt::print("{}\n", line);
+        std::fflush(stdout);
+        const auto with_reports = [&](int code) {
+            return code == kExitOk && !incomplete.empty() ? static_cast<int>(kExitReportIncomplete) : code;
+        };
         note_unused_expectations();
         if (selected_nothing_ && opts_.fail_on.empty) {  // a filter that selects nothing is not a green run
             fmt::print(stderr, "error: {}{}{} selected none of the run's cases: nothing was tested (exit {}; "
@@ -206,7 +279,7 @@ public:
                     opts_.match.empty() ? "" : fmt::format("--match={}", opts_.match), static_cast<int>(kExitUntested));
             return std::max(exit_code(summary_, opts_.fail_on), static_cast<int>(kExitUntested));
         }
-        return exit_code(summary_, opts_.fail_on);
+        return with_reports(exit_code(summary_, opts_.fail_on));
     }
 
 private:
@@ -275,10 +348,18 @@ private:
             return;
         Case alone = *e.c;
         if (alone.mode == Mode::CP || alone.mode == Mode::P) alone.mode = Mode::C;
-        r.alone_status = fmt::format("{}", run_case_fresh_process(alone, i, 0, opts_.argv).status);
-        if (r.alone_status != "FAILED")
+        const CaseResult a = run_case_fresh_process(alone, i, 0, opts_.argv);
+        r.alone_status = fmt::format("{}", a.status);
+        // Only a check that passes alone shows that the failure depends on the cases before it;
+        // a case that alone is SKIPPED, UNIMPLEMENTED, crashes or cannot start tells nothing.
+        if (a.status == Status::passed || a.status == Status::mistrusted)
             r.reason += fmt::format(" [run alone in a fresh process it is {}: this failure depends on the cases run "
                                     "before it in this process]", r.alone_status);
+        else if (a.status != Status::failed)
+            r.reason += fmt::format(" [run alone in a fresh process it is {} ({}): whether this failure depends on the "
+                                    "cases run before it is not known]", r.alone_status, a.reason);
+        else if (a.crashed || a.timed_out)
+            r.reason += fmt::format(" [run alone in a fresh process it FAILED otherwise: {}]", a.reason);
     }
 
     /// True when backend `name` takes a --cpu-isa cap: only then does a case of another level need a

@@ -32,34 +32,64 @@ std::string failure_reason(const OutputCheck& c) {
 
 namespace {
 
+/// The parts `items_of` gives for the largest step of p (one plan at a time: driver/run_case.hpp
+/// case_steps), doubled with dropout (the dropout rerun, seed + 1 or no dropout, holds a second plan).
+template <class ItemsOf>
+std::vector<MemoryItem> largest_step_items(const Problem& p, ItemsOf items_of) {
+    std::vector<MemoryItem> largest;
+    double largest_total = -1;
+    for (const Dir d : directions(p.dir)) {
+        std::vector<MemoryItem> items = items_of(step_problem(p, d));
+        double total = 0;
+        for (const MemoryItem& it : items) total += it.bytes;
+        if (total > largest_total) {
+            largest_total = total;
+            largest = std::move(items);
+        }
+    }
+    if (p.dropout) {
+        const std::size_t n = largest.size();
+        for (std::size_t k = 0; k < n; ++k) largest.push_back({"dropout rerun: " + largest[k].what, largest[k].bytes});
+    }
+    return largest;
+}
+
+/// The largest of `items`.
+const MemoryItem& largest_item(const std::vector<MemoryItem>& items) {
+    return *std::max_element(items.begin(), items.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+}
+
 /// The SKIPPED reason when the case's host memory estimate exceeds the limit, else nullopt.
 std::optional<std::string> memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
     if (limits.max_memory_bytes == 0) return std::nullopt;
     const unsigned threads = std::thread::hardware_concurrency();
-    // One plan at a time (driver/run_case.hpp case_steps): the vendor's part is its largest step's.
-    std::vector<MemoryItem> vendor;
-    double vendor_total = -1;
-    for (const Dir d : directions(p.dir)) {
-        std::vector<MemoryItem> items = backend.host_memory(step_problem(p, d), threads);
-        double total = 0;
-        for (const MemoryItem& it : items) total += it.bytes;
-        if (total > vendor_total) {
-            vendor_total = total;
-            vendor = std::move(items);
-        }
-    }
-    if (p.dropout) {  // the dropout rerun (seed + 1, or no dropout) holds a second plan
-        const std::size_t n = vendor.size();
-        for (std::size_t k = 0; k < n; ++k)
-            vendor.push_back({"dropout rerun: " + vendor[k].what, vendor[k].bytes});
-    }
+    std::vector<MemoryItem> vendor = largest_step_items(p, [&](const Problem& q) { return backend.host_memory(q, threads); });
     const MemoryEstimate est = estimate_host_memory(p, threads, std::move(vendor));
     if (est.total <= static_cast<double>(limits.max_memory_bytes)) return std::nullopt;
-    const auto largest = std::max_element(est.items.begin(), est.items.end(),
-            [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+    const MemoryItem& largest = largest_item(est.items);
     return fmt::format("not enough memory: the case needs about {} of host memory, more than --max-memory={} "
                        "(largest part: {}, {})", format_bytes(est.total),
-            format_bytes(static_cast<double>(limits.max_memory_bytes)), largest->what, format_bytes(largest->bytes));
+            format_bytes(static_cast<double>(limits.max_memory_bytes)), largest.what, format_bytes(largest.bytes));
+}
+
+/// The SKIPPED reason when the case's device memory (Backend::device_memory) exceeds the limit
+/// (--max-device-memory, by default kDeviceMemoryShare of the device's free memory), else nullopt.
+std::optional<std::string> device_memory_guard(const Problem& p, const Backend& backend, const RunLimits& limits) {
+    const std::vector<MemoryItem> items = largest_step_items(p, [&](const Problem& q) { return backend.device_memory(q); });
+    if (items.empty()) return std::nullopt;
+    double total = 0;
+    for (const MemoryItem& it : items) total += it.bytes;
+    const std::uint64_t given = limits.max_device_memory_bytes;
+    const std::uint64_t free = given > 0 ? 0 : backend.device_free_bytes();
+    const std::uint64_t limit = device_memory_limit_from(given, free);
+    if (limit == 0 || total <= static_cast<double>(limit)) return std::nullopt;
+    const MemoryItem& largest = largest_item(items);
+    return fmt::format("not enough device memory: the case needs about {} on the device, more than {} (largest part: "
+                       "{}, {})", format_bytes(total),
+            given > 0 ? fmt::format("--max-device-memory={}", format_bytes(static_cast<double>(given)))
+                      : fmt::format("{:.0f}% of the device's free {} (--max-device-memory sets the limit)",
+                                100 * kDeviceMemoryShare, format_bytes(static_cast<double>(free))),
+            largest.what, format_bytes(largest.bytes));
 }
 
 /// This process's CPU time (all its threads), ms.
@@ -106,12 +136,12 @@ std::optional<std::string> cpu_isa_skip(const Case& c, const Backend& backend) {
     return std::nullopt;
 }
 
-/// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself is
-/// non-finite (the case overflows f32), FAILED if any check (or dropout rule) failed, else
+/// Status and reason from the output checks: INVALID_ARGUMENTS when the reference itself, or its
+/// magnitude (the bound's M), is non-finite (the case overflows f32: it cannot be judged there), FAILED if any check (or dropout rule) failed, else
 /// MISTRUSTED if any output was mistrusted, else PASSED.
 void judge(CaseResult& r) {
     for (const auto& c : r.checks)
-        if (c.ref_nonfinite > 0) {
+        if (c.ref_nonfinite > 0 || c.mag_nonfinite > 0) {
             r.status = Status::invalid_arguments;
             r.reason = fmt::format("{}: {}", c.output, c.reason);
             return;
@@ -186,6 +216,8 @@ bool stopped_before_steps(const Case& c, const Backend& backend, const RunLimits
     for (const Dir d : directions(p.dir))  // may load the backend's library: the prepare phase's time
         if (auto no = timed(r, Phase::prepare, [&] { return backend.support(step_problem(p, d)); }))
             return stop(no->status, no->reason);
+    if (auto over = timed(r, Phase::prepare, [&] { return device_memory_guard(p, backend, limits); }))
+        return stop(Status::skipped, *over);
     return false;
 }
 

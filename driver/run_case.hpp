@@ -24,6 +24,11 @@ struct RunLimits {
     /// --skip-impl, after the plan's first run for both; in P mode that run is an extra,
     /// untimed one).
     ImplSelection impls;
+    /// Device-memory guard of a backend whose kernels run on a device with its own memory
+    /// (Backend::device_memory): a case whose device estimate exceeds this many bytes is SKIPPED
+    /// before anything is filled; 0: kDeviceMemoryShare of the device's free memory then
+    /// (core/memory_estimate.hpp device_memory_limit_from).
+    std::uint64_t max_device_memory_bytes = 0;
 };
 
 /// One step of a case: check a direction against the reference, time the last checked (or a

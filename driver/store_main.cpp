@@ -24,7 +24,11 @@ using SeenCases = std::map<std::string, std::map<std::string, std::string>>;
 
 /// Stores one JSONL report as one part of its run, in one transaction: all of it, or nothing when
 /// a line is refused (the message names FILE:LINE). A cut last line (a killed run) leaves the
-/// part incomplete; every other part is marked complete. Returns false after printing why.
+/// part incomplete; every other part is marked complete, except a results store's spool
+/// (reports/store_reporter.hpp: its first record has "spool"), which is complete only when it ends
+/// with its end record ({"end": ...}: the run ended). Cases the store already holds for the same
+/// part are stored again in place, so a spool loaded after its cases partly reached the store
+/// adds each case once. Returns false after printing why.
 bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) {
     std::ifstream in(path);
     if (!in) {
@@ -42,11 +46,12 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
     if (first.is_discarded() || !first.is_object() || !first.contains("context") || !first["context"].is_object())
         return fail(1, "no context record (a report from before context records, or not an sdpabench JSONL report): "
                        "a store keeps every case with its run's context");
+    const bool spool = first.contains("spool");
     store.begin();
     try {
         const std::string key = store.begin_part(first["context"]);
         auto& ids = seen[key];
-        bool cut = false;
+        bool cut = false, ended = false;
         std::size_t stored = 0;
         for (std::size_t k = 1; k < lines.size(); ++k) {
             if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -63,6 +68,14 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
                 store.rollback();
                 return fail(k + 1, "a second context record (reports concatenated?): give each report as its own file");
             }
+            if (rec.contains("end")) {  // the run ended (a spool's last record)
+                ended = true;
+                continue;
+            }
+            if (ended) {
+                store.rollback();
+                return fail(k + 1, "a case after the end record");
+            }
             const std::string id = rec.value("id", "");
             const std::string here = fmt::format("{}:{}", path, k + 1);
             if (const auto it = ids.find(id); it != ids.end() && !id.empty()) {
@@ -73,10 +86,12 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
             ids.emplace(id, here);
             ++stored;
         }
-        if (!cut) store.finish_part();
+        const bool complete = !cut && (!spool || ended);
+        if (complete) store.finish_part();
         store.commit();
         fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, stored,
-                cut ? "; its last line is cut (a killed run): the run stays incomplete" : "");
+                cut ? "; its last line is cut (a killed run): the run stays incomplete"
+                    : !complete ? "; the spool has no end record (its run was killed): the run stays incomplete" : "");
         return true;
     } catch (const StoreError& e) {
         store.rollback();

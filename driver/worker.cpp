@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,19 +51,29 @@ bool send_all(int fd, const void* bytes, std::size_t n) {
 /// How a read with a deadline ended.
 enum class ReadEnd { done, eof, timeout };
 
+/// How often the parent, waiting for a worker's result, checks whether the worker has exited.
+constexpr int kExitPollMs = 100;
+
 /// Reads exactly `n` bytes from `fd` into `out`, waiting at most until `deadline` when `timed`.
-ReadEnd read_exact(int fd, std::uint8_t* out, std::size_t n, bool timed, Clock::time_point deadline) {
+/// The end of process `pid` ends the wait too (eof, `*reaped` set and its wait status in
+/// `*status`) once nothing more can be read: a process it started may hold the socket open.
+ReadEnd read_exact(int fd, std::uint8_t* out, std::size_t n, bool timed, Clock::time_point deadline, pid_t pid,
+        bool* reaped, int* status) {
     while (n > 0) {
-        int wait_ms = -1;
+        int wait_ms = kExitPollMs;
         if (timed) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
             if (left <= 0) return ReadEnd::timeout;
-            wait_ms = static_cast<int>(std::min<long long>(left, 1000LL * 60 * 60));
+            wait_ms = static_cast<int>(std::min<long long>(left, kExitPollMs));
         }
         pollfd pfd{fd, POLLIN, 0};
-        const int ready = ::poll(&pfd, 1, wait_ms);
+        const int ready = ::poll(&pfd, 1, *reaped ? 0 : wait_ms);
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) continue;  // re-checks the deadline
+        if (ready == 0) {
+            if (*reaped) return ReadEnd::eof;
+            if (::waitpid(pid, status, WNOHANG) == pid) *reaped = true;
+            continue;  // re-checks the deadline
+        }
         const ssize_t k = ::read(fd, out, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return ReadEnd::eof;
@@ -133,6 +144,7 @@ void CaseWorker::kill_now() {
         int st = 0;
         while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
         }
+        ::kill(-pid_, SIGKILL);
     }
     if (sock_ >= 0) ::close(sock_);
     pid_ = -1;
@@ -146,6 +158,7 @@ void CaseWorker::stop() {
         int st = 0;
         while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
         }
+        ::kill(-pid_, SIGKILL);  // whatever its cases started and left behind in its group
     }
     pid_ = -1;
 }
@@ -174,8 +187,11 @@ CaseResult CaseWorker::run(const Case& c, std::size_t index, double timeout_s) {
     const bool timed = timeout_s > 0 && timeout_s <= 365.0 * 24 * 3600;
     const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timed ? timeout_s : 0));
     std::uint8_t len[8];
-    ReadEnd end = send_all(sock_, request.data(), request.size()) ? read_exact(sock_, len, sizeof len, timed, deadline)
-                                                                   : ReadEnd::eof;
+    bool reaped = false;
+    int st = 0;
+    ReadEnd end = send_all(sock_, request.data(), request.size())
+            ? read_exact(sock_, len, sizeof len, timed, deadline, pid_, &reaped, &st)
+            : ReadEnd::eof;
     std::vector<std::uint8_t> body;
     if (end == ReadEnd::done) {
         std::uint64_t n = 0;
@@ -183,12 +199,18 @@ CaseResult CaseWorker::run(const Case& c, std::size_t index, double timeout_s) {
         if (n > (1ULL << 32)) end = ReadEnd::eof;  // not a result: treat the worker as broken
         else {
             body.resize(n);
-            end = read_exact(sock_, body.data(), body.size(), timed, deadline);
+            end = read_exact(sock_, body.data(), body.size(), timed, deadline, pid_, &reaped, &st);
         }
     }
     if (end == ReadEnd::done) {
         try {
             r = result_from_record(nlohmann::json::from_cbor(body));
+            if (reaped) {  // it sent its result and exited: the next case starts a new one
+                ::close(sock_);
+                sock_ = -1;
+                ::kill(-pid_, SIGKILL);
+                pid_ = -1;
+            }
             return finish();
         } catch (const nlohmann::json::exception& e) {
             kill_now();
@@ -207,9 +229,9 @@ CaseResult CaseWorker::run(const Case& c, std::size_t index, double timeout_s) {
     }
     ::close(sock_);
     sock_ = -1;
-    int st = 0;
-    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    while (!reaped && ::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
+    ::kill(-pid_, SIGKILL);  // what it left behind in its group
     pid_ = -1;
     r.crashed = true;
     r.reason = child_failure_reason(st);
@@ -218,7 +240,11 @@ CaseResult CaseWorker::run(const Case& c, std::size_t index, double timeout_s) {
 
 int serve_cases(const GlobalOptions& opts) {
     const int fd = opts.serve_fd;
-    const RunLimits limits{opts.max_memory, opts.impls};
+    // The socket stays this process's: a program a case runs does not inherit it. And this
+    // process, in a group of its own, ends with the run (Ctrl-C reaches the run's group only).
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const RunLimits limits = run_limits(opts);
     std::map<std::string, std::unique_ptr<Backend>> backends;
     std::optional<CpuIsa> level;  // set by the first case
     std::string capped;           // why the cap failed ("" when it held)

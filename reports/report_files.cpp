@@ -1,5 +1,6 @@
 #include "reports/report_files.hpp"
 
+#include <filesystem>
 #include <stdexcept>
 
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.hpp"
 #include "reports/csv_reporter.hpp"
 #include "reports/jsonl_reporter.hpp"
 #include "reports/junit_reporter.hpp"
@@ -21,16 +23,17 @@ namespace sdpa {
 namespace {
 
 template <class R>
-std::unique_ptr<Reporter> make(const std::string& path) {
+std::unique_ptr<Reporter> make(const std::string& path, const ReportOptions&) {
     return std::make_unique<R>(path);
 }
 
 template <StoreKind K>
-std::unique_ptr<Reporter> make_store(const std::string& target) {
+std::unique_ptr<Reporter> make_store(const std::string& target, const ReportOptions& opts) {
 #ifdef SDPABENCH_HAVE_STORE
-    return std::make_unique<StoreReporter>(StoreUrl{K, target});
+    return std::make_unique<StoreReporter>(StoreUrl{K, target}, opts);
 #else
     (void)target;
+    (void)opts;
     throw std::runtime_error(fmt::format("--report={}: this build has no results store (configured with "
                                          "-DSDPABENCH_STORE=OFF: docs/tracking.md)", K));
 #endif
@@ -83,10 +86,26 @@ std::optional<ReportSpec> parse_report_spec(std::string_view text, std::string* 
     return s;
 }
 
-std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec) {
+std::unique_ptr<Reporter> make_file_reporter(const ReportSpec& spec, const ReportOptions& opts) {
     const ReportFormat* f = find_format(spec.format);
     if (!f) throw std::runtime_error(fmt::format("--report: unknown format '{}'", spec.format));
-    return f->make(spec.path);
+    return f->make(spec.path, opts);
+}
+
+std::string report_name(const ReportSpec& spec) { return redact_secrets(fmt::format("{}:{}", spec.format, spec.path)); }
+
+bool is_file_format(std::string_view format) {
+    return format != format_as(StoreKind::sqlite) && format != format_as(StoreKind::postgresql);
+}
+
+std::string spool_folder(const ReportOptions& opts, const std::vector<ReportSpec>& specs) {
+    if (!opts.spool_dir.empty()) return opts.spool_dir;
+    for (const ReportSpec& s : specs)
+        if (is_file_format(s.format)) {
+            const std::filesystem::path parent = std::filesystem::path(s.path).parent_path();
+            return parent.empty() ? "." : parent.string();
+        }
+    return ".";
 }
 
 void flush_checked(std::FILE* f, const std::string& path) {

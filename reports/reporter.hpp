@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "reports/case_result.hpp"
@@ -24,6 +25,9 @@ public:
     virtual void on_case(const CaseResult& r) = 0;
     /// Called once after the last case.
     virtual void end(const Summary& s) = 0;
+    /// After end(): "" when the report holds every case it was given; else what it lacks and how
+    /// to complete it (the results store's spool: reports/store_reporter.hpp). Default "".
+    virtual std::string incomplete() const { return ""; }
 };
 
 }  // namespace sdpa

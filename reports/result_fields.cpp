@@ -313,6 +313,8 @@ std::vector<Field<OutputCheck>> make_check_fields() {
         stored<C>("nonfinite", "non-finite elements where the reference is finite", [](auto& c) -> auto& { return c.nonfinite; }),
         stored<C>("ref_nonfinite", "non-finite reference elements (the case overflows f32)",
             [](auto& c) -> auto& { return c.ref_nonfinite; }),
+        stored<C>("mag_nonfinite", "elements whose reference magnitude (the bound's M) is not finite where the reference is",
+            [](auto& c) -> auto& { return c.mag_nonfinite; }),
         stored<C>("zero_fraction", "zeros in the reference outside the structural ones and those zero by construction",
             [](auto& c) -> auto& { return c.zero_fraction; }),
         stored<C>("got_zero_fraction", "zeros in the output outside the same elements",

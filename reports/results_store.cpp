@@ -1,6 +1,8 @@
 #include "reports/results_store.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include <soci/soci.h>
 #include <soci/sqlite3/soci-sqlite3.h>
 
+#include "core/redact.hpp"
 #include "reports/jsonl_reporter.hpp"
 
 namespace sdpa {
@@ -107,7 +110,8 @@ PgConnection parse_postgresql(const std::string& conninfo) {
     if (!opts) {
         std::string why = err ? err : "unreadable";
         PQfreemem(err);
-        throw StoreError(fmt::format("postgresql: '{}' is not a libpq connection string or URI: {}", conninfo, why));
+        throw StoreError(fmt::format("postgresql: '{}' is not a libpq connection string or URI: {}", redact_secrets(conninfo),
+                redact_secrets(why)));
     }
     PgConnection c{"", "postgresql:"};
     std::string bad;
@@ -157,6 +161,10 @@ std::vector<std::string> build_differences(const nlohmann::json& there, const nl
 }  // namespace
 
 std::string postgresql_keywords(const std::string& conninfo) { return parse_postgresql(conninfo).keywords; }
+
+std::string store_where(const StoreUrl& url) {
+    return url.kind == StoreKind::sqlite ? fmt::format("sqlite:{}", url.target) : parse_postgresql(url.target).where;
+}
 
 std::optional<StoreUrl> parse_store_url(std::string_view text, std::string* error) {
     const auto fail = [&](std::string why) -> std::optional<StoreUrl> {
@@ -226,24 +234,36 @@ struct ResultsStore::Impl {
     };
 };
 
-ResultsStore::ResultsStore(const StoreUrl& url) {
+/// `j` with every string in it (at any depth) redacted (core/redact.hpp).
+static nlohmann::json redacted(nlohmann::json j) {
+    if (j.is_string()) return redact_secrets(j.get<std::string>());
+    if (j.is_structured())
+        for (auto& v : j) v = redacted(std::move(v));
+    return j;
+}
+
+ResultsStore::ResultsStore(const StoreUrl& url, double wait_s) {
+    const int wait = static_cast<int>(std::ceil(std::max(0.0, std::min(wait_s, 86400.0))));
     try {
         if (url.kind == StoreKind::sqlite) {
             where_ = fmt::format("sqlite:{}", url.target);
             if (url.target.find('"') != std::string::npos)
                 throw StoreError(fmt::format("{}: a path with '\"' cannot be given to SQLite through SOCI", where_));
             // Writers wait up to 60 s for each other's transactions (busy timeout).
-            impl_ = std::make_unique<Impl>(url.kind, soci::sqlite3, fmt::format("db=\"{}\" timeout=60", url.target));
+            impl_ = std::make_unique<Impl>(url.kind, soci::sqlite3, fmt::format("db=\"{}\" timeout={}", url.target, wait));
             impl_->sql << "PRAGMA foreign_keys = ON";
         } else {
             const PgConnection c = parse_postgresql(url.target);
             where_ = c.where;
-            impl_ = std::make_unique<Impl>(url.kind, soci::postgresql, c.keywords);
+            std::string keywords = c.keywords;
+            if (keywords.find("connect_timeout=") == std::string::npos)
+                keywords += fmt::format(" connect_timeout={}", std::max(2, wait));
+            impl_ = std::make_unique<Impl>(url.kind, soci::postgresql, keywords);
         }
     } catch (const StoreError&) {
         throw;
     } catch (const std::exception& e) {
-        throw StoreError(fmt::format("{}: cannot open the results store: {}", where_, e.what()));
+        throw StoreError(fmt::format("{}: cannot open the results store: {}", where_, redact_secrets(e.what())), true);
     }
     try {
         Impl::Tx tx(*impl_, false);
@@ -270,7 +290,7 @@ ResultsStore::ResultsStore(const StoreUrl& url) {
     } catch (const StoreError&) {
         throw;
     } catch (const std::exception& e) {
-        throw StoreError(fmt::format("{}: cannot create or migrate the schema: {}", where_, e.what()));
+        throw StoreError(fmt::format("{}: cannot create or migrate the schema: {}", where_, e.what()), true);
     }
 }
 
@@ -282,7 +302,8 @@ int ResultsStore::schema_version() {
     return version;
 }
 
-std::string ResultsStore::begin_part(const nlohmann::json& context) {
+std::string ResultsStore::begin_part(const nlohmann::json& given) {
+    const nlohmann::json context = redacted(given);
     std::string key = run_key(context);
     const auto shard = context.find("shard");
     const bool sharded = shard != context.end() && shard->is_object();
@@ -343,7 +364,7 @@ std::string ResultsStore::begin_part(const nlohmann::json& context) {
     } catch (const StoreError&) {
         throw;
     } catch (const std::exception& e) {
-        throw StoreError(fmt::format("{}: cannot store run '{}': {}", where_, key, e.what()));
+        throw StoreError(fmt::format("{}: cannot store run '{}': {}", where_, key, e.what()), true);
     }
     run_key_ = key;
     part_ = part;
@@ -401,7 +422,7 @@ void ResultsStore::add_case(const nlohmann::json& record) {
     } catch (const StoreError&) {
         throw;
     } catch (const std::exception& e) {
-        throw StoreError(fmt::format("{}: cannot store case '{}' of run '{}': {}", where_, id, run_key_, e.what()));
+        throw StoreError(fmt::format("{}: cannot store case '{}' of run '{}': {}", where_, id, run_key_, e.what()), true);
     }
     ids_.insert(std::move(id));
 }
@@ -415,7 +436,7 @@ void ResultsStore::finish_part() {
                 soci::use(now, "f"), soci::use(run_key_, "k"), soci::use(part_, "p");
         tx.commit();
     } catch (const std::exception& e) {
-        throw StoreError(fmt::format("{}: cannot mark run '{}' complete: {}", where_, run_key_, e.what()));
+        throw StoreError(fmt::format("{}: cannot mark run '{}' complete: {}", where_, run_key_, e.what()), true);
     }
 }
 

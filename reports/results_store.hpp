@@ -45,6 +45,11 @@ std::optional<StoreUrl> parse_store_url(std::string_view text, std::string* erro
 /// blanks and drops quotes).
 std::string postgresql_keywords(const std::string& conninfo);
 
+/// How messages name the store at `url`: "sqlite:PATH", or "postgresql:" with the connection's
+/// host, port, database and user (never a password). Throws StoreError (not transient) for a
+/// PostgreSQL connection string libpq cannot read.
+std::string store_where(const StoreUrl& url);
+
 /// The run-context fields that name the build running a run's cases: the parts of one run must
 /// agree on them and on every `libraries.NAME` version (ResultsStore::begin_part refuses a shard
 /// that differs; scripts/merge_reports.py's SAME_RUN is the same list for reports, and the unit
@@ -54,10 +59,20 @@ inline constexpr std::array<const char*, 2> kRunBuildFields{"git_commit", "sdpab
 /// The schema version this build writes and reads (docs/tracking.md#schema).
 inline constexpr int kStoreSchemaVersion = 1;
 
-/// Every failure of the store: the message names the database and what failed.
+/// Every failure of the store: the message names the database and what failed (never a
+/// password: core/redact.hpp). `transient` when the failure can pass: the database could not be
+/// reached or answered with an error (a server restarting, SQLite busy past its timeout, a full
+/// disk), where trying again later may succeed; false for a refusal that trying again gives
+/// again (a run key that names another run, a case given twice, a schema newer than this build,
+/// a connection string that does not parse).
 class StoreError : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    explicit StoreError(const std::string& what, bool transient = false)
+        : std::runtime_error(what), transient_(transient) {}
+    bool transient() const { return transient_; }
+
+private:
+    bool transient_;
 };
 
 /// The key a run's rows are stored under, from its context (the object of the JSONL context
@@ -78,9 +93,11 @@ class ResultsStore {
 public:
     /// Connects and brings the schema to kStoreSchemaVersion in one transaction (creating it in an
     /// empty database, migrating an older one), serialised against other writers (SQLite's write
-    /// lock, a PostgreSQL advisory lock). Throws StoreError when the database cannot be opened or
-    /// its schema is newer than this build's.
-    explicit ResultsStore(const StoreUrl& url);
+    /// lock, a PostgreSQL advisory lock). `wait_s`: how long one statement may wait for another
+    /// writer's lock (SQLite's busy timeout) and one connection attempt may take (libpq's
+    /// connect_timeout, at least 2 s, unless the URL sets one). Throws StoreError when the
+    /// database cannot be opened (transient) or its schema is newer than this build's.
+    explicit ResultsStore(const StoreUrl& url, double wait_s = 60);
     ~ResultsStore();
     ResultsStore(const ResultsStore&) = delete;
     ResultsStore& operator=(const ResultsStore&) = delete;
@@ -94,8 +111,10 @@ public:
 
     /// Starts this process's part of the run `context` belongs to (the JSONL context object): the
     /// run's row is created unless present (a run whose stored shard count or case fingerprint
-    /// differs is refused), and the part's row is (re)written with the context, incomplete.
-    /// Returns the run key (run_key()). Throws StoreError.
+    /// differs is refused), and the part's row is (re)written with the context, incomplete. Every
+    /// string of the context is stored with its secrets redacted (core/redact.hpp: a report
+    /// written before redaction loses its password here). Returns the run key (run_key()).
+    /// Throws StoreError.
     std::string begin_part(const nlohmann::json& context);
 
     /// Stores one case (the JSONL record, reports/jsonl_reporter.hpp json_record) of the current

@@ -67,7 +67,8 @@ def connect(db):
     """A DB-API connection to the store `db` ("sqlite:PATH" or "postgresql:URL"), read-only."""
     kind, sep, target = db.partition(":")
     if not sep or not target or kind not in ("sqlite", "postgresql"):
-        raise Unusable(f"--db: '{db}' is not sqlite:PATH or postgresql:URL")
+        # Not the text itself: a URL may hold a password (docs/tracking.md#passwords).
+        raise Unusable(f"--db: expects sqlite:PATH or postgresql:URL, got {'kind ' + repr(kind) if sep else 'no KIND:'}")
     if kind == "sqlite":
         if not os.path.isfile(target):
             raise Unusable(f"--db: no store at {target} (sdpabench --report=sqlite:{target} makes one)")

@@ -14,8 +14,16 @@
 namespace sdpa::cuda {
 
 void check(cudaError_t e, const std::string& what) {
-    if (e != cudaSuccess)
-        throw BackendError(Status::failed, fmt::format("CUDA {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+    if (e == cudaSuccess) return;
+    const std::string text = fmt::format("CUDA {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) throw out_of_device_memory(text);  // SKIPPED, as a host out of memory
+    throw BackendError(Status::failed, text);
+}
+
+std::uint64_t free_device_bytes() {
+    if (!device().ok) return 0;
+    std::size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? static_cast<std::uint64_t>(free) : 0;
 }
 
 const Device& device() {

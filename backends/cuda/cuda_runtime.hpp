@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@
 
 namespace sdpa::cuda {
 
-/// Throws BackendError(FAILED) "CUDA <what>: <name> (<text>)" when `e` is not cudaSuccess.
+/// Throws BackendError(FAILED) "CUDA <what>: <name> (<text>)" when `e` is not cudaSuccess; for
+/// cudaErrorMemoryAllocation out_of_device_memory (SKIPPED) with that text.
 void check(cudaError_t e, const std::string& what);
 
 /// Device 0 as the CUDA runtime sees it, probed once per process; never throws.
@@ -31,6 +33,9 @@ struct Device {
     GpuSpec spec;
 };
 const Device& device();
+
+/// Device 0's free memory now in bytes (cudaMemGetInfo), 0 without a usable device.
+std::uint64_t free_device_bytes();
 
 /// Owned device allocation (cudaMalloc, 256-byte aligned); empty for 0 bytes.
 class DeviceMem {

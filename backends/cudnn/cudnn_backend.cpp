@@ -446,6 +446,19 @@ public:
         return items;
     }
 
+    /// Device bytes of a plan: the device copies of the strided inputs and of the guarded outputs
+    /// (vendor_buffer_bytes) and with dropout the mask; cuDNN's work space is known only once the
+    /// graph is built (its allocation failing is out_of_device_memory, SKIPPED).
+    std::vector<MemoryItem> device_memory(const Problem& p) const override {
+        std::vector<MemoryItem> items{{"cuDNN device copies of the strided inputs and guarded outputs", vendor_buffer_bytes(p)}};
+        if (const auto m = cudnn::dropout_mask_geom(p))
+            items.push_back({"cuDNN dropout mask on the device ([B,H_q,S_q,S_kv], io dtype)",
+                static_cast<double>(m->span()) * static_cast<double>(size_of(m->type))});
+        return items;
+    }
+
+    std::uint64_t device_free_bytes() const override { return cuda::free_device_bytes(); }
+
     std::optional<Unsupported> support(const Problem& p) const override {
         // What cuDNN never takes first (f32 io, dMask): UNIMPLEMENTED on every machine, GPU or not.
         // Dropout (any p in [0, 1); p = 0 keeps the mask, all ones but for 32-bit draws of exactly 0

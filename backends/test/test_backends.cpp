@@ -7,7 +7,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -70,6 +76,70 @@ public:
 
 private:
     std::unique_ptr<Backend> ref_;
+};
+
+/// The environment knob of test:orphan: a file each grandchild's process id is appended to.
+constexpr const char* kOrphanPidsVariable = "SDPABENCH_TEST_ORPHAN_PIDS";
+
+/// The reference, but each prepare() first starts a process (fork) that sleeps for an hour with
+/// every descriptor the case's process has, its stdio on /dev/null: a vendor that leaves a helper
+/// process behind holding --isolate's pipe (or a worker's socket). Its pid is appended to the file
+/// SDPABENCH_TEST_ORPHAN_PIDS names, when set.
+class OrphanBackend final : public Backend {
+public:
+    std::string_view name() const override { return "test:orphan"; }
+    std::string version() const override { return "test:orphan: test-only backend"; }
+    std::optional<Unsupported> support(const Problem& p) const override { return ref_.support(p); }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        std::fflush(nullptr);
+        const pid_t pid = ::fork();
+        if (pid == 0) {  // async-signal-safe calls only: the parent may have threads
+            const int null = ::open("/dev/null", O_RDWR);
+            for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+            ::sleep(3600);
+            _exit(0);
+        }
+        if (pid < 0) throw BackendError(Status::failed, fmt::format("test:orphan: fork: {}", std::strerror(errno)));
+        if (const char* path = std::getenv(kOrphanPidsVariable))
+            if (std::FILE* f = std::fopen(path, "a")) {
+                std::fprintf(f, "%d\n", static_cast<int>(pid));
+                std::fclose(f);
+            }
+        return ref_.prepare(p, in);
+    }
+
+private:
+    RefBackend ref_;
+};
+
+/// The environment knob of test:device: the simulated device's memory, bytes (default 64 MiB).
+constexpr const char* kDeviceBytesVariable = "SDPABENCH_TEST_DEVICE_BYTES";
+
+/// The reference, as if run on a device with SDPABENCH_TEST_DEVICE_BYTES of free memory: its
+/// device memory is its strided buffers (vendor_buffer_bytes), and a case larger than the device
+/// runs out of it in prepare() as a GPU backend does (out_of_device_memory): the device-memory
+/// guard and a device out of memory, tested without a GPU.
+class DeviceBackend final : public Backend {
+public:
+    std::string_view name() const override { return "test:device"; }
+    std::string version() const override { return "test:device: test-only backend (the reference on a simulated device)"; }
+    std::optional<Unsupported> support(const Problem& p) const override { return ref_.support(p); }
+    std::vector<MemoryItem> device_memory(const Problem& p) const override {
+        return {{"test:device buffers (the strided inputs and guarded outputs)", vendor_buffer_bytes(p)}};
+    }
+    std::uint64_t device_free_bytes() const override {
+        const char* v = std::getenv(kDeviceBytesVariable);
+        return v ? std::strtoull(v, nullptr, 10) : 64ull << 20;
+    }
+    std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
+        if (const double need = vendor_buffer_bytes(p); need > static_cast<double>(device_free_bytes()))
+            throw out_of_device_memory(fmt::format("test:device: allocating {} with {} free", format_bytes(need),
+                    format_bytes(static_cast<double>(device_free_bytes()))));
+        return ref_.prepare(p, in);
+    }
+
+private:
+    RefBackend ref_;
 };
 
 /// The reference backend's plan on fp8 buffers too: the pipeline's fp8 path (fills, codes and
@@ -195,7 +265,7 @@ private:
 }  // namespace
 
 std::vector<std::string> test_backend_kinds() {
-    return {"sleep", "segv", "stateful", "fp8", "slow", "ref_f32", "ref_rounded"};
+    return {"sleep", "segv", "stateful", "fp8", "slow", "ref_f32", "ref_rounded", "orphan", "device"};
 }
 
 std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
@@ -203,6 +273,8 @@ std::unique_ptr<Backend> make_test_backend(std::string_view kind) {
     if (kind == "sleep") return std::make_unique<MisbehavingBackend>(name, Misbehaviour::sleep);
     if (kind == "segv") return std::make_unique<MisbehavingBackend>(name, Misbehaviour::segv);
     if (kind == "stateful") return std::make_unique<StatefulBackend>();
+    if (kind == "orphan") return std::make_unique<OrphanBackend>();
+    if (kind == "device") return std::make_unique<DeviceBackend>();
     if (kind == "fp8") return std::make_unique<Fp8RefBackend>();
     if (kind == "slow") return std::make_unique<SlowBackend>();
     if (kind == "ref_f32") return std::make_unique<IntermediatesBackend>(false);

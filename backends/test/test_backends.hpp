@@ -18,7 +18,10 @@ namespace sdpa {
 /// by its own state), "fp8" (the reference backend's plan, fp8 cases included: the fp8 path
 /// end to end without a GPU) and "slow" (the reference, each run stretched by busy waiting to
 /// SDPABENCH_TEST_SLOWDOWN times its time: a planted slowdown for scripts/ab_interleave.py's
-/// tests). Without --isolate, test:segv kills the whole run and test:sleep hangs it: that is what
+/// tests), "orphan" (the reference, but each prepare leaves a process behind that sleeps for an
+/// hour holding the case's descriptors: what --isolate's wait must not hang on) and "device" (the
+/// reference on a simulated device of SDPABENCH_TEST_DEVICE_BYTES: the device-memory guard and a
+/// device out of memory without a GPU). Without --isolate, test:segv kills the whole run and test:sleep hangs it: that is what
 /// they are for.
 std::vector<std::string> test_backend_kinds();
 

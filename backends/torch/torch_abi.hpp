@@ -67,7 +67,8 @@ struct SdpaTorchCall {
 };
 
 /// status: 0 ran; 1 PyTorch rejected the call (a c10::Error: its message, without backtrace);
-/// 2 another error. kernel_ms: host wall time of the operator call alone (CPU: synchronous; CUDA:
+/// 2 another error; 3 the device ran out of memory (c10::OutOfMemoryError: SKIPPED, as
+/// backends/backend.hpp out_of_device_memory says). kernel_ms: host wall time of the operator call alone (CPU: synchronous; CUDA:
 /// from a synchronized device to the device synchronized after the call), without the copies
 /// between the views and the device. info: what the operator returned that the views do not show
 /// (the log-sum-exp's own shape) and the warnings PyTorch issued during the call (kept off stderr),

@@ -358,6 +358,7 @@ public:
         run_(&c, &r);
         if (r.status == 1)
             throw BackendError(Status::unimplemented, fmt::format("PyTorch ({}): {}", torch_operators(vi_), r.message));
+        if (r.status == 3) throw out_of_device_memory(fmt::format("PyTorch ({}): {}", torch_operators(vi_), r.message));
         if (r.status != 0) throw BackendError(Status::failed, fmt::format("PyTorch ({}): {}", torch_operators(vi_), r.message));
         kernel_ms_ = r.kernel_ms;
         info_ = r.info;

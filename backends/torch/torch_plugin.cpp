@@ -310,6 +310,8 @@ extern "C" __attribute__((visibility("default"))) void sdpabench_torch_run(const
         std::string info = r.info;
         for (const std::string& m : warnings.msgs) info += (info.empty() ? "" : "; ") + ("PyTorch warned: " + m);
         std::snprintf(r.info, sizeof r.info, "%s", info.c_str());
+    } catch (const c10::OutOfMemoryError& e) {  // before c10::Error, its base
+        say(r, 3, e.what_without_backtrace());
     } catch (const c10::Error& e) {
         say(r, 1, e.what_without_backtrace());
     } catch (const std::exception& e) {

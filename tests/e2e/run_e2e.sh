@@ -304,6 +304,44 @@ isolation)
   [ "$rc" -eq 1 ] || fail "--isolate: exit code $rc, expected 1"
   grep -qE '^0:FAILED \(crashed: Segmentation fault \(SIGSEGV' "$tmp/out" || fail "--isolate: crash not FAILED"
   grep -qE '^1:PASSED' "$tmp/out" || fail "--isolate: the case after the crash must PASS"
+  # A process the case started that holds the child's pipe (test:orphan: a helper left sleeping for
+  # an hour) neither hangs the run nor outlives it: the child's exit ends the wait, and its process
+  # group (the helper with it) is killed. Before: --isolate waited for EOF on the pipe, an hour.
+  for opt in --isolate --timeout-per-case=60; do
+    rm -f "$tmp/orphans"
+    SDPABENCH_TEST_ORPHAN_PIDS=$tmp/orphans timeout 90 "$exe" $opt --backend=test:orphan b1hq1sq8d8 b1hq2sq16d8 >"$tmp/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "$opt: a helper holding the pipe: exit $rc (124: the run hung), expected 0"
+    [ "$(summary_field passed)" = 2 ] || fail "$opt: both cases must PASS"
+    [ "$(wc -l <"$tmp/orphans")" = 2 ] || fail "$opt: each case must have left a helper"
+    for p in $(cat "$tmp/orphans"); do
+      for _ in $(seq 50); do st=$(ps -o stat= -p "$p" 2>/dev/null); [ -z "$st" ] || [[ $st == Z* ]] && break; sleep 0.1; done
+      [ -z "$st" ] || [[ $st == Z* ]] || fail "$opt: the helper $p outlived its case ($st)"
+    done
+  done
+  # The rerun alone of a FAILED case runs under the run's options (--skip-impl here) and claims an
+  # order dependence only when the case passes alone: test:stateful fails every case after a
+  # process's first, and alone its first case's implementation is the one --skip-impl leaves out.
+  run --backend=test:stateful --skip-impl='*ref_forward*' --report=jsonl:"$tmp/alone.jsonl" b1hq2sq16d16 b1hq2sq16d32
+  [ "$rc" -eq 1 ] || fail "rerun alone: exit $rc, expected 1"
+  grep -qE "^1:FAILED .*\[run alone in a fresh process it is SKIPPED \(implementation 'sdpabench ref_forward' matches --skip-impl=\*ref_forward\*\): whether this failure depends on the cases run before it is not known\]" "$tmp/out" ||
+    fail "rerun alone: SKIPPED alone is not an order dependence, and the rerun must get --skip-impl"
+  python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][2]; assert r['alone_status']=='SKIPPED', r['alone_status']" \
+    "$tmp/alone.jsonl" || fail "rerun alone: jsonl alone_status must be SKIPPED"
+  # Device memory (test:device: the reference on a simulated 64 MiB device): a case past 90% of
+  # the free memory is SKIPPED before it runs; past --max-device-memory too; and a device that runs
+  # out during the case (the guard raised past it) is SKIPPED like a host out of memory, not FAILED.
+  run --backend=test:device b1hq2sq64d64 b1hq16sq4096d128
+  [ "$rc" -eq 0 ] || fail "device guard: exit $rc, expected 0"
+  grep -qE "^0:PASSED" "$tmp/out" || fail "device guard: the small case must PASS"
+  grep -qE "^1:SKIPPED \(not enough device memory: the case needs about 128 MiB on the device, more than 90% of the device's free 64 MiB" "$tmp/out" ||
+    fail "device guard: the default limit"
+  run --backend=test:device --max-device-memory=1M b1hq4sq512d64
+  grep -qE "^0:SKIPPED \(not enough device memory: .* more than --max-device-memory=1 MiB" "$tmp/out" || fail "device guard: --max-device-memory"
+  run --backend=test:device --max-device-memory=1T b1hq16sq4096d128
+  [ "$rc" -eq 0 ] || fail "device out of memory: exit $rc, expected 0"
+  grep -qE "^0:SKIPPED \(out of device memory: test:device: allocating 128 MiB with 64 MiB free\)" "$tmp/out" ||
+    fail "a device out of memory must be SKIPPED"
   # Memory guard: a case past --max-memory is SKIPPED with its estimate and the limit.
   run --max-memory=1M --backend=ref b1hq1sq512d64 b1hq1sq8d8
   [ "$rc" -eq 0 ] || fail "memory guard: exit code $rc, expected 0"

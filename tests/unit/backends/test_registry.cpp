@@ -41,12 +41,14 @@ TEST(Registry, EveryBackendHasOneRowAndItsEngine) {
 TEST(Registry, PrefixesAndLibrariesComeFromTheTable) {
     // A family's or a variant's prefix is the row's: the factory gets the kind alone.
     for (const BackendRow& r : backend_table()) {
-        if (r.family) EXPECT_EQ(r.prefix, r.name) << r.name;
+        if (r.family) {
+            EXPECT_EQ(r.prefix, r.name) << r.name;
+        }
         EXPECT_TRUE(r.name.starts_with(r.prefix)) << r.name;
     }
     EXPECT_EQ(find_backend_row("torch:flash")->prefix, kTorchPrefix);
     EXPECT_EQ(family_names(kTestPrefix), (std::vector<std::string>{"test:sleep", "test:segv", "test:stateful", "test:fp8", "test:slow", "test:ref_f32",
-                      "test:ref_rounded"}));
+                      "test:ref_rounded", "test:orphan", "test:device"}));
     for (const std::string& n : family_names(kTestPrefix)) EXPECT_EQ(make_backend(n)->name(), n);
     EXPECT_TRUE(family_names("nope:").empty());
     EXPECT_EQ(library_keys(), (std::vector<std::string>{"onednn", "cudnn", "torch"}));

@@ -415,3 +415,24 @@ TEST(PaddedGradRows, ObservedLineSaysWhatWasLeftPastTheValidLengths) {
     p.seq_len_kv.clear();
     EXPECT_FALSE(observed_masked_rows(p, out));
 }
+
+TEST(Compare, ANonFiniteMagnitudeIsItsOwnFailureNotAPass) {
+    // The reference is finite everywhere, but its magnitude overflowed at two elements, where the
+    // kernel is far off: before this check the bound there was inf (or NaN) and passed any error.
+    for (const float bad : {INFINITY, NAN}) {
+        Large l;
+        l.mag.at(0, 1, 100, 5) = bad;
+        l.got.at(0, 1, 100, 5) += 1e6f;
+        l.mag.at(1, 2, 300, 7) = bad;
+        for (const int threads : {1, 2}) {
+            const OutputCheck c = check_on(l, l.got, threads);
+            EXPECT_FALSE(c.pass) << threads;
+            EXPECT_EQ(c.failure, CheckFailure::mag_nonfinite) << threads;
+            EXPECT_EQ(c.mag_nonfinite, 2) << threads;
+            EXPECT_EQ(c.worst_index, (std::array<std::int64_t, 4>{0, 1, 100, 5})) << threads;  // the first one
+        }
+    }
+    // The same output with finite magnitudes passes: the failure is the magnitude's alone.
+    Large ok;
+    EXPECT_TRUE(check_on(ok, ok.got, 2).pass);
+}

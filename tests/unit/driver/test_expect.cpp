@@ -295,9 +295,9 @@ TEST(Expect, ConditionErrorsNameTheFieldAndTheRule) {
 }
 
 /// Results oneDNN 3.13.2 gave on an AMX CPU (Intel Xeon, amx_bf16 and avx512_fp16), recorded with
-///   sdpabench --no-rerun-failed --dir=bwd --dt=bf16 --mask=causal_tl --cpu-isa=default,avx512_core_bf16 \
-///     b2hq4sq64skv80d32 --dir=fwd_t --mask=bias --mask-shape=1x1xSqxSkv b2hq2sq32d32n=amx_bf16_bcast_bias \
-///     --cpu-isa=default --dir=bwd --mask=causal_tl b2hq4hkv2sq64skv80d32 b2hq2sq1skv16d16 \
+///   sdpabench --no-rerun-failed --dir=bwd --dt=bf16 --mask=causal_tl --cpu-isa=default,avx512_core_bf16
+///     b2hq4sq64skv80d32 --dir=fwd_t --mask=bias --mask-shape=1x1xSqxSkv b2hq2sq32d32n=amx_bf16_bcast_bias
+///     --cpu-isa=default --dir=bwd --mask=causal_tl b2hq4hkv2sq64skv80d32 b2hq2sq1skv16d16
 ///     --mask=bias --mask-shape=1x1x1xSkv b2hq2sq64d32 --report=jsonl:FILE
 /// (the context record trimmed): the project's AMX entry judged on them, whatever CPU runs the test.
 TEST(Expect, AmxEntryOnRecordedResults) {

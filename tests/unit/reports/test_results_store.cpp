@@ -371,7 +371,7 @@ TEST_P(Store, TheReporterWritesWhatTheJsonlReporterWrites) {
     ctx.host = "h";
     ctx.start = "2026-12-05T03:00:00Z";
     ctx.command = "sdpabench b1hq1sq8d8";
-    StoreReporter rep(url_);
+    StoreReporter rep(url_, ReportOptions{});
     rep.begin(ctx);
     CaseResult r;
     r.id = "b1hq1sq8d8";
