@@ -33,6 +33,7 @@
 #include "driver/minimize.hpp"
 #include "driver/selection.hpp"
 #include "driver/run_case.hpp"
+#include "driver/run_context.hpp"
 #include "git_commit.hpp"
 #include "core/redact.hpp"
 #include "reports/console_reporter.hpp"
@@ -43,42 +44,6 @@
 namespace {
 
 using namespace sdpa;
-
-/// The context of this run for the reports' first record (reports/case_result.hpp RunContext).
-RunContext run_context(int argc, char** argv, const GlobalOptions& opts) {
-    RunContext ctx;
-    ctx.sdpabench = SDPABENCH_VERSION;
-    ctx.git_commit = SDPABENCH_GIT_COMMIT;
-    ctx.tags = opts.tags;
-    for (int i = 0; i < argc; ++i) {
-        if (i > 0) ctx.command += ' ';
-        ctx.command += argv[i];
-    }
-    // Nothing the run writes carries a store's password (core/redact.hpp).
-    ctx.command = redact_secrets(ctx.command);
-    for (auto& [key, value] : ctx.tags) value = redact_secrets(value);
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) == 0) ctx.host = host;
-    ctx.cpu = cpu_model_name();
-    ctx.threads = omp_get_max_threads();
-    ctx.cpus = process_cpus();
-    for (const auto& name : backend_names()) {
-        const auto be = make_backend(name);
-        if (!be) continue;
-        if (const std::string v = be->library_version(); !v.empty()) ctx.libraries.emplace_back(name, v);
-        if (const std::string d = be->device_name(); !d.empty() && ctx.gpu.find(d) == std::string::npos)
-            ctx.gpu += (ctx.gpu.empty() ? "" : "; ") + d;
-        if (const Threading t = be->threading(); !t.runtime.empty())
-            ctx.vendor_threads.push_back(fmt::format("{}: {} {} ({})", name, t.runtime, t.threads, t.source));
-    }
-    if (const auto isa = best_cpu_isa()) ctx.isa = fmt::format("{}", *isa);
-    const auto now = std::chrono::system_clock::now();
-    const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
-    ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-    ctx.run_id = fmt::format("{}-{:%Y%m%dT%H%M%S}.{:03}Z-{}", ctx.host, tm, ms, ::getpid());
-    return ctx;
-}
 
 /// Canonical case ids (CaseResult::id): the repro, or for an entry that did not parse its
 /// would-be repro or "FILE:LINE"; a repeat gets " #2", " #3", ... so that ids are unique.
@@ -493,7 +458,10 @@ int run(int argc, char** argv) {
     } catch (const std::exception& ex) {
         return usage_error(ex.what());
     }
-    return batch.run(*reporters, run_context(argc, argv, opts));
+    RunContext ctx = run_context(opts, backend_names());
+    ctx.sdpabench = SDPABENCH_VERSION;
+    ctx.git_commit = SDPABENCH_GIT_COMMIT;
+    return batch.run(*reporters, std::move(ctx));
 }
 
 }  // namespace

@@ -105,17 +105,79 @@ sys.exit(1)
 PY
 }
 
-# boost_deps COMPILER [FLAGS...]: the Boost headers core/dropout.cpp's Boost include needs as
-# COMPILER finds them (an -I folder first: a header a --pack folder lacks shows as /usr/...), and
+# boost_includes: every Boost header the sources include (`#include <boost/...>` in the folders of
+# the build, tests left out), one per line: what the pack must carry the closure of.
+boost_includes() {
+  (cd "$root" && git ls-files 2>/dev/null | grep -E '\.(cpp|hpp|h)$' | grep -v '^tests/' ||
+     find core graph ref fillers compare backends reports driver -name '*.[ch]pp') |
+    (cd "$root" && xargs grep -hoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<boost/[^>]+>') |
+    grep -oE 'boost/[^>]+' | sort -u
+}
+
+# boost_deps COMPILER [FLAGS...]: the Boost headers the sources' Boost includes (boost_includes) need
+# as COMPILER finds them (an -I folder first: a header a --pack folder lacks shows as /usr/...), and
 # the compiler's "fatal error" line when one is found nowhere.
 boost_deps() {
   local cxx=$1; shift
-  echo '#include <boost/math/distributions/binomial.hpp>' | "$cxx" -std=c++20 "$@" -x c++ -M - 2>&1 | tr ' \\' '\n\n' |
+  boost_includes | sed 's|.*|#include <&>|' | "$cxx" -std=c++20 "$@" -x c++ -M - 2>&1 | tr ' \\' '\n\n' |
     grep -E '/boost/|fatal error'
+}
+
+# check_pack DEPS COMPILE_COMMANDS [TU...]: every translation unit of a configured build
+# (compile_commands.json), and each extra TU, preprocessed (-M -MG) with DEPS/include first, must
+# take every Boost, fmt, CLI11 and nlohmann-json header from DEPS: one found elsewhere (/usr/include)
+# or nowhere is a header the pack lacks. Prints each (with a TU that needs it); exit 1 if any.
+check_pack() {
+  python3 - "$@" <<'PY'
+import concurrent.futures, json, os, re, shlex, subprocess, sys
+deps, ccjson, extra = os.path.realpath(sys.argv[1]), sys.argv[2], sys.argv[3:]
+cxx = os.environ.get("CXX", "g++")
+jobs = []
+for e in json.load(open(ccjson)) if os.path.isfile(ccjson) else []:
+    args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+    cmd, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("-o", "-MF", "-MT", "-MQ"):
+            skip = True
+        elif a not in ("-c", "-MD", "-MMD"):
+            cmd.append(a)
+    jobs.append((e["file"], [cmd[0], f"-I{deps}/include"] + cmd[1:] + ["-M", "-MG"], e["directory"]))
+for tu in extra:
+    jobs.append((tu, [cxx, "-std=c++20", f"-I{deps}/include", tu, "-M", "-MG"], os.getcwd()))
+if not jobs:
+    sys.exit(f"check_pack: no translation units ({ccjson} absent and none given)")
+ours = re.compile(r"(^|/)(boost|fmt|CLI|nlohmann)/")
+def deps_of(job):
+    tu, cmd, cwd = job
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    found = [d for d in p.stdout.replace("\\\n", " ").split() if ours.search(d)]
+    bad = [d for d in found if not os.path.realpath(os.path.join(cwd, d)).startswith(deps + "/")]
+    if p.returncode != 0:
+        bad.append("(the preprocessor failed: " + p.stderr.strip().splitlines()[-1][:200] + ")" if p.stderr.strip() else "(failed)")
+    return tu, bad
+missing = {}
+with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
+    for tu, bad in ex.map(deps_of, jobs):
+        for b in bad:
+            missing.setdefault(b, tu)
+for b, tu in sorted(missing.items()):
+    print(f"{b} (needed by {tu})")
+print(f"check_pack: {len(jobs)} translation unit(s), {len(missing)} header(s) not from {deps}", file=sys.stderr)
+sys.exit(1 if missing else 0)
+PY
 }
 
 if [ "${1:-}" = "--probe-cudnn" ]; then
   probe_cudnn
+  exit
+fi
+
+if [ "${1:-}" = "--check-pack" ]; then
+  shift
+  [ $# -ge 2 ] || { echo "usage: $0 --check-pack DEPS COMPILE_COMMANDS [TU...]" >&2; exit 2; }
+  check_pack "$@"
   exit
 fi
 
@@ -130,8 +192,9 @@ if [ "${1:-}" = "--pack" ]; then
   cp -P /usr/lib/x86_64-linux-gnu/libfmt.so* "$dest/lib/x86_64-linux-gnu/"
   cp -r /usr/lib/x86_64-linux-gnu/cmake/fmt "$dest/lib/x86_64-linux-gnu/cmake/"
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$dest/share/cmake/"
-  # Boost.Math: the headers the binomial distribution pulls in as every compiler here sees them,
-  # and the whole of boost/config and boost/predef (where compilers differ), about 5 MB of Boost's 160.
+  # Boost: the closure of every Boost header the sources include (boost_includes), as every
+  # compiler here sees it, and the whole of boost/config and boost/predef (where compilers
+  # differ), a few MB of Boost's 160.
   { for cxx in g++ clang++; do command -v "$cxx" >/dev/null && boost_deps "$cxx"; done
     find /usr/include/boost/config /usr/include/boost/predef -type f; } | grep '^/usr/include/boost/' | sort -u |
     sed 's|^/usr/include/||' | (cd /usr/include && xargs cp --parents -t "$dest/include")
@@ -142,18 +205,26 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
-mode=run budget=420
+# The device steps in the order of their value (--from=STEP starts at one, the steps before it not run).
+steps=(smoke torch perf table cold more)
+step_index() { local i; for i in "${!steps[@]}"; do [ "${steps[$i]}" = "$1" ] && echo "$i" && return 0; done; return 1; }
+mode=run budget=520 from=smoke
 while [ $# -gt 0 ]; do
   case $1 in
     --torch-only) mode=torch ;;
     --dry-run) mode=dry ;;
     --budget) budget=${2:?--budget needs SECONDS}; shift ;;
     --budget=*) budget=${1#--budget=} ;;
+    --from) from=${2:?--from needs a STEP}; shift ;;
+    --from=*) from=${1#--from=} ;;
     *) echo "device_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
 done
 [[ $budget =~ ^[0-9]+$ ]] || { echo "device_check.sh: --budget needs whole seconds (got '$budget')" >&2; exit 2; }
+first=$(step_index "$from") || { echo "device_check.sh: --from=$from: no such step (${steps[*]})" >&2; exit 2; }
+# wanted STEP: true when STEP is at or after --from.
+wanted() { [ "$(step_index "$1")" -ge "$first" ]; }
 
 work=${SDPABENCH_DEVICE_WORK:-$root/build}
 build=$work/device            # the one build tree (kept between runs on a warm machine)
@@ -234,21 +305,16 @@ else
   torch_root=""
 fi
 
+# The plugin is its own target (SDPABENCH_TORCH_WITH_EXE=OFF): step 1 builds sdpabench alone, and
+# a plugin that does not compile costs the PyTorch rows only. compile_commands.json: the pack check.
 cmake_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSDPABENCH_TESTS=OFF -DSDPABENCH_ONEDNN=OFF
-  -DSDPABENCH_FMT_HEADER_ONLY=ON -DSDPABENCH_STORE=OFF)
+  -DSDPABENCH_FMT_HEADER_ONLY=ON -DSDPABENCH_STORE=OFF -DSDPABENCH_TORCH_WITH_EXE=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
 command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && cmake_args+=(-G Ninja)
 [ -n "$cudnn_root" ] && cmake_args+=(-DSDPABENCH_CUDNN_ROOT="$cudnn_root")
 if [ -d "$deps/share/cmake" ]; then  # a carried --pack folder
   cmake_args+=(-DCMAKE_PREFIX_PATH="$deps" -Dfmt_DIR="$deps/lib/x86_64-linux-gnu/cmake/fmt"
     -DCLI11_DIR="$deps/share/cmake/CLI11" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json")
-  # Every Boost header this compiler needs must come from the folder (a missing one shows as /usr/...).
-  missing=$(boost_deps "${CXX:-g++}" -I"$deps/include" | grep -v "^$deps/include/" | head -n 5)
-  if [ -n "$missing" ]; then
-    log "pack: $deps lacks Boost headers this compiler needs (core/dropout.cpp): $(echo "$missing" | tr '\n' ' ')"
-    verdict=1
-  else
-    log "pack: $deps (its Boost headers complete for ${CXX:-g++})"
-  fi
+  log "pack: $deps (checked against every translation unit once configured)"
 else
   log "pack: no --pack folder at $deps; the build uses this machine's fmt, CLI11, nlohmann-json and Boost"
 fi
@@ -282,6 +348,16 @@ for c in "$want_cudnn $want_torch" "$want_cudnn OFF" "OFF $want_torch"; do
   cp "$reports/configure.log" "$reports/configure-failed-cudnn$1-torch$2.log"
 done
 grep -E '^-- sdpabench:' "$reports/configure.log" | sed 's/^/    /' | tee -a "$out/device_check.log"
+# Every header the pack must carry comes from it, for every translation unit of this configuration
+# with this compiler (check_pack): a header it lacks is named here, before the build needs it.
+if [ -d "$deps/share/cmake" ]; then
+  if check_pack "$deps" "$build/compile_commands.json" >"$reports/pack-check.txt" 2>&1; then
+    log "pack: every Boost, fmt, CLI11 and nlohmann-json header of the build comes from $deps ($(tail -n 1 "$reports/pack-check.txt"))"
+  else
+    log "pack: $deps lacks headers the build needs: $(head -n 5 "$reports/pack-check.txt" | tr '\n' ' ' | cut -c1-600)"
+    verdict=1
+  fi
+fi
 log "configured: cuDNN backend $have_cudnn, PyTorch plugin $have_torch (want cuDNN $want_cudnn, torch $want_torch)"
 # The cuDNN the build took must be the one probed (cmake/cudnn.cmake prints its library folder).
 if [ "$have_cudnn" = ON ] && [ -n "$cudnn_root" ] &&
@@ -308,7 +384,8 @@ log "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.s
 log "python: $(python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
 exe=$build/sdpabench
 
-# --- 1. Build: the sdpabench target, then the plugin in the background (same tree).
+# --- 1. Build: the sdpabench target alone (the plugin is its own target: SDPABENCH_TORCH_WITH_EXE=OFF),
+# then the plugin in the background (same tree) while the smoke runs.
 # build_error: the first compiler error of build.log, or why there is none.
 build_error() { grep -m1 -E 'error:|Error ' "$reports/build.log" | cut -c1-300 || echo "no compiler error (a timeout?)"; }
 built=0
@@ -331,31 +408,63 @@ fi
 [ "$built" = 1 ] || { have_cudnn=OFF have_torch=OFF; incomplete=1; }
 [ "$built" = 1 ] && "$exe" --version >"$reports/version.txt" 2>&1 && log "built: $(grep -E '^cudnn:' "$reports/version.txt" | cut -c1-300)"
 plugin_pid=""
-if [ "$have_torch" = ON ]; then
-  ( l=$(left); timeout "$(( l > 1 ? l : 1 ))" cmake --build "$build" --target sdpabench_torch -j 4 >"$reports/torch-build.log" 2>&1
+if [ "$have_torch" = ON ] && [ "$built" = 1 ] && [ "$first" -le "$(step_index more)" ]; then
+  # One translation unit against libtorch, on a few cores beside the smoke's reference.
+  ( l=$(left); nice timeout "$(( l > 1 ? l : 1 ))" cmake --build "$build" --target sdpabench_torch -j 2 \
+      >"$reports/torch-build.log" 2>&1
     echo $? >"$reports/torch-build.rc" ) &
   plugin_pid=$!
-  log "torch: the plugin builds in the background (pid $plugin_pid)"
+  log "torch: the plugin builds in the background (pid $plugin_pid); the cuDNN steps do not wait for it"
 fi
 pack
 
-# --- 2. The cuDNN smoke set (C mode, no rerun of FAILED cases: each would restart CUDA and cuDNN).
-smoke_rc="not run"
-if [ "$have_cudnn" = ON ] && [ "$mode" = run ]; then
-  step "smoke" 60 240 "$out/smoke.txt" "$exe" -v --no-progress --no-rerun-failed --backend=cudnn \
-    --report=jsonl:"$reports/smoke.jsonl" --batch="$root/cases/gpu/smoke.cases"
-  smoke_rc=$?
-  tests=$(summary "$out/smoke.txt" tests); passed=$(summary "$out/smoke.txt" passed)
-  skipped=$(summary "$out/smoke.txt" skipped); failed=$(summary "$out/smoke.txt" failed)
-  invalid=$(summary "$out/smoke.txt" invalid_arguments)
-  log "smoke: exit $smoke_rc; $(grep -E '^tests:' "$out/smoke.txt" | tail -n 1)"
-  if [ -z "$tests" ]; then
+# --- 2. The cuDNN smoke set (C mode, no rerun of FAILED cases: each would restart CUDA and cuDNN), as
+# its three files in three processes, the newest forms first (cases/gpu/smoke.cases): a sticky CUDA
+# error (an illegal address or a launch failure leaves the context unusable) costs the rest of its
+# own file only, and is recorded.
+# sum_field FIELD FILE...: FIELD's count summed over the last summary line of each FILE ("" if none has one).
+sum_field() {
+  local f n total="" field=$1; shift
+  for f in "$@"; do n=$(summary "$f" "$field"); [ -n "$n" ] && total=$(( ${total:-0} + n )); done
+  echo "$total"
+}
+sticky='cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorIllegalInstruction|cudaErrorMisalignedAddress|cudaErrorHardwareStackError|illegal memory access'
+smoke_rc="not run" smoke_rcs=""
+if [ "$have_cudnn" = ON ] && [ "$mode" = run ] && wanted smoke; then
+  : >"$out/smoke.txt"
+  parts=()
+  for group in fp8 ragged core; do
+    part=$reports/smoke-$group.txt
+    parts+=("$part")
+    # fp8 and ragged are small; the core matrix gets what is left of the smoke's 240 s.
+    cap=60; [ "$group" = core ] && cap=240
+    step "smoke $group" 20 "$cap" "$part" "$exe" -v --no-progress --no-rerun-failed --backend=cudnn \
+      --report=jsonl:"$reports/smoke-$group.jsonl" --batch="$root/cases/gpu/$group.cases"
+    rc=$?
+    { echo "=== cases/gpu/$group.cases (exit $rc)"; cat "$part" 2>/dev/null; } >>"$out/smoke.txt"
+    smoke_rcs="${smoke_rcs:+$smoke_rcs, }$group $rc"
+    if hit=$(grep -m1 -E "^[0-9]+:FAILED .*($sticky)" "$part"); then
+      log "smoke $group: a sticky CUDA error, the cases after it in this file tell nothing: $(echo "$hit" | cut -c1-240)"
+      echo "=== sticky CUDA error in $group.cases: $(echo "$hit" | cut -c1-300)" >>"$out/smoke.txt"
+      verdict=1
+    fi
+    log "smoke $group: exit $rc; $(grep -E '^tests:' "$part" | tail -n 1)"
+  done
+  smoke_rc=$smoke_rcs
+  pack
+  tests=$(sum_field tests "${parts[@]}"); passed=$(sum_field passed "${parts[@]}")
+  skipped=$(sum_field skipped "${parts[@]}"); failed=$(sum_field failed "${parts[@]}")
+  invalid=$(sum_field invalid_arguments "${parts[@]}"); unimpl=$(sum_field unimplemented "${parts[@]}")
+  echo "tests:${tests:-0} passed:${passed:-0} skipped:${skipped:-0} unimplemented:${unimpl:-0} invalid_arguments:${invalid:-0} failed:${failed:-0} (the three files summed)" \
+    >>"$out/smoke.txt"
+  log "smoke: $(tail -n 1 "$out/smoke.txt")"
+  if [ -z "$tests" ] || [ "$(grep -c '^tests:' "${parts[@]}" 2>/dev/null | awk -F: '{s += $2} END {print s}')" -lt 3 ]; then
     incomplete=1
   elif [ "${passed:-0}" -eq 0 ] || [ "${skipped:-0}" -gt 0 ] || [ "${failed:-0}" -gt 0 ] || [ "${invalid:-0}" -gt 0 ]; then
     log "smoke: NOT clean (passed ${passed:-?} of ${tests:-?}, failed ${failed:-?}, skipped ${skipped:-?}, invalid ${invalid:-?})"
     verdict=1
   fi
-elif [ "$mode" = run ]; then
+elif [ "$mode" = run ] && wanted smoke; then
   log "smoke: not run (no cuDNN backend built)"; incomplete=1
 fi
 
@@ -387,13 +496,14 @@ if [ -n "$plugin_pid" ]; then
     log "torch: plugin built; $(grep -m1 -E '^torch:efficient' "$reports/version.txt" | cut -c1-300)"
   else
     log "torch: the plugin did not build (exit $(cat "$reports/torch-build.rc" 2>/dev/null)): $(grep -m1 -E 'error:|Error ' \
-      "$reports/torch-build.log" | cut -c1-300)"
+      "$reports/torch-build.log" | cut -c1-300); the run goes on without it"
     verdict=1
   fi
 fi
 if [ "$torch_ready" = 1 ]; then
-  torch_run conventions_cuda 20 120 conventions_cuda || incomplete=1
+  if wanted torch; then torch_run conventions_cuda 20 120 conventions_cuda || incomplete=1; fi
 elif [ "$mode" = torch ] || [ -n "$torch_root" ]; then
+  log "torch: no plugin: the PyTorch CUDA rows are not checked (the cuDNN steps are not affected)"
   incomplete=1
 fi
 
@@ -410,21 +520,26 @@ perf() {
   [ "$rc" -eq 0 ] && [ "$(summary "$reports/perf-$1.txt" executed)" = "$(summary "$reports/perf-$1.txt" tests)" ]
 }
 table() {  # warm|cold ESTIMATE
-  step "table $1" "$2" 200 "$reports/table-$1.txt" python3 "$root/scripts/device_check_table.py" "$reports" "$1"
+  # The cuDNN frontend inside libtorch logs the plans PyTorch's cuDNN attention built and ran: the
+  # evidence on PyTorch's side of a comparison with sdpabench's cuDNN plan (perf-*.jsonl "impl").
+  step "table $1" "$2" 200 "$reports/table-$1.txt" env CUDNN_FRONTEND_LOG_INFO=1 \
+    CUDNN_FRONTEND_LOG_FILE="$reports/torch-fe-$1.log" python3 "$root/scripts/device_check_table.py" "$reports" "$1"
   local rc=$?
   [ "$rc" -eq 99 ] && return 99
   log "table $1: exit $rc, $(grep -c '^| llama' "$reports/table-$1.txt") row(s)"
   return "$rc"
 }
 if [ "$have_cudnn" = ON ] && [ "$mode" = run ]; then
-  perf warm 30
-  case $? in 0) ;; 99) incomplete=1 ;; *) verdict=1 ;; esac
-  table warm 20 || incomplete=1
+  if wanted perf; then
+    perf warm 30
+    case $? in 0) ;; 99) incomplete=1 ;; *) verdict=1 ;; esac
+  fi
+  if wanted table; then table warm 20 || incomplete=1; fi
   # --- 6, 7. Only while the budget holds.
-  perf cold 40 && table cold 25
+  if wanted cold; then perf cold 40 && table cold 25; fi
 fi
 # --- 8. The other torch files on the CUDA rows.
-[ "$torch_ready" = 1 ] && torch_run more 45 200 conventions smoke
+[ "$torch_ready" = 1 ] && wanted more && torch_run more 45 200 conventions smoke
 
 # observed FILE: the "observed:" lines of a -v run (compare/compare.hpp observed_masked_rows) summed
 # per backend and direction: the stats values of fully masked rows with their counts, and per output
@@ -477,6 +592,19 @@ PY
     [ -f "$reports/perf-$m.txt" ] && echo "--- perf $m: $(grep -E '^tests:' "$reports/perf-$m.txt" | tail -n 1)"
   done
   [ -f "$reports/table-warm.txt" ] && { echo "--- PyTorch beside sdpabench (warm L2; the cold pass in reports.tgz)"; head -c 2500 "$reports/table-warm.txt"; }
+  if [ -f "$reports/perf-warm.jsonl" ]; then
+    echo "--- sdpabench's cuDNN plans in perf warm (JSONL impl)"
+    python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "id" in r: print(r.get("name") or "", r.get("dir") or "", r.get("impl") or "")' "$reports/perf-warm.jsonl" 2>/dev/null |
+      head -n 10 | cut -c1-200
+  fi
+  if [ -s "$reports/torch-fe-warm.log" ]; then
+    echo "--- PyTorch's cuDNN plans (its frontend's log, torch-fe-warm.log; lines naming a plan or engine)"
+    grep -iE 'plan|engine|tag' "$reports/torch-fe-warm.log" | sed -E 's/^\[[^]]*\] *//' | sort | uniq -c | sort -rn | head -n 8 |
+      cut -c1-200
+  fi
   [ -f "$reports/torch-more.txt" ] && echo "--- torch CUDA rows, conventions + smoke: $(grep -E '^tests:' "$reports/torch-more.txt" | tail -n 1)"
 } 2>&1 | head -c 10000 >"$reports/summary.txt"
 cat "$reports/summary.txt" >>"$out/device_check.log"

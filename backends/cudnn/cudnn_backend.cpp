@@ -34,22 +34,33 @@ using cudnn::GraphDesc;
 using cudnn::TensorDesc;
 using cudnn::Uid;
 
-/// Loads libcudnn.so.9 once (the loader's search path, then the build's cuDNN directory);
-/// returns "" on success, else the loader's message.
+/// Loads libcudnn.so.9 once: first from the absolute cuDNN folder the build was configured with
+/// (the one scripts/device_check.sh probed: a toolkit with its own cuDNN earlier on the RPATH or
+/// the loader's path would otherwise give a mixed install), then by the loader's search; returns
+/// "" on success, else the loader's message for each try.
 const std::string& load_cudnn() {
     static const std::string error = [] {
         std::string err;
-        for (const std::string& name : {std::string("libcudnn.so.9"), std::string(SDPABENCH_CUDNN_LIBDIR) + "/libcudnn.so.9"}) {
+        for (const std::string& name : {std::string(SDPABENCH_CUDNN_LIBDIR) + "/libcudnn.so.9", std::string("libcudnn.so.9")}) {
             if (void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
                 fe::cudnn_dlhandle = h;
                 return std::string();
             }
             const char* msg = dlerror();
-            err = fmt::format("cannot load libcudnn.so.9: {}", msg ? msg : "unknown dlopen error");
+            err += fmt::format("{}cannot load {}: {}", err.empty() ? "" : "; ", name, msg ? msg : "unknown dlopen error");
         }
         return err;
     }();
     return error;
+}
+
+/// The file the loaded libcudnn came from (dladdr of its cudnnGetVersion), or "" before
+/// load_cudnn() succeeded.
+std::string loaded_cudnn_path() {
+    if (!fe::cudnn_dlhandle) return "";
+    void* sym = dlsym(fe::cudnn_dlhandle, "cudnnGetVersion");
+    Dl_info info{};
+    return sym && dladdr(sym, &info) != 0 && info.dli_fname ? std::string(info.dli_fname) : std::string();
 }
 
 /// A frontend status as a BackendError: UNIMPLEMENTED when cuDNN has no kernel for the graph
@@ -419,7 +430,7 @@ public:
         if (const std::string& err = load_cudnn(); !err.empty()) loaded = err;
         else {
             try {
-                loaded = fmt::format("loaded cuDNN {}", fe::detail::get_backend_version_string());
+                loaded = fmt::format("loaded cuDNN {} from {}", fe::detail::get_backend_version_string(), loaded_cudnn_path());
             } catch (const std::exception& e) {
                 loaded = e.what();
             }

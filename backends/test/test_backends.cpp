@@ -3,6 +3,7 @@
 #include "backends/ref/ref_backend.hpp"
 #include "backends/registry.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -112,6 +113,9 @@ private:
     RefBackend ref_;
 };
 
+/// How often any test:device backend of this process was asked its device_name().
+std::atomic<int> device_queries{0};
+
 /// The environment knob of test:device: the simulated device's memory, bytes (default 64 MiB).
 constexpr const char* kDeviceBytesVariable = "SDPABENCH_TEST_DEVICE_BYTES";
 
@@ -130,6 +134,11 @@ public:
     std::uint64_t device_free_bytes() const override {
         const char* v = std::getenv(kDeviceBytesVariable);
         return v ? std::strtoull(v, nullptr, 10) : 64ull << 20;
+    }
+    /// Counted (test_device_queries): a GPU backend's device_name() starts its runtime.
+    std::string device_name() const override {
+        ++device_queries;
+        return fmt::format("test:device (simulated, {} free)", format_bytes(static_cast<double>(device_free_bytes())));
     }
     std::unique_ptr<Plan> prepare(const Problem& p, const SdpaInputs& in) override {
         if (const double need = vendor_buffer_bytes(p); need > static_cast<double>(device_free_bytes()))
@@ -263,6 +272,8 @@ private:
 };
 
 }  // namespace
+
+int test_device_queries() { return device_queries.load(); }
 
 std::vector<std::string> test_backend_kinds() {
     return {"sleep", "segv", "stateful", "fp8", "slow", "ref_f32", "ref_rounded", "orphan", "device"};

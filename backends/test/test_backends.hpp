@@ -25,6 +25,10 @@ namespace sdpa {
 /// they are for.
 std::vector<std::string> test_backend_kinds();
 
+/// How many times a test:device backend of this process was asked its device_name(): the check
+/// that a run which forks children never queries a device first (driver/run_context.hpp).
+int test_device_queries();
+
 /// The test backend test:KIND for `kind`, or nullptr when it is not one of test_backend_kinds().
 std::unique_ptr<Backend> make_test_backend(std::string_view kind);
 

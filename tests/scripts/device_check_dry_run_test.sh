@@ -4,7 +4,9 @@
 # include/ and lib/ but no __init__.py: a namespace package), falls back to the folder next to the
 # torch package, and says why when there is none; then `--pack` and `--dry-run` (everything before
 # the device probe: the probe, the packed folder, one configure with the cuDNN backend and the
-# PyTorch plugin) must take that cuDNN, leave at most 4 files in $OUT and a tarball of the reports.
+# PyTorch plugin) must take that cuDNN, leave at most 4 files in $OUT and a tarball of the reports;
+# and every Boost, fmt, CLI11 and nlohmann-json header of every translation unit of that
+# configuration must come from the pack (a planted Boost include the pack lacks fails the check).
 # With SDPABENCH_EXE, also: scripts/device_check_table.py reads a real P-mode JSONL report (the fields
 # and the shape names its table joins on). Skips (77) where this machine has no CUDA Toolkit with
 # cuDNN 9 to copy the stub's library from.
@@ -73,7 +75,22 @@ grep -qF "cuDNN: $tmp/ns/nvidia/cudnn (9." "$tmp/dry.out" || fail "--dry-run did
 grep -qF "sdpabench: cuDNN 9." "$tmp/work/device-check/configure.log" &&
   grep -qF "($(realpath "$tmp/ns/nvidia/cudnn/lib"))" "$tmp/work/device-check/configure.log" ||
   fail "the configure did not take the stub's cuDNN: $(grep 'sdpabench: cuDNN' "$tmp/work/device-check/configure.log")"
-grep -q 'its Boost headers complete' "$tmp/dry.out" || fail "the packed Boost headers are not complete for this compiler"
+grep -q 'pack: every Boost, fmt, CLI11 and nlohmann-json header of the build comes from' "$tmp/dry.out" ||
+  fail "the pack does not carry every header the device build needs"
+grep -q 'SDPABENCH_TORCH_WITH_EXE:BOOL=OFF' "$tmp/work/device/CMakeCache.txt" ||
+  fail "the device build must leave the PyTorch plugin to its own step (SDPABENCH_TORCH_WITH_EXE=OFF)"
+# The pack check is real: a translation unit with a Boost header the pack does not carry fails it,
+# naming the header (a planted include, as a source that gained one after the pack was made).
+printf '#include <boost/algorithm/string/trim.hpp>\nint main() {}\n' >"$tmp/planted.cpp"
+bash "$script" --check-pack "$tmp/deps" "$tmp/work/device/compile_commands.json" "$tmp/planted.cpp" >"$tmp/planted.out" 2>&1 &&
+  fail "--check-pack passed a translation unit with a Boost header the pack lacks"
+grep -q 'boost/algorithm/string/trim.hpp (needed by' "$tmp/planted.out" || fail "--check-pack must name the missing header: $(head -n 3 "$tmp/planted.out")"
+bash "$script" --check-pack "$tmp/deps" "$tmp/work/device/compile_commands.json" >"$tmp/pack-check.out" 2>&1 ||
+  fail "--check-pack fails on main: $(head -n 5 "$tmp/pack-check.out")"
+grep -qE 'check_pack: [0-9]{2,} translation unit\(s\), 0 header\(s\)' "$tmp/pack-check.out" || fail "--check-pack checked too few units"
+# --from names a step, or is refused before anything runs.
+bash "$script" --dry-run --from=nope >"$tmp/from.out" 2>&1; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--from=nope: no such step (smoke torch perf table cold more)' "$tmp/from.out" || fail "--from=nope: exit $rc"
 [ -z "$torch_root" ] || grep -q 'configured: cuDNN backend ON, PyTorch plugin ON' "$tmp/dry.out" ||
   fail "one build tree must configure the cuDNN backend and the PyTorch plugin together"
 n=$(find "$tmp/out" -mindepth 1 | wc -l)
