@@ -179,8 +179,7 @@ std::string finish_perf_options(GlobalOptions& o, const std::string& perf_templa
         const auto canon = canonical(spec->path);
         for (const auto& other : o.reports)
             if (other.path == spec->path || canonical(other.path) == canon)
-                return fmt::format("--report: '{}:{}' and '{}:{}' write the same file", other.format, other.path,
-                        spec->format, spec->path);
+                return fmt::format("--report: '{}' and '{}' write the same file", report_name(other), report_name(*spec));
         o.reports.push_back(std::move(*spec));
     }
     return "";
@@ -271,8 +270,16 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_option("--store-wait", out.opts.report_options.store_wait_s,
                "Seconds a results store (--report=sqlite|postgresql) may be away before a case goes to its spool file; "
                "it is retried with backoff meanwhile, then every SECONDS (also SQLite's busy timeout and the "
-               "PostgreSQL connect timeout; docs/tracking.md)")
-            ->check(CLI::NonNegativeNumber)->capture_default_str();
+               "PostgreSQL connect, lock and statement timeouts; at most a day; docs/tracking.md)")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {
+                        double v = -1;
+                        return CLI::detail::lexical_cast(s, v) && v >= 0 && v <= 86400
+                                ? std::string()
+                                : fmt::format("must be a number of seconds from 0 to 86400 (a day; got '{}')", s);
+                    },
+                    "SECONDS"))
+            ->capture_default_str();
     app.add_option("--store-spool", out.opts.report_options.spool_dir,
                "The folder of a results store's spool file (the cases it could not take; load with "
                "'sdpabench-store ingest'). Default: the folder of the first csv, jsonl or junit report, else the "

@@ -24,6 +24,14 @@
 
 namespace sdpa {
 
+void die_with_parent() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { ::kill(-::getpgrp(), SIGKILL); };  // async-signal-safe
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() == 1) ::kill(-::getpgrp(), SIGKILL);  // the parent died before the line above
+}
+
 std::string child_failure_reason(int wait_status) {
     if (WIFSIGNALED(wait_status)) {
         const int sig = WTERMSIG(wait_status);
@@ -43,11 +51,12 @@ constexpr int kExitPollMs = 100;
 
 /// Child side: runs the case with its own backend, writes the CBOR result, never returns. The
 /// child leads a process group of its own (what a timeout kills, with anything the case started)
-/// and dies with the parent (PR_SET_PDEATHSIG: Ctrl-C on the run, whose group it left, ends it too).
+/// and dies with the parent, its group with it (die_with_parent: Ctrl-C on the run, whose group it
+/// left, ends it too).
 [[noreturn]] void child_main(const Case& c, std::size_t index, const TimingOptions& timing, const RunLimits& limits,
         int fd) {
     ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    die_with_parent();
     int code = 0;
     try {
         const std::unique_ptr<Backend> backend = make_backend(c.backend);

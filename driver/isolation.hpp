@@ -45,6 +45,12 @@ CaseResult run_case_fresh_process(const Case& c, std::size_t index, double timeo
 /// and a --result-fd reader read back with result_from_record. False when the write fails.
 bool write_result(int fd, const CaseResult& r);
 
+/// For a child that leads its own process group (an --isolate child, a case worker): when the
+/// parent dies, even by SIGKILL, the child gets SIGTERM (Linux's PR_SET_PDEATHSIG) and kills its
+/// whole group with SIGKILL, itself and whatever its cases started included, so that nothing of
+/// a killed run goes on running.
+void die_with_parent();
+
 /// A child's exit that carried no result, as a FAILED reason: "crashed: Segmentation fault
 /// (SIGSEGV, signal 11)" for a signal, "exited with status N without a result" otherwise.
 /// `wait_status` is as waitpid() returns it.

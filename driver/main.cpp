@@ -85,22 +85,25 @@ public:
         : console_(stdout, opts.verbose), perf_lines_(stdout, opts.perf_template) {
         if (!opts.no_progress && isatty(fileno(stderr))) {
             progress_ = std::make_unique<ProgressReporter>(stderr, cases);
-            all_.push_back(Entry{progress_.get(), "the progress line (stderr)", "", 0});
+            all_.push_back(Entry{progress_.get(), "the progress line (stderr)", "", 0, false});
         }
-        all_.push_back(Entry{&console_, "the console (stdout)", "", 0});
-        all_.push_back(Entry{&perf_lines_, "the perf lines (stdout)", "", 0});
+        all_.push_back(Entry{&console_, "the console (stdout)", "", 0, false});
+        all_.push_back(Entry{&perf_lines_, "the perf lines (stdout)", "", 0, false});
         ReportOptions ro = opts.report_options;
         ro.spool_dir = spool_folder(ro, opts.reports);
         for (const auto& spec : opts.reports) {
             files_.push_back(make_file_reporter(spec, ro));
-            all_.push_back(Entry{files_.back().get(), fmt::format("report {}", report_name(spec)), "", 0});
+            all_.push_back(Entry{files_.back().get(), fmt::format("report {}", report_name(spec)), "", 0, is_file_format(spec.format)});
         }
     }
 
     /// Reporter::begin of each; throws the first StoreError (a store that refuses this part of the
     /// run: bad usage, nothing has run). Any other failure sets its reporter aside.
     void begin(const RunContext& ctx) {
-        for (Entry& e : all_) guarded(e, "cannot start", nullptr, [&] { e.rep->begin(ctx); }, true);
+        // The stores first: one that refuses the run ends it before a report file is emptied.
+        for (const bool files : {false, true})
+            for (Entry& e : all_)
+                if (e.file == files) guarded(e, "cannot start", nullptr, [&] { e.rep->begin(ctx); }, true);
     }
     void on_start(std::size_t index, std::string_view label) {
         for (Entry& e : all_) guarded(e, "cannot note the start of", nullptr, [&] { e.rep->on_start(index, label); });
@@ -133,6 +136,7 @@ private:
         std::string name;    ///< for messages (a store's password redacted)
         std::string failed;  ///< what failed, once it did: the reporter is set aside
         std::size_t cases = 0;  ///< cases it wrote
+        bool file = false;      ///< a csv, jsonl or junit file (begun after the others)
     };
 
     /// Runs f() for e unless e is set aside; a failure sets it aside with one line on stderr.

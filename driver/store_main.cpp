@@ -52,6 +52,7 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
         const std::string key = store.begin_part(first["context"]);
         auto& ids = seen[key];
         bool cut = false, ended = false;
+        long long end_cases = -1;
         std::size_t stored = 0;
         for (std::size_t k = 1; k < lines.size(); ++k) {
             if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -68,8 +69,9 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
                 store.rollback();
                 return fail(k + 1, "a second context record (reports concatenated?): give each report as its own file");
             }
-            if (rec.contains("end")) {  // the run ended (a spool's last record)
+            if (rec.contains("end")) {  // the run ended (a spool's last record), with its case count
                 ended = true;
+                end_cases = rec["end"].is_object() ? rec["end"].value("cases", -1LL) : -1LL;
                 continue;
             }
             if (ended) {
@@ -86,12 +88,20 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
             ids.emplace(id, here);
             ++stored;
         }
-        const bool complete = !cut && (!spool || ended);
+        // A spool holds the cases its store did not take: the part is whole once the store holds
+        // as many as the run had (a spool loaded into another store than its own is not).
+        const long long held = spool && ended ? store.part_cases() : 0;
+        const bool short_of_cases = spool && ended && end_cases >= 0 && held < end_cases;
+        const bool complete = !cut && (!spool || ended) && !short_of_cases;
         if (complete) store.finish_part();
         store.commit();
         fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, stored,
                 cut ? "; its last line is cut (a killed run): the run stays incomplete"
-                    : !complete ? "; the spool has no end record (its run was killed): the run stays incomplete" : "");
+                    : !(spool && ended) && spool ? "; the spool has no end record (its run was killed): the run stays incomplete"
+                    : short_of_cases ? fmt::format("; the store holds {} of the run's {} case(s) (the others went to the store "
+                                                   "the spool was written for, {}): the run stays incomplete here",
+                                               held, end_cases, first["spool"].value("store", "?"))
+                    : "");
         return true;
     } catch (const StoreError& e) {
         store.rollback();

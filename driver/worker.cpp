@@ -243,7 +243,7 @@ int serve_cases(const GlobalOptions& opts) {
     // The socket stays this process's: a program a case runs does not inherit it. And this
     // process, in a group of its own, ends with the run (Ctrl-C reaches the run's group only).
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    die_with_parent();
     const RunLimits limits = run_limits(opts);
     std::map<std::string, std::unique_ptr<Backend>> backends;
     std::optional<CpuIsa> level;  // set by the first case

@@ -34,9 +34,7 @@ std::string csv_row(const CaseResult& r) {
     return line;
 }
 
-CsvReporter::CsvReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {
-    if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
-}
+CsvReporter::CsvReporter(const std::string& path) : f_(open_report(path)), path_(path) {}
 
 void CsvReporter::header() {
     if (header_done_) return;
@@ -45,6 +43,7 @@ void CsvReporter::header() {
 }
 
 void CsvReporter::begin(const RunContext& ctx) {
+    start_report(f_, path_);
     for (const auto& [key, value] : context_fields(ctx))  // one printable line each (\n, \r, \xNN escaped)
         fmt::print(f_, "# {}: {}\n", escape_for_message(key), escape_for_message(value));
     header();

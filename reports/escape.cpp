@@ -81,4 +81,10 @@ std::string escape_for_message(std::string_view text) {
     return out;
 }
 
+std::string shell_word(std::string_view s) {
+    std::string out = "'";
+    for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 }  // namespace sdpa

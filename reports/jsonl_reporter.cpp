@@ -161,13 +161,12 @@ std::vector<std::pair<std::string, std::string>> context_fields(const RunContext
 }
 
 void JsonlReporter::begin(const RunContext& ctx) {
+    start_report(f_, path_);
     fmt::print(f_, "{}\n", json_line(context_record(ctx)));
     flush_checked(f_, path_);
 }
 
-JsonlReporter::JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "w")), path_(path) {
-    if (!f_) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
-}
+JsonlReporter::JsonlReporter(const std::string& path) : f_(open_report(path)), path_(path) {}
 
 JsonlReporter::~JsonlReporter() {
     if (f_) std::fclose(f_);

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "core/redact.hpp"
@@ -101,11 +103,22 @@ bool is_file_format(std::string_view format) {
 std::string spool_folder(const ReportOptions& opts, const std::vector<ReportSpec>& specs) {
     if (!opts.spool_dir.empty()) return opts.spool_dir;
     for (const ReportSpec& s : specs)
-        if (is_file_format(s.format)) {
+        if (is_file_format(s.format) && !s.path.starts_with("/dev/") && !s.path.starts_with("/proc/")) {
             const std::filesystem::path parent = std::filesystem::path(s.path).parent_path();
             return parent.empty() ? "." : parent.string();
         }
     return ".";
+}
+
+std::FILE* open_report(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "a");  // appends go to the end, wherever start_report left it
+    if (!f) throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
+    return f;
+}
+
+void start_report(std::FILE* f, const std::string& path) {
+    if (::ftruncate(::fileno(f), 0) != 0 && errno != EINVAL)
+        throw std::runtime_error(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
 }
 
 void flush_checked(std::FILE* f, const std::string& path) {

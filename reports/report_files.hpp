@@ -62,8 +62,18 @@ std::string report_name(const ReportSpec& spec);
 bool is_file_format(std::string_view format);
 
 /// The folder a store's spool goes to: `opts.spool_dir` when given, else the folder of the first
-/// file report of `specs`, else ".".
+/// file report of `specs` that is not a device (/dev/stdout, /dev/full: no folder of reports),
+/// else ".".
 std::string spool_folder(const ReportOptions& opts, const std::vector<ReportSpec>& specs);
+
+/// Opens report file `path` for writing without emptying it yet (a run refused before its first
+/// case leaves an earlier report of that name whole; start_report empties it); throws
+/// std::runtime_error("cannot write report 'PATH': REASON") when it cannot be opened.
+std::FILE* open_report(const std::string& path);
+
+/// Empties the report file `f` (opened by open_report) before its first line: a regular file is
+/// truncated; a device or pipe (/dev/stdout, /dev/full) is left as it is. Throws as flush_checked.
+void start_report(std::FILE* f, const std::string& path);
 
 /// Flushes `f` and throws std::runtime_error("cannot write report 'PATH': REASON") when the
 /// stream has failed (a full disk, /dev/full): a report that silently loses records is worse

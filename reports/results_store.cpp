@@ -107,24 +107,42 @@ struct PgConnection {
 PgConnection parse_postgresql(const std::string& conninfo) {
     char* err = nullptr;
     PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+    // libpq's reasons quote the text they stopped at, which may be a password no pattern
+    // recognises alone ("invalid percent-encoded token: ..."): where the text holds a secret,
+    // the reason is left out.
+    const bool secret = redact_secrets(conninfo) != conninfo;
     if (!opts) {
         std::string why = err ? err : "unreadable";
         PQfreemem(err);
-        throw StoreError(fmt::format("postgresql: '{}' is not a libpq connection string or URI: {}", redact_secrets(conninfo),
-                redact_secrets(why)));
+        if (secret) why = "libpq's reason is not shown, as it may quote the password";
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+        throw StoreError(fmt::format("postgresql: '{}' is not a libpq connection string or URI: {} ({})",
+                redact_secrets(conninfo), redact_secrets(why),
+                conninfo.starts_with("//") ? "a URL needs its scheme after the store's kind: postgresql:postgresql://..."
+                                           : "a '/', '@', ':' or '%' in a URL's password must be percent-encoded: %2F, "
+                                             "%40, %3A, %25"));
     }
     PgConnection c{"", "postgresql:"};
-    std::string bad;
+    std::string bad, misread;
     for (PQconninfoOption* o = opts; o->keyword; ++o) {
         if (!o->val || !*o->val) continue;
         const std::string_view k = o->keyword, v = o->val;
         // SOCI 4.0's PostgreSQL backend splits its connection string at blanks and drops quotes.
         if (v.find_first_of(" \t\n\"'") != std::string_view::npos) bad = k;
         c.keywords += fmt::format("{}{}={}", c.keywords.empty() ? "" : " ", k, v);
+        if ((k == "port" && v.find_first_not_of("0123456789,") != std::string_view::npos) ||
+                ((k == "host" || k == "hostaddr") && v.find('@') != std::string_view::npos))
+            misread = k;
         if (k == "host" || k == "hostaddr" || k == "port" || k == "dbname" || k == "user")
             c.where += fmt::format("{}{}={}", c.where.back() == ':' ? "" : " ", k, v);
     }
     PQconninfoFree(opts);
+    // What libpq made of a URL whose password holds a raw '/' or '@': a port that is no number or a
+    // host with '@' (parts of the password; not shown).
+    if (!misread.empty())
+        throw StoreError(fmt::format("postgresql: '{}' does not read as postgresql://USER:PASSWORD@HOST:PORT/DB: its {} "
+                                     "is not one (a '/', '@' or ':' in the password must be percent-encoded: %2F, %40, %3A)",
+                redact_secrets(conninfo), misread));
     if (!bad.empty())
         throw StoreError(fmt::format("{}: the value of {} holds a blank or a quote, which SOCI's PostgreSQL backend "
                                      "cannot pass on: use a service file (PGSERVICE) or ~/.pgpass for it", c.where, bad));
@@ -173,13 +191,13 @@ std::optional<StoreUrl> parse_store_url(std::string_view text, std::string* erro
     };
     const std::size_t colon = text.find(':');
     if (colon == std::string_view::npos)
-        return fail(fmt::format("'{}' is not KIND:TARGET (sqlite:PATH or postgresql:URL)", text));
+        return fail(fmt::format("'{}' is not KIND:TARGET (sqlite:PATH or postgresql:URL)", redact_secrets(text)));
     const auto kind = enum_parse(kStoreKindNames, text.substr(0, colon));
     if (!kind)
-        return fail(fmt::format("'{}': unknown store kind '{}' (accepted: sqlite:PATH, postgresql:URL)", text,
+        return fail(fmt::format("'{}': unknown store kind '{}' (accepted: sqlite:PATH, postgresql:URL)", redact_secrets(text),
                 text.substr(0, colon)));
     StoreUrl u{*kind, std::string(text.substr(colon + 1))};
-    if (u.target.empty()) return fail(fmt::format("'{}': empty {} after '{}:'", text, u.kind == StoreKind::sqlite ? "path" : "URL", u.kind));
+    if (u.target.empty()) return fail(fmt::format("'{}': empty {} after '{}:'", redact_secrets(text), u.kind == StoreKind::sqlite ? "path" : "URL", u.kind));
     return u;
 }
 
@@ -255,10 +273,27 @@ ResultsStore::ResultsStore(const StoreUrl& url, double wait_s) {
         } else {
             const PgConnection c = parse_postgresql(url.target);
             where_ = c.where;
+            // A server that cannot be reached, or a connection that goes silent (a host or network
+            // gone), fails within the wait, unless the URL says otherwise: libpq's connect timeout,
+            // TCP keepalives and the kernel's limit on unacknowledged data.
             std::string keywords = c.keywords;
-            if (keywords.find("connect_timeout=") == std::string::npos)
-                keywords += fmt::format(" connect_timeout={}", std::max(2, wait));
+            const auto add = [&keywords](const char* key, int value) {
+                if (keywords.find(std::string(key) + "=") == std::string::npos) keywords += fmt::format(" {}={}", key, value);
+            };
+            add("connect_timeout", std::max(2, wait));
+            add("keepalives", 1);
+            add("keepalives_idle", std::max(1, wait / 2));
+            add("keepalives_interval", 1);
+            add("keepalives_count", 3);
+            add("tcp_user_timeout", 1000 * std::max(2, wait));
             impl_ = std::make_unique<Impl>(url.kind, soci::postgresql, keywords);
+            // No statement of the store waits longer than that for a lock (another writer's schema
+            // change holds the advisory lock) or runs longer; the server's notices ("relation
+            // already exists, skipping") are not the run's output.
+            const int ms = 1000 * std::max(1, wait);
+            impl_->sql << fmt::format("SET lock_timeout = {}", ms);
+            impl_->sql << fmt::format("SET statement_timeout = {}", ms);
+            impl_->sql << "SET client_min_messages = warning";
         }
     } catch (const StoreError&) {
         throw;
@@ -425,6 +460,17 @@ void ResultsStore::add_case(const nlohmann::json& record) {
         throw StoreError(fmt::format("{}: cannot store case '{}' of run '{}': {}", where_, id, run_key_, e.what()), true);
     }
     ids_.insert(std::move(id));
+}
+
+long long ResultsStore::part_cases() {
+    long long n = 0;
+    try {
+        impl_->sql << "SELECT COUNT(*) FROM cases WHERE run_key = :k AND part = :p", soci::use(run_key_, "k"),
+                soci::use(part_, "p"), soci::into(n);
+    } catch (const std::exception& e) {
+        throw StoreError(fmt::format("{}: cannot count the cases of run '{}': {}", where_, run_key_, e.what()), true);
+    }
+    return n;
 }
 
 void ResultsStore::finish_part() {

@@ -123,6 +123,10 @@ public:
     /// an id another part of the run holds.
     void add_case(const nlohmann::json& record);
 
+    /// How many cases the store holds for the current part (those of this connection's batch
+    /// included).
+    long long part_cases();
+
     /// Marks the current part complete (its process ended normally). A part never finished stays
     /// incomplete, and so does its run (the `run_state` view).
     void finish_part();

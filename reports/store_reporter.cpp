@@ -7,9 +7,12 @@
 #include <functional>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "core/redact.hpp"
+#include "reports/escape.hpp"
 #include "reports/jsonl_reporter.hpp"
 
 namespace sdpa {
@@ -39,6 +42,11 @@ std::string file_name_part(std::string s) {
 
 StoreReporter::StoreReporter(const StoreUrl& url, const ReportOptions& opts)
     : url_(url), opts_(opts), where_(store_where(url)) {
+    // Known now rather than when the store fails: where its cases would wait.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(opts_.spool_dir, ec) || ::access(opts_.spool_dir.c_str(), W_OK) != 0)
+        say(fmt::format("warning: the spool folder '{}' is not a folder this process can write: the cases the store "
+                        "cannot take would be in the other reports only (--store-spool=DIR)", opts_.spool_dir));
     if (!reach(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts_.store_wait_s))))
         say(fmt::format("cannot reach the results store for {} s ({}): the run goes on, its cases wait in a spool file "
                         "in {} and the store is tried again every {} s", opts_.store_wait_s, last_error_, opts_.spool_dir,
@@ -109,7 +117,7 @@ bool StoreReporter::spool(const nlohmann::json& record) {
     if (!spool_ && spool_error_.empty()) {
         spool_path_ = (std::filesystem::path(opts_.spool_dir) /
                 fmt::format("sdpabench-spool-{}-{}-{:08x}.jsonl", file_name_part(run_id_), format_as(url_.kind),
-                        static_cast<std::uint32_t>(std::hash<std::string>{}(url_.target)))).string();
+                        static_cast<std::uint32_t>(std::hash<std::string>{}(redact_secrets(url_.target))))).string();
         spool_ = std::fopen(spool_path_.c_str(), "w");
         nlohmann::json first{{"context", context_}, {"spool", {{"store", where_}}}};
         if (!spool_) spool_error_ = std::strerror(errno);
@@ -213,8 +221,8 @@ void StoreReporter::end(const Summary&) {
 std::string StoreReporter::incomplete() const {
     std::vector<std::string> what;
     if (!finished_) {
-        const std::string ingest = fmt::format("sdpabench-store ingest --db='{}' {}",
-                redact_secrets(fmt::format("{}:{}", format_as(url_.kind), url_.target)), spool_path_);
+        const std::string ingest = fmt::format("sdpabench-store ingest --db={} {}",
+                shell_word(redact_secrets(fmt::format("{}:{}", format_as(url_.kind), url_.target))), shell_word(spool_path_));
         if (spool_error_.empty())
             what.push_back(fmt::format("{} of {} case(s) and the run's end are not in the store ({}); they are in the "
                                        "spool: load it with `{}`", pending_.size(), cases_, last_error_, ingest));

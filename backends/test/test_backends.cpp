@@ -4,6 +4,7 @@
 #include "backends/registry.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -133,7 +134,10 @@ public:
     }
     std::uint64_t device_free_bytes() const override {
         const char* v = std::getenv(kDeviceBytesVariable);
-        return v ? std::strtoull(v, nullptr, 10) : 64ull << 20;
+        std::uint64_t bytes = 0;
+        const char* end = v ? v + std::strlen(v) : nullptr;
+        if (v && std::from_chars(v, end, bytes).ptr == end && bytes > 0) return bytes;
+        return 64ull << 20;  // unset, or not a whole positive number of bytes
     }
     /// Counted (test_device_queries): a GPU backend's device_name() starts its runtime.
     std::string device_name() const override {

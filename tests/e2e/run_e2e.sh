@@ -319,6 +319,16 @@ isolation)
       [ -z "$st" ] || [[ $st == Z* ]] || fail "$opt: the helper $p outlived its case ($st)"
     done
   done
+  # A run killed (SIGKILL) while a case runs takes the case's child and its helper along.
+  rm -f "$tmp/orphans"
+  SDPABENCH_TEST_ORPHAN_PIDS=$tmp/orphans "$exe" --isolate --backend=test:orphan --dir=bwd b1hq8sq8192d64 >/dev/null 2>&1 &
+  runpid=$!
+  for _ in $(seq 600); do [ -s "$tmp/orphans" ] && break; sleep 0.1; done
+  [ -s "$tmp/orphans" ] || fail "the killed run's case did not start its helper"
+  kill -KILL "$runpid"; wait "$runpid" 2>/dev/null
+  p=$(cat "$tmp/orphans")
+  for _ in $(seq 50); do st=$(ps -o stat= -p "$p" 2>/dev/null); [ -z "$st" ] || [[ $st == Z* ]] && break; sleep 0.1; done
+  [ -z "$st" ] || [[ $st == Z* ]] || { kill -KILL "$p"; fail "the helper $p outlived the killed run ($st)"; }
   # The rerun alone of a FAILED case runs under the run's options (--skip-impl here) and claims an
   # order dependence only when the case passes alone: test:stateful fails every case after a
   # process's first, and alone its first case's implementation is the one --skip-impl leaves out.

@@ -15,7 +15,7 @@ command -v psql >/dev/null || { echo "SKIPPED: no psql (SDPABENCH_TEST_DEPS=1 sc
 
 hostport=${url#postgresql://postgres@}; hostport=${hostport%%/*}
 with_userinfo="postgresql://postgres:PLANTEDpw1@$hostport/sdpabench"
-keywords="host=${hostport%:*} port=${hostport#*:} dbname=sdpabench user=postgres password=PLANTEDpw2"
+keywords="host=${hostport%:*} port=${hostport#*:} dbname=sdpabench user=postgres password=PLANTEDpw2&PLANTEDpw2b"
 with_query="postgresql://postgres@$hostport/sdpabench?password=PLANTEDpw3"
 away="postgresql://nobody:PLANTEDpw5@127.0.0.1:1/none"
 planted='PLANTEDpw[0-9]'
@@ -32,6 +32,23 @@ grep -q "^report postgresql:postgresql://nobody:\*\*\*\*@127.0.0.1:1/none: incom
   fail "the incomplete store must be named with its password masked"
 [ -n "$(ls "$tmp"/files/sdpabench-spool-*-postgresql-*.jsonl 2>/dev/null)" ] || fail "no spool for the unreachable store"
 grep -q '"command":.*postgres:\*\*\*\*@' "$tmp/files/r.jsonl" || fail "the command must be kept, its password masked"
+
+# Mistakes a user makes with a password in the URL: each refused or run, its messages checked below.
+{
+  # a raw '/' in the password (libpq reads part of it as the port)
+  "$exe" --report=postgresql:"postgresql://postgres:PLANTEDpw8/x@$hostport/sdpabench" b1hq2sq32d32
+  # the KIND: prefix forgotten
+  "$exe" --report="postgresql://postgres:PLANTEDpw10@$hostport/sdpabench" b1hq2sq32d32
+  # a bad percent-encoding in the password
+  "$exe" --report=postgresql:"postgresql://postgres:pa%zzPLANTEDpw12@$hostport/sdpabench" b1hq2sq32d32
+  # the same store twice
+  "$exe" --report=postgresql:"$with_userinfo" --report=postgresql:"$with_userinfo" b1hq2sq32d32
+  # a store kind misspelt, in sdpabench-store
+  "$store_exe" migrate --db="postgres://postgres:PLANTEDpw11@$hostport/sdpabench"
+  "$store_exe" migrate --db="postgresql://postgres:PLANTEDpw13@$hostport/sdpabench"
+} >"$tmp/files/mistakes.txt" 2>&1
+[ "$(grep -c 'error\|not a libpq\|does not read as\|unknown store kind\|write the same file\|is not KIND' "$tmp/files/mistakes.txt")" -ge 6 ] ||
+  fail "each mistake must be refused with a message: $(cat "$tmp/files/mistakes.txt")"
 
 # A report written before redaction (its command holds a password), ingested now.
 sed -E '1s/postgres:\*\*\*\*@/postgres:PLANTEDpw6@/; 1s/"run":"secrets"/"run":"old"/' "$tmp/files/r.jsonl" >"$tmp/old.jsonl"

@@ -69,6 +69,12 @@ postgresql)
     "$store_exe" ingest --db=postgresql:"$url" "$spool" >"$tmp/out" 2>&1 || fail "a second ingest of the spool failed"
   done
   echo "killed: $before case(s) stored live, $((n - before)) from the spool, each once"
+  # The spool loaded into another store than its own: that store lacks the cases stored live, so
+  # the run stays incomplete there.
+  "$store_exe" ingest --db=sqlite:"$tmp/other.db" "$spool" >"$tmp/out" 2>&1 || fail "ingest into another store failed"
+  grep -q "the store holds $((n - before)) of the run's $n case(s)" "$tmp/out" || fail "ingest must say the other store lacks cases"
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); assert c.execute(\"SELECT complete FROM run_state WHERE run_key='killed'\").fetchone()[0] == 0" \
+    "$tmp/other.db" || fail "a spool in another store must leave the run incomplete there"
 
   # B. Killed, then restarted while the run goes on: every case reaches the store live.
   mkdir "$tmp/b"
@@ -156,6 +162,13 @@ disk)
     report=/dev/full
     echo "no tmpfs can be mounted here (not root): the JSONL report goes to /dev/full"
   fi
+  # A run refused before its first case (a report that cannot be opened: exit 2) leaves the other
+  # reports' earlier files whole.
+  echo precious >"$tmp/earlier.jsonl"
+  mkdir "$tmp/adir"
+  run "${cases[@]}" --report=jsonl:"$tmp/earlier.jsonl" --report=csv:"$tmp/adir"
+  [ $rc -eq 2 ] || fail "a report path that is a folder: exit 2 expected, got $rc"
+  [ "$(cat "$tmp/earlier.jsonl")" = precious ] || fail "a refused run emptied an earlier report"
   run "${cases[@]}" --report=jsonl:"$report" --report=junit:"$tmp/r.xml" --report=csv:"$tmp/r.csv"
   [ $rc -eq 6 ] || fail "a report on a full disk: exit 6 expected, got $rc"
   [ "$(summary_field passed)" = $n ] || fail "every case must run"
