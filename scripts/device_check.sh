@@ -13,52 +13,63 @@
 # stdout ends with a summary of at most ~10,000 characters (smoke statuses and the conventions
 # cuDNN showed first), so a tool that keeps only the last 12,000 characters keeps all of it.
 #
-# Steps, in the order of their value, with estimates on an H200 host with 16 cores:
+# One run, planned for the machine as it is (a device machine stays warm ~30 s after a command:
+# there is no second run to fix things in). Each step has its own cap and runs only when its
+# estimate fits in what is left of the budget (--budget, default 520 s); measured is what the
+# same step took on this project's 2-core CPU machine (the dry run's configure; the build of the
+# device configuration with the CPU compiler; the plugin's one translation unit; the smoke and
+# conventions files' host side under the reference), planned the device's share on 16 cores:
+#   step                                                         measured (2-core CPU)  planned (GPU host)
 #   0. (no device) tools, PyTorch's pip cuDNN (a namespace package: found through
-#      nvidia.cudnn.__path__, else next to the torch package), the torch package, the carried
-#      --pack folder (its Boost headers complete for this compiler); configure ONE build tree with
-#      the cuDNN backend and the PyTorch plugin (each dropped, with a note, when it cannot be
-#      configured; the other goes on)                                                   10-20 s
-#   1. build the sdpabench target (cudnn_backend.cpp at -O1 is the critical path)       60-120 s
-#      then the plugin (one TU against libtorch) builds in the background in the same tree
-#      while step 2 runs (60-90 s, overlapped)
-#   2. cases/gpu/smoke.cases (160 cases, about 194 cuDNN graph builds; fp8 and ragged included)
-#      in C mode with -v and --no-rerun-failed: every status, and what cuDNN wrote in fully masked
-#      and padded rows (the "observed:" lines)                                          90-210 s
-#   3. cases/torch/conventions_cuda.cases on torch:efficient, torch:cudnn, torch:flash:cuda and
-#      torch:math:cuda, one process (22 cases per row)                                  20-40 s
-#   4. cases/gpu/perf.cases in P mode, warm L2 (8 cases; the bwd cases' displacement runs the
-#      f32 reference forward on the host, ~1 s for the largest)                         30-45 s
-#   5. PyTorch on the same shapes, cuDNN and flash backends forced, warm: the table
-#      (scripts/device_check_table.py)                                                  20-40 s
-#   then each only when its estimate fits in what is left of the budget:
-#   6. perf.cases with --cold-cache (the L2 flushed before every timed run)              30-45 s
-#   7. the table's cold pass                                                            15-30 s
-#   8. cases/torch/conventions.cases and cases/torch/smoke.cases on the four CUDA rows, one
-#      process (76 + 848 small cases)                                                   45-120 s
-# Steps 0-5 take about 4-7.5 minutes; every step runs under the time that is left of the budget
-# (--budget, default 420 s = 7 minutes), so the script ends within it plus ~10 s of packing.
+#      nvidia.cudnn.__path__, else next to the torch package), the torch package; configure ONE
+#      build tree (cuDNN backend on, the plugin its own target); the pack check: every Boost,
+#      fmt, CLI11 and nlohmann-json header of every translation unit from the --pack folder      5 s      10-20 s
+#   1. build the sdpabench target (cudnn_backend.cpp is the critical path)                   201 s      60-120 s
+#      then the PyTorch plugin (one TU against libtorch) in the background, niced,
+#      while the cuDNN steps run; a plugin that fails costs the PyTorch rows only               8 s      10-40 s
+#   2. smoke: cases/gpu/fp8.cases, ragged.cases, core.cases (160 cases; the newest forms
+#      first), each in its own process in C mode with -v and --no-rerun-failed: every status,
+#      what cuDNN wrote in masked and padded rows ("observed:"), a sticky CUDA error recorded
+#      and confined to its file (measured: the host side alone, --backend=ref / test:fp8)     1.7 s     90-240 s
+#   3. torch: cases/torch/conventions_cuda.cases on the four CUDA rows, one process
+#      (measured: the same file on torch:math, the CPU row)                                   0.4 s      20-40 s
+#   4. perf: cases/gpu/perf.cases in P mode, warm L2 (8 cases)                                      -      30-60 s
+#   5. table: PyTorch on the same shapes (cuDNN and flash forced, warm), with its cuDNN
+#      frontend's log (the plans PyTorch ran; scripts/device_check_table.py)                         -      20-40 s
+#   6. cold: perf.cases with --cold-cache, then the table's cold pass                                -      45-75 s
+#   7. more: cases/torch/conventions.cases and smoke.cases on the four CUDA rows                      -      45-120 s
+# Planned: steps 0-5 take 4.5-8.5 minutes (the device's time goes to cuDNN's graph builds, about
+# 194 in the smoke, and to loading CUDA, cuDNN and libtorch_cuda); 6 and 7 run only while the
+# budget holds. The script ends within the budget plus ~10 s of packing. Measured with
+# `scripts/device_check.sh --pack P && OUT=... SDPABENCH_DEVICE_DEPS=P scripts/device_check.sh
+# --dry-run`, then `cmake --build build/device --target sdpabench` and `--target sdpabench_torch`
+# (2026-12-06, Intel Xeon 2 cores, g++ 12, CUDA 13.0 headers, cuDNN 9.19.0, libtorch 2.15.0).
 # Exit 0 when the smoke run has no FAILED, INVALID_ARGUMENTS or SKIPPED case and something PASSED
 # (an UNIMPLEMENTED case, a form cuDNN refuses with its message, is listed, not fatal), perf warm
 # timed every case and no torch conventions case FAILED or was SKIPPED; 1 when one of those
-# failed; 3 when a step of 0-5 did not run or did not finish.
+# failed (or the pack lacks a header); 3 when a step of 0-5 did not run or did not finish.
 #
-#   scripts/device_check.sh [--budget SECONDS]   run it
-#   scripts/device_check.sh --torch-only         steps 0, 1, 3 and 8 (the PyTorch CUDA rows)
+#   scripts/device_check.sh [--budget SECONDS] [--from=STEP]   run it; --from starts at STEP
+#                                                (smoke torch perf table cold more), e.g. a later run
+#                                                on the same build tree continues with --from=perf
+#   scripts/device_check.sh --torch-only         steps 0, 1, 3 and 7 (the PyTorch CUDA rows)
 #   scripts/device_check.sh --dry-run            step 0 and the packing only, no device needed:
-#                                                catches probe, path and packaging errors on a
+#                                                catches probe, path, pack and configure errors on a
 #                                                CPU machine (CTest scripts.device_check_dry_run)
 #   scripts/device_check.sh --probe-cudnn        print the pip cuDNN prefix found (or nothing: exit 1)
 #   scripts/device_check.sh --pack DIR           on the build machine: copy what the GPU machine
 #                                                lacks (fmt, CLI11 and nlohmann-json headers with
-#                                                their CMake files, the Boost.Math headers
-#                                                core/dropout.cpp includes as g++ and clang++ need
-#                                                them, the cuDNN frontend headers) into DIR
+#                                                their CMake files; the closure of every Boost header
+#                                                the sources include, as g++ and clang++ need it;
+#                                                the cuDNN frontend headers) into DIR
 #                                                (default build/device-deps, about 12 MB)
+#   scripts/device_check.sh --check-pack DIR COMPILE_COMMANDS [TU...]
+#                                                every header the pack must carry comes from DIR for
+#                                                each translation unit (exit 1 naming each that does not)
 # Through the device tool, after `scripts/device_check.sh --pack build/device-deps` here:
-#   run(command="bash scripts/device_check.sh", carry=["build/device-deps"], timeout_s=450)
-# leaves, after the machine's start, time for a second run on the still-warm machine, whose build
-# tree is kept (step 1 is then seconds): e.g. --budget 240.
+#   run(command="bash scripts/device_check.sh", carry=["build/device-deps"], timeout_s=560)
+# (about 1.5 min to start the machine + 9 min of run + 0.5 min idle: 11 of the 15 minutes, so one
+# failed start still fits).
 # Environment: OUT (the returned files), SDPABENCH_DEVICE_WORK (the build tree and reports;
 # default build/), SDPABENCH_DEVICE_DEPS (a --pack folder), CUDAToolkit_ROOT, SDPABENCH_TORCH_ROOT
 # (a torch package folder; default: python3's torch), SDPABENCH_CUDNN_ROOT (a cuDNN prefix;
