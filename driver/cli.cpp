@@ -20,6 +20,21 @@ namespace sdpa {
 
 namespace {
 
+/// The check of an option in seconds: a finite number from 0 to `max` (NaN and infinities
+/// refused); the message reads "must be a number of seconds RANGEgot 'X')", `range` being e.g.
+/// ">= 0 (" or "from 0 to 86400 (a day; ".
+CLI::Validator seconds_check(double max, std::string_view range) {
+    return CLI::Validator(
+            [max, range = std::string(range)](std::string& s) -> std::string {
+                double v = -1;
+                return CLI::detail::lexical_cast(s, v) && v >= 0 && std::isfinite(v) && v <= max
+                        ? std::string()
+                        : fmt::format("must be a number of seconds {}got '{}')", range, s);
+            },
+            "SECONDS");
+}
+
+
 /// "0 nothing in --fail-on happened; 1 ...": the exit codes of kExitCodeMeanings.
 std::string exit_codes_text() {
     std::string s;
@@ -271,14 +286,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
                "Seconds a results store (--report=sqlite|postgresql) may be away before a case goes to its spool file; "
                "it is retried with backoff meanwhile, then every SECONDS (also SQLite's busy timeout and the "
                "PostgreSQL connect, lock and statement timeouts; at most a day; docs/tracking.md)")
-            ->check(CLI::Validator(
-                    [](std::string& s) -> std::string {
-                        double v = -1;
-                        return CLI::detail::lexical_cast(s, v) && v >= 0 && v <= 86400
-                                ? std::string()
-                                : fmt::format("must be a number of seconds from 0 to 86400 (a day; got '{}')", s);
-                    },
-                    "SECONDS"))
+            ->check(seconds_check(86400, "from 0 to 86400 (a day; "))
             ->capture_default_str();
     app.add_option("--store-spool", out.opts.report_options.spool_dir,
                "The folder of a results store's spool file (the cases it could not take; load with "
@@ -288,14 +296,7 @@ CliOutcome parse_command_line(int argc, char** argv) {
     app.add_option("--timeout-per-case", out.opts.timeout_per_case,
                "Seconds a case may take; a case past it is killed and FAILED (timeout). Runs each case in a "
                "child process, as --isolate does (0: no timeout)")
-            ->check(CLI::Validator(
-                    [](std::string& s) -> std::string {
-                        double v = -1;
-                        return CLI::detail::lexical_cast(s, v) && v >= 0 && std::isfinite(v)
-                                ? std::string()
-                                : fmt::format("must be a number of seconds >= 0 (got '{}')", s);
-                    },
-                    "SECONDS"));
+            ->check(seconds_check(INFINITY, ">= 0 ("));
     app.add_option("--expect", out.opts.expect_file,
             "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"backend\": GLOB "
             "(optional), \"status\": \"FAILED\", \"failure\": GLOB over its OUTPUT:CHECK failures (optional: XFAIL only "

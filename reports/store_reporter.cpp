@@ -38,6 +38,11 @@ std::string file_name_part(std::string s) {
     return s;
 }
 
+/// `s` seconds as the steady clock's duration.
+std::chrono::steady_clock::duration seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
 }  // namespace
 
 StoreReporter::StoreReporter(const StoreUrl& url, const ReportOptions& opts)
@@ -47,7 +52,7 @@ StoreReporter::StoreReporter(const StoreUrl& url, const ReportOptions& opts)
     if (!std::filesystem::is_directory(opts_.spool_dir, ec) || ::access(opts_.spool_dir.c_str(), W_OK) != 0)
         say(fmt::format("warning: the spool folder '{}' is not a folder this process can write: the cases the store "
                         "cannot take would be in the other reports only (--store-spool=DIR)", opts_.spool_dir));
-    if (!reach(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts_.store_wait_s))))
+    if (!reach(Clock::now() + seconds(opts_.store_wait_s)))
         say(fmt::format("cannot reach the results store for {} s ({}): the run goes on, its cases wait in a spool file "
                         "in {} and the store is tried again every {} s", opts_.store_wait_s, last_error_, opts_.spool_dir,
                 std::max(1.0, opts_.store_wait_s)));
@@ -106,7 +111,7 @@ bool StoreReporter::reach(Clock::time_point deadline) {
             if (!e.transient()) throw;
             last_error_ = text_of(e);
         }
-        if (last_try_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backoff)) > deadline)
+        if (last_try_ + seconds(backoff) > deadline)
             return false;
         std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
         backoff = std::min(2 * backoff, 8.0);
@@ -153,7 +158,7 @@ void StoreReporter::begin(const RunContext& ctx) {
 void StoreReporter::on_case(const CaseResult& r) {
     ++cases_;
     nlohmann::json record = json_record(r);
-    const auto wait = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts_.store_wait_s));
+    const auto wait = seconds(opts_.store_wait_s);
     if (store_ && part_started_ && pending_.empty()) {
         try {
             store_->add_case(record);
@@ -190,7 +195,7 @@ void StoreReporter::on_case(const CaseResult& r) {
 void StoreReporter::end(const Summary&) {
     if (begun_ && !(store_ && part_started_ && pending_.empty())) {  // one last wait for a store that is away
         const std::size_t waiting = pending_.size();
-        if (reach(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts_.store_wait_s))))
+        if (reach(Clock::now() + seconds(opts_.store_wait_s)))
             say(fmt::format("the store is back: the {} spooled case(s) are stored", waiting));
     }
     if (store_ && part_started_ && pending_.empty()) {
