@@ -55,6 +55,13 @@ int process_cpus() {
     return std::max(1, CPU_COUNT(&set));
 }
 
+std::string cpu_scaling_governor() {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+    std::string governor;
+    in >> governor;  // one word; nothing when the file is absent
+    return governor;
+}
+
 std::string limit_threads(int n) {
     cpu_set_t set;
     CPU_ZERO(&set);

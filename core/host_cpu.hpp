@@ -18,6 +18,11 @@ const std::vector<std::string>& cpu_flags();
 /// The number of CPUs in this process's affinity mask (sched_getaffinity); at least 1.
 int process_cpus();
 
+/// CPU 0's frequency governor (/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor, blanks
+/// trimmed: "performance", "powersave", "schedutil", ...); "" when the file is absent (many VMs
+/// have no cpufreq) or unreadable.
+std::string cpu_scaling_governor();
+
 /// Limits this process and every process it starts to `n` CPUs: its affinity mask is narrowed to
 /// the first `n` CPUs of the current one (a runtime that starts later, such as TBB under oneDNN or
 /// libtorch's OpenMP, sizes its pool from it), OMP_NUM_THREADS is set to n for runtimes that read

@@ -30,6 +30,7 @@
 #include "driver/isolation.hpp"
 #include "driver/worker.hpp"
 #include "core/host_cpu.hpp"
+#include "core/noise_probe.hpp"
 #include "driver/minimize.hpp"
 #include "driver/selection.hpp"
 #include "driver/run_case.hpp"
@@ -230,6 +231,8 @@ public:
             if (opts_.result_fd >= 0 && !write_result(opts_.result_fd, r)) ++summary_.write_errors;
             reporters.on_case(r);
         }
+        // The machine's noise after the last case, as before the first (RunContext::noise_start).
+        summary_.noise_end = noise_sample(ctx.threads);
         reporters.end(summary_);
         // Every report that does not hold the whole run, under the summary; the run's exit code
         // says so when nothing else does (kExitReportIncomplete).

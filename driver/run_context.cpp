@@ -10,7 +10,13 @@
 
 #include "backends/registry.hpp"
 #include "core/host_cpu.hpp"
+#include "core/noise_probe.hpp"
 #include "core/redact.hpp"
+
+// CMakeLists.txt defines it for this file: CMAKE_BUILD_TYPE.
+#ifndef SDPABENCH_BUILD_TYPE
+#define SDPABENCH_BUILD_TYPE ""
+#endif
 
 namespace sdpa {
 
@@ -38,6 +44,9 @@ RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>
             ctx.vendor_threads.push_back(fmt::format("{}: {} {} ({})", name, t.runtime, t.threads, t.source));
     }
     if (const auto isa = best_cpu_isa()) ctx.isa = fmt::format("{}", *isa);
+    ctx.build_type = SDPABENCH_BUILD_TYPE;
+    ctx.cpu_governor = cpu_scaling_governor();
+    ctx.noise_start = noise_sample(ctx.threads);
     const auto now = std::chrono::system_clock::now();
     const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
     ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);

@@ -11,8 +11,10 @@
 namespace sdpa {
 
 /// The context of a run under `opts` (its command line opts.argv, secrets masked by
-/// core/redact.hpp; its tags, host, CPU, threads, start and run id), with the library version,
-/// device and threading of each backend of `backends` (backend_names() in a run). The caller sets
+/// core/redact.hpp; its tags, host, CPU, threads, start and run id; the build type, the CPU's
+/// frequency governor and a noise sample, core/noise_probe.hpp noise_sample on the run's OpenMP
+/// threads: some 45 ms), with the library version, device and threading of each backend of
+/// `backends` (backend_names() in a run). The caller sets
 /// sdpabench and git_commit (the executable's own). When the run forks a child per case
 /// (--isolate, --timeout-per-case) no backend's device_name() is called: the first CUDA call
 /// starts the runtime in the calling process, and a CUDA runtime does not survive fork(), so every

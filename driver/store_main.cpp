@@ -26,9 +26,11 @@ using SeenCases = std::map<std::string, std::map<std::string, std::string>>;
 /// a line is refused (the message names FILE:LINE). A cut last line (a killed run) leaves the
 /// part incomplete; every other part is marked complete, except a results store's spool
 /// (reports/store_reporter.hpp: its first record has "spool"), which is complete only when it ends
-/// with its end record ({"end": ...}: the run ended). Cases the store already holds for the same
-/// part are stored again in place, so a spool loaded after its cases partly reached the store
-/// adds each case once. Returns false after printing why.
+/// with its end record ({"end": ...}: the run ended). The end record's object, when there is one,
+/// is the part's end_record. Cases the store already holds for the same part of the same
+/// invocation are stored again in place, so a spool loaded after its cases partly reached the
+/// store adds each case once; a part another invocation wrote is replaced whole (a line on stderr
+/// says so: ResultsStore::begin_part). Returns false after printing why.
 bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) {
     std::ifstream in(path);
     if (!in) {
@@ -53,6 +55,7 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
         auto& ids = seen[key];
         bool cut = false, ended = false;
         long long end_cases = -1;
+        nlohmann::json end;  // the end record's object: the part's end_record
         std::size_t stored = 0;
         for (std::size_t k = 1; k < lines.size(); ++k) {
             if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -69,9 +72,10 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
                 store.rollback();
                 return fail(k + 1, "a second context record (reports concatenated?): give each report as its own file");
             }
-            if (rec.contains("end")) {  // the run ended (a spool's last record), with its case count
+            if (rec.contains("end")) {  // the run ended (a report's or a spool's last record), with its case count
                 ended = true;
-                end_cases = rec["end"].is_object() ? rec["end"].value("cases", -1LL) : -1LL;
+                end = rec["end"];
+                end_cases = end.is_object() ? end.value("cases", -1LL) : -1LL;
                 continue;
             }
             if (ended) {
@@ -93,8 +97,10 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
         const long long held = spool && ended ? store.part_cases() : 0;
         const bool short_of_cases = spool && ended && end_cases >= 0 && held < end_cases;
         const bool complete = !cut && (!spool || ended) && !short_of_cases;
-        if (complete) store.finish_part();
+        if (complete) store.finish_part(ended ? end : nlohmann::json());
+        else if (ended) store.note_end(end);
         store.commit();
+        if (!store.replaced().empty()) fmt::print(stderr, "{}: {}: {}\n", path, store.where(), store.replaced());
         fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, stored,
                 cut ? "; its last line is cut (a killed run): the run stays incomplete"
                     : !(spool && ended) && spool ? "; the spool has no end record (its run was killed): the run stays incomplete"

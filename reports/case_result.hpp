@@ -14,6 +14,7 @@
 #include "core/enum_table.hpp"
 #include "core/output_check.hpp"
 #include "core/implementation.hpp"
+#include "core/noise_probe.hpp"
 #include "core/status.hpp"
 #include "core/timing_stats.hpp"
 
@@ -157,6 +158,14 @@ struct RunContext {
     /// the whole run's case ids.
     std::size_t shard_index = 0, shard_count = 0, cases_total = 0;
     std::string cases_fingerprint;
+    /// CMAKE_BUILD_TYPE of the sdpabench build ("Release", "Debug", "RelWithDebInfo"; "" when the
+    /// build set none): a debug build's timings are not a release's.
+    std::string build_type;
+    /// CPU 0's frequency governor (core/host_cpu.hpp cpu_scaling_governor; "" without cpufreq).
+    std::string cpu_governor;
+    /// The machine's noise before the first case (core/noise_probe.hpp noise_sample); nullopt
+    /// when none was taken.
+    std::optional<NoiseSample> noise_start;
 };
 
 /// The status a report shows: the expectation outcome's name (XFAIL, XPASS, NOT_APPLICABLE)
@@ -180,6 +189,10 @@ struct Summary {
     /// The same counts per --cpu-isa level (CaseInfo::cpu_isa), in the order the levels first
     /// came; each entry's own per-level list stays empty.
     std::vector<std::pair<std::string, Summary>> by_cpu_isa;
+    /// The machine's noise after the last case (core/noise_probe.hpp noise_sample), set by the
+    /// driver before the reporters' end(); nullopt when none was taken. The JSONL report's end
+    /// record and the results store's end_record carry it (the start's is RunContext::noise_start).
+    std::optional<NoiseSample> noise_end;
     void add(const CaseResult& r);
     std::size_t operator[](Status s) const { return counts[static_cast<std::size_t>(s)]; }
     std::size_t operator[](Expected e) const { return expected[static_cast<std::size_t>(e)]; }

@@ -131,19 +131,41 @@ std::string json_line(const nlohmann::json& record) {
     return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+nlohmann::json noise_record(const NoiseSample& s) {
+    json o = json::object();
+    put(o, "loadavg", s.loadavg ? FieldValue(*s.loadavg) : FieldValue{});
+    put(o, "steal", s.steal ? FieldValue(*s.steal) : FieldValue{});
+    put(o, "calib_ms", s.calib_ms);
+    put(o, "calib_cv", s.calib_cv);
+    put(o, "calib_slow", s.calib_slow);
+    o["calib_reps"] = s.calib_reps;
+    o["jiffies"] = s.steal_jiffies && s.total_jiffies
+                       ? json{{"steal", *s.steal_jiffies}, {"total", *s.total_jiffies}}
+                       : json(nullptr);
+    return o;
+}
+
 nlohmann::json context_record(const RunContext& ctx) {
     nlohmann::json libs = nlohmann::json::object(), tags = nlohmann::json::object();
     for (const auto& [name, version] : ctx.libraries) libs[name] = version;
     for (const auto& [key, value] : ctx.tags) tags[key] = value;
-    return {{"context", {{"sdpabench", ctx.sdpabench}, {"git_commit", ctx.git_commit}, {"command", ctx.command},
-                                {"host", ctx.host}, {"cpu", ctx.cpu}, {"threads", ctx.threads}, {"cpus", ctx.cpus},
+    return {{"context", {{"sdpabench", ctx.sdpabench}, {"git_commit", ctx.git_commit}, {"build_type", ctx.build_type},
+                                {"command", ctx.command}, {"host", ctx.host}, {"cpu", ctx.cpu},
+                                {"cpu_governor", ctx.cpu_governor}, {"threads", ctx.threads}, {"cpus", ctx.cpus},
                                 {"vendor_threads", ctx.vendor_threads}, {"isa", ctx.isa}, {"gpu", ctx.gpu},
                                 {"libraries", libs}, {"tags", tags}, {"start", ctx.start}, {"run_id", ctx.run_id},
                                 {"shard", ctx.shard_count == 0 ? nlohmann::json(nullptr)
                                                                : nlohmann::json{{"index", ctx.shard_index},
                                                                          {"count", ctx.shard_count},
                                                                          {"cases_total", ctx.cases_total},
-                                                                         {"cases_fingerprint", ctx.cases_fingerprint}}}}}};
+                                                                         {"cases_fingerprint", ctx.cases_fingerprint}}},
+                                {"noise", ctx.noise_start ? nlohmann::json{{"start", noise_record(*ctx.noise_start)}}
+                                                          : nlohmann::json(nullptr)}}}};
+}
+
+nlohmann::json end_record(std::size_t cases, const Summary& s) {
+    return {{"end", {{"cases", cases}, {"noise", s.noise_end ? nlohmann::json{{"end", noise_record(*s.noise_end)}}
+                                                             : nlohmann::json(nullptr)}}}};
 }
 
 std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx) {
@@ -175,8 +197,12 @@ JsonlReporter::~JsonlReporter() {
 void JsonlReporter::on_case(const CaseResult& r) {
     fmt::print(f_, "{}\n", json_line(json_record(r)));
     flush_checked(f_, path_);
+    ++cases_;
 }
 
-void JsonlReporter::end(const Summary&) { flush_checked(f_, path_); }
+void JsonlReporter::end(const Summary& s) {
+    fmt::print(f_, "{}\n", json_line(end_record(cases_, s)));
+    flush_checked(f_, path_);
+}
 
 }  // namespace sdpa

@@ -30,17 +30,28 @@ CaseResult result_from_record(const nlohmann::json& record);
 /// One line of JSON text for `record` (invalid UTF-8 replaced by U+FFFD, never throws for it).
 std::string json_line(const nlohmann::json& record);
 
-/// Writes json_record() of every case as one line to a file.
-/// The run's context record: {"context": {"sdpabench", "git_commit", "command", "host", "cpu",
-/// "threads", "gpu", "libraries": {backend: version}, "tags": {key: value}, "start", "run_id", "shard":
-/// null or {"index", "count", "cases_total", "cases_fingerprint"}}}. The one
+/// One noise sample (core/noise_probe.hpp) as the reports write it: {"loadavg": number|null,
+/// "steal": fraction|null, "calib_ms": ms, "calib_cv": number, "calib_reps": N} (null where the
+/// sample has no value; a non-finite calib_cv null with "calib_cv_nonfinite", as json_record).
+nlohmann::json noise_record(const NoiseSample& s);
+
+/// The run's context record: {"context": {"sdpabench", "git_commit", "build_type", "command",
+/// "host", "cpu", "cpu_governor", "threads", "cpus", "vendor_threads", "isa", "gpu", "libraries":
+/// {backend: version}, "tags": {key: value}, "start", "run_id", "shard": null or {"index", "count",
+/// "cases_total", "cases_fingerprint"}, "noise": null or {"start": noise_record}}}. The one
 /// spelling of the context: CSV and JUnit write it flattened (context_fields).
 nlohmann::json context_record(const RunContext& ctx);
+
+/// The run's end record, the last line of a JSONL report (and of a results store's spool):
+/// {"end": {"cases": `cases` (the cases the report holds), "noise": null or {"end":
+/// noise_record(s.noise_end)}}}. Readers of case records skip it (a record with "end").
+nlohmann::json end_record(std::size_t cases, const Summary& s);
 
 /// context_record flattened to (key, text) pairs, nested keys joined by '.' ("libraries.onednn",
 /// "tags.nightly"), for CSV comment lines and JUnit properties.
 std::vector<std::pair<std::string, std::string>> context_fields(const RunContext& ctx);
 
+/// Writes the context record, json_record() of every case as one line, and the end record to a file.
 class JsonlReporter final : public Reporter {
 public:
     /// Opens (truncates) `path`; throws std::runtime_error naming the path when it cannot.
@@ -51,11 +62,13 @@ public:
     /// Writes the first line, {"context": {...}} (context_record).
     void begin(const RunContext& ctx) override;
     void on_case(const CaseResult& r) override;
+    /// Writes the last line, {"end": {...}} (end_record: the cases written, s.noise_end).
     void end(const Summary& s) override;
 
 private:
     std::FILE* f_ = nullptr;
     std::string path_;  ///< for error messages
+    std::size_t cases_ = 0;  ///< case records written
 };
 
 }  // namespace sdpa

@@ -84,6 +84,12 @@ const std::vector<Migration>& migrations() {
                 "  FROM runs r LEFT JOIN run_parts p ON p.run_key = r.run_key"
                 "  GROUP BY r.run_key, r.shard_count, r.first_start",
             }},
+        {2,
+            {
+                // The part's end record (the JSONL end record's object: its case count and the
+                // machine's noise after its last case), NULL until the part ends.
+                "ALTER TABLE run_parts ADD COLUMN end_record JSON",
+            }},
     };
     return m;
 }
@@ -153,6 +159,14 @@ PgConnection parse_postgresql(const std::string& conninfo) {
 std::string text_of(const nlohmann::json& j, const char* key, std::string fallback = "") {
     const auto it = j.find(key);
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+/// The process that wrote a part, from its context: its run_id ("HOST-START-PID"), or for a report
+/// from before run ids "HOST START COMMAND" (as run_key()). Two contexts of one invocation (a live
+/// run, its spool, its JSONL report) give the same.
+std::string invocation_of(const nlohmann::json& context) {
+    if (std::string id = text_of(context, "run_id"); !id.empty()) return id;
+    return fmt::format("{} {} {}", text_of(context, "host"), text_of(context, "start"), text_of(context, "command"));
 }
 
 /// Each field of the run context that the parts of one run must share and in which `there` (a
@@ -338,6 +352,7 @@ int ResultsStore::schema_version() {
 }
 
 std::string ResultsStore::begin_part(const nlohmann::json& given) {
+    replaced_.clear();
     const nlohmann::json context = redacted(given);
     std::string key = run_key(context);
     const auto shard = context.find("shard");
@@ -390,12 +405,44 @@ std::string ResultsStore::begin_part(const nlohmann::json& given) {
                                              "run's shard {} (host {}, started {}) in {}: the shards of one run run "
                                              "one case list with one build (give another --tags=run:ID)",
                         where_, part, key, sibling, text_of(there, "host"), text_of(there, "start"), fmt::join(d, ", ")));
-        impl_->sql << "INSERT INTO run_parts (run_key, part, host, start, finished, complete, context) "
-                      "VALUES (:k, :p, :h, :s, NULL, 0, :c) ON CONFLICT (run_key, part) DO UPDATE SET "
-                      "host = excluded.host, start = excluded.start, finished = NULL, complete = 0, context = excluded.context",
+        // This part as stored by another invocation (a run tag reused, a shard resubmitted): it
+        // is replaced whole, so that no case of that invocation stays mixed with this one's. The
+        // same invocation again (a reconnect, its spool or report ingested) keeps its rows.
+        std::string earlier_text;
+        soci::indicator earlier_ind = soci::i_null;
+        impl_->sql << "SELECT CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part = :p",
+                soci::use(key, "k"), soci::use(part, "p"), soci::into(earlier_text, earlier_ind);
+        if (!impl_->sql.got_data()) earlier_ind = soci::i_null;
+        std::string replaced;
+        if (earlier_ind == soci::i_ok) {
+            const nlohmann::json earlier = nlohmann::json::parse(earlier_text, nullptr, false);
+            const std::string was = invocation_of(earlier.is_object() ? earlier : nlohmann::json::object());
+            if (was != invocation_of(context)) {
+                long long cases = 0;
+                impl_->sql << "SELECT COUNT(*) FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"),
+                        soci::use(part, "p"), soci::into(cases);
+                impl_->sql << "DELETE FROM case_outputs WHERE run_key = :k AND case_id IN "
+                              "(SELECT case_id FROM cases WHERE run_key = :k2 AND part = :p)",
+                        soci::use(key, "k"), soci::use(key, "k2"), soci::use(part, "p");
+                impl_->sql << "DELETE FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"), soci::use(part, "p");
+                replaced = fmt::format("run '{}' part {} was written by {} (started {}); this run {} (started {}) "
+                                       "replaces it whole: its {} case(s) are deleted",
+                        key, part, was, earlier.is_object() ? text_of(earlier, "start", "?") : "?",
+                        invocation_of(context), start, cases);
+            }
+        }
+        impl_->sql << "INSERT INTO run_parts (run_key, part, host, start, finished, complete, context, end_record) "
+                      "VALUES (:k, :p, :h, :s, NULL, 0, :c, NULL) ON CONFLICT (run_key, part) DO UPDATE SET "
+                      "host = excluded.host, start = excluded.start, finished = NULL, complete = 0, "
+                      "context = excluded.context, end_record = NULL",
                 soci::use(key, "k"), soci::use(part, "p"), soci::use(host, "h"), soci::use(start, "s"),
                 soci::use(ctx_text, "c");
+        if (!replaced.empty())  // the run's first start is that of the parts it now has
+            impl_->sql << "UPDATE runs SET first_start = (SELECT MIN(start) FROM run_parts WHERE run_key = :k) "
+                          "WHERE run_key = :k2",
+                    soci::use(key, "k"), soci::use(key, "k2");
         tx.commit();
+        replaced_ = std::move(replaced);
     } catch (const StoreError&) {
         throw;
     } catch (const std::exception& e) {
@@ -473,17 +520,35 @@ long long ResultsStore::part_cases() {
     return n;
 }
 
-void ResultsStore::finish_part() {
+void ResultsStore::finish_part(const nlohmann::json& end) {
     if (run_key_.empty()) return;
     const std::string now = utc_now();
     try {
         Impl::Tx tx(*impl_, in_batch_);
         impl_->sql << "UPDATE run_parts SET complete = 1, finished = :f WHERE run_key = :k AND part = :p",
                 soci::use(now, "f"), soci::use(run_key_, "k"), soci::use(part_, "p");
+        if (!end.is_null()) write_end(end);
         tx.commit();
     } catch (const std::exception& e) {
         throw StoreError(fmt::format("{}: cannot mark run '{}' complete: {}", where_, run_key_, e.what()), true);
     }
+}
+
+void ResultsStore::note_end(const nlohmann::json& end) {
+    if (run_key_.empty()) return;
+    try {
+        Impl::Tx tx(*impl_, in_batch_);
+        write_end(end);
+        tx.commit();
+    } catch (const std::exception& e) {
+        throw StoreError(fmt::format("{}: cannot store the end of run '{}': {}", where_, run_key_, e.what()), true);
+    }
+}
+
+void ResultsStore::write_end(const nlohmann::json& end) {
+    std::string text = json_line(end);
+    impl_->sql << "UPDATE run_parts SET end_record = :e WHERE run_key = :k AND part = :p", soci::use(text, "e"),
+            soci::use(run_key_, "k"), soci::use(part_, "p");
 }
 
 void ResultsStore::begin() {

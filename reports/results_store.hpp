@@ -57,7 +57,7 @@ std::string store_where(const StoreUrl& url);
 inline constexpr std::array<const char*, 2> kRunBuildFields{"git_commit", "sdpabench"};
 
 /// The schema version this build writes and reads (docs/tracking.md#schema).
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 
 /// Every failure of the store: the message names the database and what failed (never a
 /// password: core/redact.hpp). `transient` when the failure can pass: the database could not be
@@ -111,11 +111,21 @@ public:
 
     /// Starts this process's part of the run `context` belongs to (the JSONL context object): the
     /// run's row is created unless present (a run whose stored shard count or case fingerprint
-    /// differs is refused), and the part's row is (re)written with the context, incomplete. Every
-    /// string of the context is stored with its secrets redacted (core/redact.hpp: a report
-    /// written before redaction loses its password here). Returns the run key (run_key()).
-    /// Throws StoreError.
+    /// differs is refused), and the part's row is (re)written with the context, incomplete, its
+    /// end_record NULL. A part stored by another invocation (its context's run_id differs from
+    /// `context`'s: a run tag reused, a shard resubmitted) is replaced whole: its cases and their
+    /// outputs are deleted in the same transaction, and replaced() says so; the same invocation
+    /// again (a reconnect, its spool or report ingested) keeps its rows, which its cases then
+    /// replace one by one. Every string of the context is stored with its secrets redacted
+    /// (core/redact.hpp: a report written before redaction loses its password here). Returns the
+    /// run key (run_key()). Throws StoreError.
     std::string begin_part(const nlohmann::json& context);
+
+    /// After begin_part: "" when it replaced no part of another invocation, else one sentence
+    /// naming both ("run 'nightly' part 0 was written by HOST-...-123 (started ...); this run
+    /// HOST-...-456 (started ...) replaces it whole: its 12 case(s) are deleted"), for the caller
+    /// to print (without the store's name: where()).
+    const std::string& replaced() const { return replaced_; }
 
     /// Stores one case (the JSONL record, reports/jsonl_reporter.hpp json_record) of the current
     /// part, with its outputs, in one transaction (or in the caller's, begin()): committed when it
@@ -127,9 +137,15 @@ public:
     /// included).
     long long part_cases();
 
-    /// Marks the current part complete (its process ended normally). A part never finished stays
-    /// incomplete, and so does its run (the `run_state` view).
-    void finish_part();
+    /// Marks the current part complete (its process ended normally) and, unless `end` is null,
+    /// stores `end` as its end_record (the object of the JSONL end record, reports/jsonl_reporter.hpp
+    /// end_record: {"cases": N, "noise": ...}). A part never finished stays incomplete, and so
+    /// does its run (the `run_state` view). Throws StoreError.
+    void finish_part(const nlohmann::json& end = nullptr);
+
+    /// Stores `end` as the current part's end_record without marking it complete (a spool whose
+    /// run ended but whose cases are not all in this store). Throws StoreError.
+    void note_end(const nlohmann::json& end);
 
     /// Groups every write until commit() into one transaction (an ingested file is stored whole or
     /// not at all); rollback() drops them. Without begin() each call commits on its own.
@@ -138,9 +154,13 @@ public:
     void rollback();
 
 private:
+    /// UPDATE of the current part's end_record, in the caller's transaction.
+    void write_end(const nlohmann::json& end);
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::string where_;
+    std::string replaced_;                ///< what the last begin_part replaced (replaced())
     std::string run_key_;                 ///< the current part's run ("" before begin_part)
     long long part_ = 0;                  ///< the current part's shard index
     std::set<std::string> ids_;           ///< case ids stored by the current part

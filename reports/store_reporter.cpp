@@ -76,6 +76,7 @@ void StoreReporter::try_once(double wait_s) {
         if (begun_ && !part_started_) {
             store_->begin_part(context_);
             part_started_ = true;
+            if (!store_->replaced().empty()) say(store_->replaced());
         }
         std::size_t sent = 0;
         for (; sent < pending_.size(); ++sent) {
@@ -147,6 +148,7 @@ void StoreReporter::begin(const RunContext& ctx) {
     try {
         store_->begin_part(context_);
         part_started_ = true;
+        if (!store_->replaced().empty()) say(store_->replaced());
     } catch (const StoreError& e) {
         if (!e.transient()) throw;
         store_.reset();
@@ -192,7 +194,8 @@ void StoreReporter::on_case(const CaseResult& r) {
     }
 }
 
-void StoreReporter::end(const Summary&) {
+void StoreReporter::end(const Summary& s) {
+    const nlohmann::json end = end_record(cases_, s);
     if (begun_ && !(store_ && part_started_ && pending_.empty())) {  // one last wait for a store that is away
         const std::size_t waiting = pending_.size();
         if (reach(Clock::now() + seconds(opts_.store_wait_s)))
@@ -200,7 +203,7 @@ void StoreReporter::end(const Summary&) {
     }
     if (store_ && part_started_ && pending_.empty()) {
         try {
-            store_->finish_part();
+            store_->finish_part(end.at("end"));
             finished_ = true;
         } catch (const StoreError& e) {
             if (!e.transient()) throw;
@@ -219,7 +222,7 @@ void StoreReporter::end(const Summary&) {
     }
     // The part stays incomplete in the store: the spool says the run ended (ingest marks the part
     // complete only after this record), even with no case in it.
-    if (spool(nlohmann::json{{"end", {{"cases", cases_}}}}))
+    if (spool(end))
         say(fmt::format("{} case(s) are not in the store ({}): they are in {}", pending_.size(), last_error_, spool_path_));
 }
 

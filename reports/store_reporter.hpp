@@ -33,12 +33,15 @@ public:
     StoreReporter(const StoreUrl& url, const ReportOptions& opts);
     ~StoreReporter() override;
     /// Starts this process's part of the run: the context record (context_record) is its row.
-    /// Throws StoreError for a refusal, e.g. a shard without --tags=run:ID.
+    /// A part another invocation wrote under the same run key is replaced whole, with one line on
+    /// stderr naming both (ResultsStore::replaced). Throws StoreError for a refusal, e.g. a shard
+    /// without --tags=run:ID.
     void begin(const RunContext& ctx) override;
     /// Commits the case's JSONL record (json_record) and its outputs' margins, or spools it.
     void on_case(const CaseResult& r) override;
-    /// Marks the part complete: after one more wait for a store that is away, the spooled cases
-    /// are sent and the spool removed; otherwise the spool ends with an end record.
+    /// Marks the part complete with its end record (end_record: the cases given, s.noise_end) as
+    /// its end_record: after one more wait for a store that is away, the spooled cases are sent
+    /// and the spool removed; otherwise the spool ends with that end record.
     void end(const Summary& s) override;
     /// "" when every case is in the store and the part is marked complete; else how many cases
     /// are where, and the `sdpabench-store ingest` command that completes the store.

@@ -62,7 +62,7 @@ path, case, rc, load0, load1, out = sys.argv[1:]
 records = []
 try:
     with open(path) as f:
-        records = [r for r in map(json.loads, f) if "context" not in r]
+        records = [r for r in map(json.loads, f) if "context" not in r and "end" not in r]
 except FileNotFoundError:
     pass
 print(f"\n{case}")

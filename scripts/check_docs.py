@@ -174,6 +174,8 @@ def result_fields(exe: str) -> tuple:
         keys = set()
         for line in jsonl.read_text().splitlines()[1:]:
             stack = [json.loads(line)]
+            if "end" in stack[0]:  # the run's end record: not a case's fields
+                continue
             while stack:
                 obj = stack.pop()
                 if isinstance(obj, dict):

@@ -32,7 +32,7 @@ set +e
 set -e
 python3 - "$tmp/out.jsonl" "$backend" <<'PY'
 import json, sys
-recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r]  # skip the run's context record
+recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r and "end" not in r]  # the cases only
 failed = [r for r in recs if r["status"] == "FAILED"]
 checks = [r["dropout_checks"] for r in recs if r.get("dropout_checks") and r["dropout_checks"].get("keep_p_value") is not None]
 keep = [c["keep_p_value"] for c in checks]

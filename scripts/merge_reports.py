@@ -10,7 +10,10 @@ the N shards of one run, each exactly once (same N and the same number of cases 
 run), that no case id appears in two shards, and that together they hold every case of the run
 (indices 0 .. cases_total-1, each once), with the same case list (its fingerprint), sdpabench
 version, git commit and library versions. The merged jsonl and csv hold the cases in the order of
-the unsharded run (by idx), after the first shard's context without its shard; the merged JUnit
+the unsharded run (by idx), after the first shard's context without its shard; the merged jsonl
+ends with one end record when every input has one (every shard ended): the shards' case counts
+summed, with the end noise sample of the input whose context heads it, as its start sample is
+(a sample is one machine's). The merged JUnit
 document has the cases of shard 0, 1, ... (JUnit carries no index), counts recomputed over all
 of them, and as suite properties the shared context (with shard.count, shard.cases_total and
 shard.cases_fingerprint) and each shard's own command, host and start as shard.I.command,
@@ -27,7 +30,7 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
-from sdpabench_report import ReportError, read_csv_rows, read_report
+from sdpabench_report import ReportError, read_csv_rows, read_jsonl_report
 
 
 class MergeError(Exception):
@@ -68,12 +71,12 @@ def read_jsonl(path):
     if not os.path.isfile(path):
         raise Unreadable(f"{path}: not a readable file")
     try:
-        context, cases = read_report(path)
+        context, cases, end = read_jsonl_report(path)
     except ReportError as e:
         raise MergeError(str(e))
     except UnicodeDecodeError as e:
         raise Unreadable(f"{path}: not UTF-8 ({e.reason} at byte {e.start})")
-    return context, shard_of(path, flatten(context)), cases
+    return context, shard_of(path, flatten(context)), cases, end
 
 
 def read_csv(path):
@@ -144,15 +147,19 @@ def check_shards(paths, shards, ids_per_input, idx_per_input):
 
 def merge_jsonl(out, paths):
     inputs = [read_jsonl(p) for p in paths]
-    check_shards(paths, [s for _, s, _ in inputs], [[r.get("id") for r in c] for _, _, c in inputs],
-                 [[r.get("idx") for r in c] for _, _, c in inputs])
+    check_shards(paths, [s for _, s, _, _ in inputs], [[r.get("id") for r in c] for _, _, c, _ in inputs],
+                 [[r.get("idx") for r in c] for _, _, c, _ in inputs])
     context = dict(inputs[0][0])
     context["shard"] = None
-    cases = sorted((r for _, _, c in inputs for r in c), key=lambda r: r["idx"])
+    cases = sorted((r for _, _, c, _ in inputs for r in c), key=lambda r: r["idx"])
+    ends = [e for _, _, _, e in inputs]
     with open(out, "w", encoding="utf-8") as f:
         f.write(json.dumps({"context": context}) + "\n")
         for r in cases:
             f.write(json.dumps(r) + "\n")
+        if all(e is not None for e in ends):  # every shard ended
+            f.write(json.dumps({"end": {"cases": sum(int(e.get("cases") or 0) for e in ends),
+                                        "noise": ends[0].get("noise")}}) + "\n")
     return len(cases)
 
 

@@ -9,21 +9,25 @@ usage or an unreadable store.
   ingest FILE.jsonl...  store JSONL reports (runs build/release/sdpabench-store, or
                         $SDPABENCH_STORE): each file is a run or one shard of a run
   runs                  the runs: key, order value, machines, start, cases, complete or not
-  changes               change points in each timing series, by Apache Otava's analysis
-                        (otava.series.Series.analyze: E-divisive split, t-test merge); each says
-                        the series, the revision where it starts, the direction (slower, faster)
-                        and size, the p-value, what else changed in the run context there
-                        (libraries, sdpabench's commit, threads, ... : Otava's attributes), which
-                        machines saw it ("this machine only" when others did not), the noisy runs
-                        around it, and "and less accurate" when an output's margin got worse at
-                        the same revision; flags slower changes and less accurate ones
+  changes               what happened to each timing series, one finding per line: changes
+                        (scripts/history_detect.py: outliers named, a robust step test, Otava's
+                        change points as candidates; --method=otava: Otava's analysis alone),
+                        each with its revision, direction, size, p-value, what else changed in
+                        the run context there, which machines saw it ("this machine only" when
+                        others did not), the noisy runs around it, and "and less accurate" when
+                        an output's margin got worse at the same revision; outliers ("outlier
+                        at rev N"); noisy runs, judged from each run's noise samples and its
+                        cases moving together; and context changes of each machine. Flags
+                        slower changes and less accurate ones
   margins               steps in each output's worst_ratio (|err|/bound of its worst element) over
                         the passing runs, ranked by how close the new margin is to 1, with the
                         case's repro line; flags the steps that got worse
   flaky                 cases whose status differs between runs at one revision, or goes back
                         and forth across revisions; flags every one
-  plot --out=DIR        one PNG per flagged series (revisions on the x axis, one line per
-                        machine, the change marked) and DIR/index.html listing them
+  plot --out=DIR        DIR/index.html: every finding, each charted on its machine's own
+                        scale (Plotly, its JavaScript written beside the page: hover a point
+                        for its run and repro line, click a machine to hide it), and one PNG
+                        per charted finding
 
 A series is (case id, backend, machine, metric). The machine is the run's --tags=machine:NAME, else
 "HOST (CPU[; GPU]; N threads)" from its context. Runs are ordered by the tag --order-by names
@@ -51,10 +55,30 @@ import urllib.parse
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-SCHEMA_VERSIONS = (1,)  # the store schema versions this reader knows (reports/results_store.hpp)
-TIMING_METRICS = {"median_ms": "median time, ms", "tflops": "TFLOP/s at the median time"}
-NOISE_WINDOW = 3  # runs on each side of a change whose noisy flag is reported with it
-MIN_POINTS = 4    # a series needs this many runs before any change is looked for
+SCHEMA_VERSIONS = (1, 2)  # the store schema versions this reader knows (reports/results_store.cpp migrations)
+# The timing metrics a series may be of: what each is, and which way is better.
+TIMING_METRICS = {"median_ms": {"what": "median time, ms", "lower_is_better": True},
+                  "tflops": {"what": "TFLOP/s at the median time", "lower_is_better": False}}
+NOISE_WINDOW = 3  # revisions on each side of a change whose noisy runs are reported with it
+MIN_POINTS = 4    # a series needs this many revisions before any change is looked for
+# The run context's fields whose change between two runs of a machine is a finding ("context")
+# and is named with a change at that revision (reports/jsonl_reporter.cpp context_record).
+CONTEXT_FIELDS = ("sdpabench", "git_commit", "build_type", "host", "cpu", "gpu", "threads", "cpus", "isa",
+                  "cpu_governor")
+# A run is noisy (judge_runs) from its context's noise samples (docs/output.md#the-machines-noise)
+# when its calibration kernel's median ran CALIB_SLOW x the machine's median or moved that much
+# between the run's start and end; when more than CALIB_CUT of its repetitions were interrupted
+# (calib_slow: a few percent on a quiet machine, 28% with busy loops beside a run of one thread;
+# the repetitions' spread calib_cv is no evidence: one interrupted repetition makes it 0.2-0.5);
+# or when more than STEAL of the CPU time of the whole run (STEAL_JIFFIES or more) was stolen.
+# The 1-minute load average is named with that evidence but is none itself: the minute before a
+# run (a build, the run before it) is in it, and a minute after four busy loops per CPU had
+# stopped it still read 3.2 on two CPUs.
+CALIB_SLOW = 1.25
+CALIB_CUT = 0.25
+STEAL = 0.05
+STEAL_JIFFIES = 100
+MIN_TOGETHER = 3  # cases a run needs before its cases moving together says anything about it
 
 
 class Unusable(Exception):
@@ -82,6 +106,11 @@ def connect(db):
         return psycopg.connect(target, autocommit=True)
     except psycopg.Error as e:
         raise Unusable(f"--db: cannot connect to the PostgreSQL store: {e}".strip())
+
+
+def _json(v):
+    """A stored JSON column: psycopg decodes it itself, sqlite3 gives the text (None: NULL)."""
+    return v if v is None or isinstance(v, (dict, list)) else json.loads(v)
 
 
 def rows(conn, sql):
@@ -120,6 +149,10 @@ class Point:
     cv: float = None
     attributes: dict = field(default_factory=dict)  # the context facts "what else changed" compares
     outputs: dict = field(default_factory=dict)     # output -> (pass, worst_ratio or None)
+    noise: dict = field(default_factory=dict)       # the run's noise samples: {"start": {...}, "end": {...}}
+    threads: int = 0                                # the run's OpenMP threads
+    cpus: int = 0                                   # the CPUs the run could use
+    noisy_run: bool = False                         # the run was judged noisy (judge_runs)
 
 
 def machine_of(ctx):
@@ -132,7 +165,7 @@ def machine_of(ctx):
 
 def attributes_of(ctx, order_by):
     """The context facts whose change "changes" reports: versions, commit, machine, threads, tags."""
-    out = {k: str(ctx.get(k, "")) for k in ("sdpabench", "git_commit", "host", "cpu", "gpu", "threads")}
+    out = {k: str(ctx.get(k, "")) for k in CONTEXT_FIELDS}
     for name, version in (ctx.get("libraries") or {}).items():
         out[f"libraries.{name}"] = str(version)
     for k, v in (ctx.get("tags") or {}).items():
@@ -156,8 +189,12 @@ def load(db, order_by=None, include_incomplete=False, notes=None):
                            f"{', '.join(map(str, SCHEMA_VERSIONS))}: use the sdpabench checkout that wrote it")
         complete = {k: flag(c) for k, c in rows(conn, "SELECT run_key, complete FROM run_state")}
         # psycopg decodes JSON columns itself; sqlite3 gives the text.
-        contexts = {(k, p): c if isinstance(c, dict) else json.loads(c)
-                    for k, p, c in rows(conn, "SELECT run_key, part, context FROM run_parts")}
+        # Version 2 keeps each part's end record (with the noise sample at its end).
+        ends = "end_record" if version >= 2 else "NULL"
+        contexts, end_noise = {}, {}
+        for k, p, c, e in rows(conn, f"SELECT run_key, part, context, {ends} FROM run_parts"):
+            contexts[(k, p)] = _json(c)
+            end_noise[(k, p)] = ((_json(e) or {}).get("noise") or {}).get("end")
         cases = rows(conn, "SELECT run_key, case_id, part, status, backend, noisy, record ->> 'repro', "
                            "record -> 'perf' ->> 'median_ms', record -> 'perf' ->> 'tflops', "
                            "record -> 'perf' ->> 'cv' FROM cases")
@@ -189,11 +226,13 @@ def load(db, order_by=None, include_incomplete=False, notes=None):
             continue
         ctx = contexts[(run, part)]
         rev = orders[(run, part)]
+        noise = {"start": (ctx.get("noise") or {}).get("start"), "end": end_noise.get((run, part))}
         points.append(Point(run=run, case=case, backend=backend, machine=machine_of(ctx), rev=rev,
                             order=(float(rev) if numeric else rev, ctx.get("start", ""), run),
                             status=status, noisy=flag(noisy), repro=repro or "", median_ms=number(median),
                             tflops=number(tflops), cv=number(cv), attributes=attributes_of(ctx, order_by),
-                            outputs=outputs.get((run, case), {})))
+                            outputs=outputs.get((run, case), {}), noise={k: v for k, v in noise.items() if v},
+                            threads=int(ctx.get("threads") or 0), cpus=int(ctx.get("cpus") or 0)))
     points.sort(key=lambda p: p.order)
     return points, order_by
 
@@ -206,10 +245,14 @@ def _is_number(v):
 
 
 def select(points, a):
-    """The points the --case, --backend and --machine filters (globs) keep."""
-    return [p for p in points
-            if fnmatch.fnmatchcase(p.case, a.case) and fnmatch.fnmatchcase(p.backend, a.backend)
-            and fnmatch.fnmatchcase(p.machine, a.machine)]
+    """The points the --case and --backend filters (globs) keep. --machine filters what is shown
+    (shown), never what is computed: which machines saw a change needs the others."""
+    return [p for p in points if fnmatch.fnmatchcase(p.case, a.case) and fnmatch.fnmatchcase(p.backend, a.backend)]
+
+
+def shown(findings, a):
+    """The findings of machines matching --machine (a glob)."""
+    return [f for f in findings if fnmatch.fnmatchcase(f["machine"], a.machine)]
 
 
 def series(points, key):
@@ -258,41 +301,154 @@ def revisions(pts):
     return out
 
 
+def _levels(pts, metric):
+    """[(rev, [points], value)]: each revision's value of `metric`, the median over its runs that
+    were not judged noisy (a revision whose runs all were is left out)."""
+    out = []
+    for rev, group in revisions(pts):
+        kept = [p for p in group if not p.noisy_run and getattr(p, metric) is not None]
+        if kept:
+            out.append((rev, group, statistics.median(getattr(p, metric) for p in kept)))
+    return out
+
+
+def series_changes(values, a):
+    """Changes and outliers of one series of values (one per revision) by a.method: "robust"
+    (history_detect.detect, with Otava's change points as candidates) or "otava" (Otava's
+    analysis alone: E-divisive split, t-test merge, no outliers). ([Change], [Outlier])."""
+    from history_detect import Change, detect
+    options = {"window": a.window, "max_pvalue": a.max_pvalue, "min_magnitude": a.min_magnitude}
+    if a.method == "robust":
+        return detect(values, a.min_magnitude, options)
+    from otava.analysis import compute_change_points
+    cps, _ = compute_change_points(values, window_len=a.window, max_pvalue=a.max_pvalue, min_magnitude=a.min_magnitude)
+    out = []
+    for c in cps:
+        pval = float(c.stats.pvalue)
+        out.append(Change(index=int(c.index), first=int(c.index), before=float(c.stats.mean_1),
+                          after=float(c.stats.mean_2), z=math.nan, p=pval if math.isfinite(pval) else None))
+    return out, []
+
+
 def timing_changes(points, a):
-    """Otava's change points of every (case, backend, machine) series of metric a.metric, one
-    value per revision: the median of its runs' values (statistics.median), so that a change
-    always starts at a revision."""
-    from otava.series import Metric, Series
-    found = []
+    """Changes and outliers of every (case, backend, machine) series of metric a.metric, one value
+    per revision (_levels: the runs judged noisy left out). Returns (changes, outliers): finding
+    dicts (docs/tracking.md#scriptshistory)."""
+    found, outliers = [], []
+    lower_better = TIMING_METRICS[a.metric]["lower_is_better"]
     by_series = series(points, lambda p: (p.case, p.backend, p.machine) if getattr(p, a.metric) is not None else None)
     for (case, backend, machine), pts in by_series.items():
-        revs = revisions(pts)
-        if len(revs) < MIN_POINTS:
+        levels = _levels(pts, a.metric)
+        if len(levels) < MIN_POINTS:
             continue
-        firsts = [group[0] for _, group in revs]  # the context of a revision: its first run's
-        names = sorted({k for p in firsts for k in p.attributes})
-        s = Series(case, None, list(range(len(revs))), {a.metric: Metric(1 if a.metric == "median_ms" else -1, 1.0)},
-                   {a.metric: [statistics.median(getattr(p, a.metric) for p in group) for _, group in revs]},
-                   {n: [p.attributes.get(n, "") for p in firsts] for n in names})
-        for group in s.analyze(otava_options(a)).change_points_by_time:
-            cp, k = group.changes[0], group.index
-            before, after = float(cp.stats.mean_1), float(cp.stats.mean_2)
-            up = after > before
-            slower = up if a.metric == "median_ms" else not up
-            around = [p for _, g in revs[max(0, k - NOISE_WINDOW):k + NOISE_WINDOW] for p in g]
-            pval = float(cp.stats.pvalue)
+        revs = [r for r, _, _ in levels]
+        every = [r for r, _ in revisions(pts)]  # noisy ones included
+        firsts = [group[0] for _, group, _ in levels]  # the context of a revision: its first run's
+        moving = moving_with_revision(firsts)
+        changes, outs = series_changes([v for _, _, v in levels], a)
+        for c in changes:
+            k = c.index
+            up = c.after > c.before
+            first = every.index(revs[c.first - 1]) + 1
+            near = every[max(0, first - NOISE_WINDOW):every.index(revs[k]) + NOISE_WINDOW]
+            noisy_revs = sorted({p.rev for p in pts if p.noisy_run and p.rev in near}, key=every.index)
             found.append({
-                "case": case, "backend": backend, "machine": machine, "metric": a.metric,
-                "rev": revs[k][0], "prev_rev": revs[k - 1][0],
-                "direction": "slower" if slower else "faster",
-                "before": before, "after": after, "ratio": after / before if before else None,
-                "p": pval if math.isfinite(pval) else None,
-                "context_changes": context_changes(group.prev_attributes, group.attributes, moving_with_revision(firsts)),
-                "noisy": any(p.noisy for p in around),
-                "noisy_revs": sorted({p.rev for p in around if p.noisy}, key=[r for r, _ in revs].index),
-                "repro": revs[k][1][-1].repro, "index": k,
+                "kind": "change", "case": case, "backend": backend, "machine": machine, "metric": a.metric,
+                # The earliest revision it may start at: after the last one of the level before
+                # (an outlier or a noisy run between leaves the start uncertain).
+                "rev": revs[k], "first_rev": every[first], "prev_rev": revs[c.first - 1],
+                "direction": "slower" if up == lower_better else "faster",
+                "before": c.before, "after": c.after, "ratio": c.after / c.before if c.before else None,
+                "p": c.p, "context_changes": context_changes(firsts[c.first - 1].attributes, firsts[k].attributes, moving),
+                "noisy": bool(noisy_revs), "noisy_revs": noisy_revs,
+                "repro": levels[k][1][-1].repro, "index": k,
+            })
+        for o in outs:
+            rev, group, _ = levels[o.index]
+            outliers.append({
+                "kind": "outlier", "case": case, "backend": backend, "machine": machine, "metric": a.metric,
+                "rev": rev, "run": group[0].run, "value": o.value, "typical": o.typical,
+                "ratio": o.value / o.typical if o.typical else None, "latest": o.latest,
+                "repro": group[-1].repro, "index": o.index,
             })
     _scope(found, points, a.metric)
+    return found, outliers
+
+
+def _load(load):
+    return "" if load is None else f" (load average {load:.1f})"
+
+
+def judge_runs(points, a):
+    """Marks p.noisy_run on the points of each run judged noisy from evidence about the run, and
+    returns a "noisy run" finding per such run: its calibration kernel (the context's noise
+    samples at its start and end) slower than CALIB_SLOW x the machine's median or moving that
+    much from start to end, or more than CALIB_CUT of its repetitions interrupted; more than
+    STEAL of the run's CPU time stolen; or every case moving together (MIN_TOGETHER cases or
+    more): the run's factor (the median over its cases of each case's value over that case's
+    median on the machine) an outlier of the machine's series of run factors
+    (history_detect.detect)."""
+    from history_detect import detect
+    timed = [p for p in points if getattr(p, a.metric) is not None]
+    runs = series(timed, lambda p: p.run)
+    by_machine = defaultdict(list)  # machine -> [run keys] in run order
+    for p in timed:
+        if p.run not in by_machine[p.machine]:
+            by_machine[p.machine].append(p.run)
+    typical = {k: statistics.median(getattr(p, a.metric) for p in pts)
+               for k, pts in series(timed, lambda p: (p.case, p.backend, p.machine)).items()}
+    found = []
+    for machine, keys in by_machine.items():
+        reasons = defaultdict(list)
+        calib = {k: [s["calib_ms"] for s in runs[k][0].noise.values() if s and number(s.get("calib_ms"))] for k in keys}
+        known = [x for v in calib.values() for x in v]
+        base = statistics.median(known) if known else None
+        for k in keys:
+            p0 = runs[k][0]
+            for when, smp in sorted(p0.noise.items()):
+                ms, cut, load = (number(smp.get(f)) for f in ("calib_ms", "calib_slow", "loadavg"))
+                if ms is not None and base and ms > CALIB_SLOW * base:
+                    reasons[k].append(f"calibration at its {when} x{ms / base:.2f} the machine's median{_load(load)}")
+                if cut is not None and cut > CALIB_CUT:
+                    reasons[k].append(f"{cut:.0%} of the calibration's repetitions interrupted at its {when}{_load(load)}")
+            start, end = (p0.noise.get(w) or {} for w in ("start", "end"))
+            both = [number(start.get("calib_ms")), number(end.get("calib_ms"))]
+            if all(both) and max(both) > CALIB_SLOW * min(both):
+                reasons[k].append(f"calibration x{both[1] / both[0]:.2f} from its start to its end")
+            j0, j1 = start.get("jiffies") or {}, end.get("jiffies") or {}
+            if all(isinstance(j.get(f), int) for j in (j0, j1) for f in ("steal", "total")):
+                total, steal = j1["total"] - j0["total"], j1["steal"] - j0["steal"]
+                if total >= STEAL_JIFFIES and steal > STEAL * total:
+                    reasons[k].append(f"{steal / total:.0%} of the CPU stolen over the run")
+        factors = [statistics.median(getattr(p, a.metric) / typical[(p.case, p.backend, p.machine)] for p in runs[k])
+                   for k in keys]
+        if len(keys) >= MIN_POINTS:
+            for o in detect(factors, a.min_magnitude)[1]:
+                if not o.latest and len(runs[keys[o.index]]) >= MIN_TOGETHER:
+                    reasons[keys[o.index]].append(f"its {len(runs[keys[o.index]])} case(s) moved together "
+                                                  f"(x{factors[o.index] / o.typical:.2f})")
+        for k in keys:
+            if reasons[k]:
+                for p in runs[k]:
+                    p.noisy_run = True
+                found.append({"kind": "noisy run", "machine": machine, "rev": runs[k][0].rev, "run": k,
+                              "cases": len(runs[k]), "reasons": reasons[k]})
+    return found
+
+
+def context_findings(points):
+    """A "context" finding for each revision of a machine whose run context differs from the
+    previous revision's in a field other than those that change with every revision (a commit
+    time): a library version, threads, ISA, governor, ... whether or not a timing moved."""
+    found = []
+    for machine, pts in series(points, lambda p: p.machine).items():
+        firsts = [g[0] for _, g in revisions(pts)]
+        moving = moving_with_revision(firsts)
+        for before, after in zip(firsts, firsts[1:]):
+            changed = context_changes(before.attributes, after.attributes, moving)
+            if changed:
+                found.append({"kind": "context", "machine": machine, "rev": after.rev, "prev_rev": before.rev,
+                              "context_changes": changed, "cases": sum(p.run == after.run for p in pts)})
     return found
 
 
@@ -399,6 +555,25 @@ def join_accuracy(changes, steps):
         c["finding"] = f"{c['direction']}, and less accurate" if m else c["direction"]
 
 
+def changes_flagged(f):
+    """`changes` flags a slower change, and one whose series also got less accurate."""
+    return f["kind"] == "change" and (f["direction"] == "slower" or bool(f["margins_worse"]))
+
+
+def analyze(points, a):
+    """Every finding over `points`, by kind ("changes", "outliers", "noisy_runs", "context",
+    "margins", "flaky"), of the cases and backends that --case and --backend select and the
+    machines --machine shows. Runs are judged noisy over all their cases (judge_runs)."""
+    noisy = judge_runs(points, a)
+    mine = select(points, a)
+    steps = margin_steps(mine, a)
+    changes, outliers = timing_changes(mine, a)
+    join_accuracy(changes, steps)
+    return {"changes": shown(changes, a), "outliers": shown(outliers, a), "noisy_runs": shown(noisy, a),
+            "context": shown(context_findings(mine), a), "margins": shown(steps, a),
+            "flaky": shown(flaky_cases(mine), a)}
+
+
 # --- output -------------------------------------------------------------------------------------
 
 def fmt_num(v, digits=4):
@@ -414,13 +589,34 @@ def changed_text(f):
     return "; ".join(f"{c['field']} {c['before']} -> {c['after']}" for c in f["context_changes"]) or "nothing"
 
 
+def finding_text(f):
+    """The finding column of `changes`: what kind of thing happened at f's revision."""
+    if f["kind"] == "change":
+        return f["finding"] + (f" (from {f['first_rev']} to {f['rev']}: outliers or noisy runs between)"
+                               if f["first_rev"] != f["rev"] else "")
+    if f["kind"] == "outlier":
+        return "outlier" + (" (the latest: a change if it stays)" if f["latest"] else "")
+    return f["kind"]
+
+
+def size_text(f):
+    if f["kind"] == "change":
+        return f"{fmt_num(f['before'])} -> {fmt_num(f['after'])} {f['metric']} (x{fmt_num(f['ratio'], 3)})"
+    if f["kind"] == "outlier":
+        return f"{fmt_num(f['value'])} {f['metric']}, typically {fmt_num(f['typical'])} (x{fmt_num(f['ratio'], 3)})"
+    if f["kind"] == "noisy run":
+        return "; ".join(f["reasons"])
+    return ""
+
+
 CHANGE_COLUMNS = [
-    ("case", lambda f: f["case"]), ("backend", lambda f: f["backend"]), ("machine", lambda f: f["machine"]),
-    ("rev", lambda f: f["rev"]), ("finding", lambda f: f["finding"]),
-    ("size", lambda f: f"{fmt_num(f['before'])} -> {fmt_num(f['after'])} {f['metric']} (x{fmt_num(f['ratio'], 3)})"),
-    ("p", lambda f: fmt_num(f["p"], 2)), ("scope", lambda f: f["scope"]),
-    ("noisy", lambda f: f"noisy at {', '.join(f['noisy_revs'])}" if f["noisy"] else ""),
-    ("context changed", changed_text),
+    ("case", lambda f: {"noisy run": f"(run {f.get('run')}: {f.get('cases')} case(s))",
+                        "context": "(run context)"}.get(f["kind"], f.get("case"))),
+    ("backend", lambda f: f.get("backend", "")), ("machine", lambda f: f["machine"]),
+    ("rev", lambda f: f["rev"]), ("finding", finding_text), ("size", size_text),
+    ("p", lambda f: fmt_num(f.get("p"), 2)), ("scope", lambda f: f.get("scope", "")),
+    ("noisy", lambda f: f"noisy runs at {', '.join(f['noisy_revs'])}" if f.get("noisy") else ""),
+    ("context changed", lambda f: changed_text(f) if "context_changes" in f else ""),
 ]
 MARGIN_COLUMNS = [
     ("case", lambda f: f["case"]), ("backend", lambda f: f["backend"]), ("machine", lambda f: f["machine"]),
@@ -467,7 +663,9 @@ def list_runs(a, notes):
         conn.close()
     per_run = series(points, lambda p: p.run)
     items = []
-    for key, complete, parts, shards, start in sorted(state, key=lambda r: str(r[4])):
+    # In the order of the order tag (numerically when every value is a number), then start.
+    order = {p.run: p.order for p in points}
+    for key, complete, parts, shards, start in sorted(state, key=lambda r: (r[0] not in order, order.get(r[0], ()), str(r[4]))):
         pts = per_run.get(key, [])
         items.append({"run": key, order_by: pts[0].rev if pts else None, "machines": sorted({p.machine for p in pts}),
                       "start": start, "cases": len(pts), "parts": f"{parts}/{shards}", "complete": flag(complete)})
@@ -492,13 +690,17 @@ def main(argv=None):
     common.add_argument("--include-incomplete", action="store_true", help="also read runs that did not complete")
     common.add_argument("--case", default="*", help="only case ids matching this glob")
     common.add_argument("--backend", default="*", help="only backends matching this glob")
-    common.add_argument("--machine", default="*", help="only machines matching this glob")
+    common.add_argument("--machine", default="*", help="show only the findings of machines matching this glob "
+                                                        "(the analysis reads every machine)")
     otava = argparse.ArgumentParser(add_help=False)
     otava.add_argument("--metric", choices=sorted(TIMING_METRICS), default="median_ms", help="the timing metric")
     otava.add_argument("--max-pvalue", type=float, default=0.001, help="Otava's max_pvalue (default %(default)s)")
     otava.add_argument("--min-magnitude", type=float, default=0.05,
-                       help="Otava's min_magnitude: smaller relative changes are not reported (default %(default)s)")
+                       help="smaller relative changes are not reported (default %(default)s)")
     otava.add_argument("--window", type=int, default=50, help="Otava's window_len (default %(default)s)")
+    otava.add_argument("--method", choices=("robust", "otava"), default="robust",
+                       help="robust: outliers named, a robust step test with Otava's change points as candidates "
+                            "(scripts/history_detect.py); otava: Otava's analysis alone (default %(default)s)")
     p = sub.add_parser("ingest", help="store JSONL reports")
     p.add_argument("--db", required=True, help="the store: sqlite:PATH or postgresql:URL")
     p.add_argument("files", nargs="+", help="JSONL reports (--report=jsonl:PATH)")
@@ -506,7 +708,7 @@ def main(argv=None):
     sub.add_parser("changes", parents=[common, otava], help="change points of the timing series")
     sub.add_parser("margins", parents=[common, otava], help="steps of the outputs' worst_ratio")
     sub.add_parser("flaky", parents=[common], help="cases whose status flips")
-    p = sub.add_parser("plot", parents=[common, otava], help="a PNG per flagged series and index.html")
+    p = sub.add_parser("plot", parents=[common, otava], help="index.html (interactive) and a PNG per charted finding")
     p.add_argument("--out", required=True, help="folder for the PNGs and index.html")
     a = ap.parse_args(argv)
     notes = []
@@ -516,21 +718,18 @@ def main(argv=None):
         if a.cmd == "runs":
             return list_runs(a, notes)
         points, a.order_by = load(a.db, a.order_by, a.include_incomplete, notes)
-        points = select(points, a)
         for n in notes:
             print(f"history: note: {n}", file=sys.stderr)
         if a.cmd == "flaky":
-            return report(a, flaky_cases(points), FLAKY_COLUMNS, "flaky case", lambda f: True)
-        steps = margin_steps(points, a)
+            return report(a, shown(flaky_cases(select(points, a)), a), FLAKY_COLUMNS, "flaky case", lambda f: True)
+        findings = analyze(points, a)
         if a.cmd == "margins":
-            return report(a, steps, MARGIN_COLUMNS, "margin step", lambda f: f["direction"] == "worse")
-        changes = timing_changes(points, a)
-        join_accuracy(changes, steps)
+            return report(a, findings["margins"], MARGIN_COLUMNS, "margin step", lambda f: f["direction"] == "worse")
         if a.cmd == "changes":
-            return report(a, changes, CHANGE_COLUMNS, "change",
-                          lambda f: f["direction"] == "slower" or bool(f["margins_worse"]))
+            every = findings["changes"] + findings["outliers"] + findings["noisy_runs"] + findings["context"]
+            return report(a, every, CHANGE_COLUMNS, "change", changes_flagged)
         from history_page import write_page
-        return write_page(a, points, changes, steps, flaky_cases(points), notes)
+        return write_page(a, select(points, a), findings, notes)
     except Unusable as e:
         print(f"history: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,9 @@
 and CSV (--report=csv:PATH).
 
 A jsonl report is an optional first record {"context": {...}} (the run's context:
-docs/perf_and_reports.md#reports---reportformatpath) followed by one JSON object per case. A csv
+docs/perf_and_reports.md#reports---reportformatpath) followed by one JSON object per case, and
+for a run that ended a last record {"end": {"cases": N, "noise": ...}} (reports from before it, and
+killed runs, have none). A csv
 report is "# KEY: VALUE" comment lines (the same context, flattened: "libraries.onednn",
 "shard.index"), a header row of the result-field columns, and one row per case. Standard library
 only.
@@ -95,12 +97,20 @@ def read_csv_report(path):
 
 def read_report(path):
     """(context dict or None, case records in file order) of a jsonl report, or of a csv report
-    (by its extension, read_csv_report). Raises ReportError for an unreadable file, a line that is
-    not a JSON object (a killed run's last line may be cut), or a context record after the first
-    record (reports concatenated)."""
+    (by its extension, read_csv_report); a jsonl report's end record is not a case (read_jsonl_report
+    gives it). Raises ReportError as read_jsonl_report."""
     if is_csv(path):
         return read_csv_report(path)
-    context, cases = None, []
+    context, cases, _ = read_jsonl_report(path)
+    return context, cases
+
+
+def read_jsonl_report(path):
+    """(context dict or None, case records in file order, the end record's object or None) of a
+    jsonl report. Raises ReportError for an unreadable file, a line that is not a JSON object (a
+    killed run's last line may be cut), a context record after the first record or a record after
+    the end record (reports concatenated)."""
+    context, cases, end = None, [], None
     try:
         f = open(path, encoding="utf-8")
     except OSError as e:
@@ -116,6 +126,8 @@ def read_report(path):
                 raise ReportError(f"{path}:{n}: not JSON ({e}); a killed run's last line may be cut") from None
             if not isinstance(rec, dict):
                 raise ReportError(f"{path}:{n}: not a JSON object")
+            if end is not None:
+                raise ReportError(f"{path}:{n}: a record after the end record (reports concatenated?)")
             if "context" in rec:
                 if context is not None or cases:
                     raise ReportError(f"{path}:{n}: a context record after the first line (reports concatenated?)")
@@ -123,5 +135,10 @@ def read_report(path):
                     raise ReportError(f"{path}:{n}: the context record's \"context\" is not an object")
                 context = rec["context"]
                 continue
+            if "end" in rec:
+                if not isinstance(rec["end"], dict):
+                    raise ReportError(f"{path}:{n}: the end record's \"end\" is not an object")
+                end = rec["end"]
+                continue
             cases.append(rec)
-    return context, cases
+    return context, cases, end

@@ -6,7 +6,7 @@
 #   SDPABENCH_NO_TORCH  set to 1 to skip libtorch (the PyTorch backend is then not built)
 #   SDPABENCH_NO_TORCH_CUDA  set to 1 to skip libtorch's CUDA libraries on a machine with a GPU
 #   SDPABENCH_TEST_DEPS  set to 1 (scripts/test.sh does) to also install what the tests start:
-#                    PostgreSQL's server and a single-node Slurm with munge
+#                    PostgreSQL's server, a single-node Slurm with munge, and Chromium (headless)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,9 +22,10 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sud
 apt_pkgs=(g++ cmake ninja-build libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libboost-math-dev python3
   python3-markdown-it universal-ctags libsoci-dev libsqlite3-dev libpq-dev)
 # What the tests start (SDPABENCH_TEST_DEPS=1, set by scripts/test.sh): PostgreSQL's server for the
-# store's tests (scripts/pg_cluster.sh, a throwaway cluster) and a single-node Slurm cluster for
-# e2e.slurm (scripts/slurm/cluster.sh: the controller, the node daemon, the client commands, munge).
-if [ "${SDPABENCH_TEST_DEPS:-0}" = 1 ]; then apt_pkgs+=(postgresql slurmctld slurmd slurm-client munge); fi
+# store's tests (scripts/pg_cluster.sh, a throwaway cluster), a single-node Slurm cluster for
+# e2e.slurm (scripts/slurm/cluster.sh: the controller, the node daemon, the client commands, munge),
+# and Chromium, in which scripts.history_page loads scripts/history's page headless.
+if [ "${SDPABENCH_TEST_DEPS:-0}" = 1 ]; then apt_pkgs+=(postgresql slurmctld slurmd slurm-client munge chromium); fi
 # scripts/fuzz.sh sets SDPABENCH_FUZZ_DEPS=1: clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev) and clang's OpenMP (Debian 12's clang is 14).
 if [ "${SDPABENCH_FUZZ_DEPS:-0}" = 1 ]; then apt_pkgs+=(clang libclang-rt-14-dev libomp-14-dev); fi
@@ -90,7 +91,8 @@ if [ "${SDPABENCH_NO_TORCH:-0}" != 1 ] && [ "${SDPABENCH_NO_TORCH_CUDA:-0}" != 1
 fi
 
 # Python packages for scripts/plot.py (matplotlib), scripts/compare_runs.py (SciPy's U test) and
-# scripts/history (Apache Otava's change points, psycopg for PostgreSQL stores, tabulate, matplotlib),
+# scripts/history (Apache Otava's change points, psycopg for PostgreSQL stores, tabulate, matplotlib,
+# and Plotly for its page: the wheel ships plotly.min.js, which the page loads from its own folder),
 # pinned in py-requirements.txt, in their own venv.
 setup_python_venv() {
   local venv="$deps/py" pstamp="$deps/py/.sdpabench-ok"
@@ -100,7 +102,7 @@ setup_python_venv() {
   $sudo rm -rf "$venv"
   $sudo python3 -m venv "$venv"
   $sudo "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/py-requirements.txt"
-  "$venv/bin/python" -c "import matplotlib, scipy.stats, otava.series, psycopg, tabulate"
+  "$venv/bin/python" -c "import matplotlib, scipy.stats, otava.series, psycopg, tabulate, plotly"
   $sudo cp "$here/py-requirements.txt" "$pstamp"
 }
 [ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv

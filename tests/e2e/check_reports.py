@@ -19,6 +19,17 @@ def main():
     ctx = recs.pop(0).get("context")
     check(ctx is not None and ctx["threads"] >= 1 and ctx["sdpabench"] and "--report=jsonl:" in ctx["command"],
           f"first jsonl record is the run context: {ctx}")
+    # The build and the machine's noise before the first case and after the last (the end record).
+    check(isinstance(ctx.get("build_type"), str) and ctx["build_type"] != "" and isinstance(ctx.get("cpu_governor"), str),
+          f"the context names the build type and the CPU governor: {ctx.get('build_type')!r} {ctx.get('cpu_governor')!r}")
+    end = recs.pop().get("end")
+    check(end is not None and end["cases"] == 4, f"last jsonl record is the end record with the case count: {end}")
+    for when, noise in (("start", ctx.get("noise")), ("end", end.get("noise"))):
+        sample = (noise or {}).get(when) or {}
+        check(sample.get("calib_reps", 0) >= 2 and sample.get("calib_ms", 0) > 0 and sample.get("calib_cv") is not None
+              and sample.get("loadavg") is not None and sample["loadavg"] >= 0
+              and (sample.get("steal") is None or 0 <= sample["steal"] <= 1),
+              f"the {when} noise sample: {noise}")
     check(len(recs) == 4, f"expected 4 jsonl case records, got {len(recs)}")
     check(all(r["id"] == r["repro"] for r in recs if r["repro"]), "a case's id is its repro")
     check(recs[1]["id"].endswith(":2"), f"a parse error's id is FILE:LINE: {recs[1]['id']}")

@@ -39,13 +39,13 @@ grep -q "unknown field '%nope%'" "$tmp/out" || fail "template error message"
 [ $? -eq 2 ] || fail "unknown report format must be a usage error"
 # "--report FORMAT:PATH" with a space takes exactly one argument (the case after it still runs).
 "$exe" --backend=ref --report jsonl:"$tmp/s.jsonl" b1hq1sq16d16 >"$tmp/out" 2>&1 || fail "space-separated --report"
-[ "$(wc -l <"$tmp/s.jsonl")" -eq 2 ] || fail "space-separated --report: the context and one record expected"
+[ "$(wc -l <"$tmp/s.jsonl")" -eq 3 ] || fail "space-separated --report: the context, one record and the end record expected"
 # sweep.sh: gpt2's two descriptors collapse to one per length; 2 lengths x 2 directions x 1 dtype.
 SDPABENCH=$exe bash "$src/scripts/sweep.sh" "$src/cases/models/gpt2.cases" "$tmp/sweep.jsonl" --seq=16,32 --dt=f32 \
   -- --backend=ref --fix-times=1 >"$tmp/out" 2>&1 || fail "sweep.sh failed"
 python3 - "$tmp/sweep.jsonl" <<'PY' || fail "sweep.sh report"
 import json, sys
-recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r]
+recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r and "end" not in r]
 got = sorted((r["dir"], r["dt"], r["prb"], r["mode"], r["perf"]["runs"]) for r in recs)
 want = sorted((d, "f32", f"b1hq12sq{s}d64", "P", 1) for d in ("fwd_t", "bwd") for s in (16, 32))
 assert got == want, got

@@ -22,7 +22,7 @@ import json, sys
 bad, ran, run_ms, other_ms = [], 0, 0.0, 0.0
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if "context" in r or not r.get("case_ms"):
+    if "context" in r or "end" in r or not r.get("case_ms"):
         continue
     ran += 1
     ph = r["phases_ms"]
@@ -67,7 +67,7 @@ smoke_onednn|smoke_onednn_avx2)
   python3 - "$tmp/smoke.jsonl" "$level" <<'EOF' || fail "a result does not say the level it ran at"
 import json, sys
 level = sys.argv[2]
-recs = [json.loads(l) for l in open(sys.argv[1])][1:]
+recs = [r for r in map(json.loads, open(sys.argv[1])) if "context" not in r and "end" not in r]
 bad = [r["id"] for r in recs if r["cpu_isa"] != level or (level != "default" and r["isa"] != level)
        or not r["isa"] or not r["device"] or not r["vendor_version"]]
 print(f"{len(recs)} results, {len(bad)} without their level: {bad[:3]}")

@@ -22,8 +22,8 @@ n=40
 # Backward cases at S = 512: some tens of ms each on two cores, a run of a few seconds.
 cases=(--no-progress --backend=ref --dir=bwd --seed=1:$n b1hq4sq512d64)
 
-# The count of the JSONL report's case lines (its first line is the context).
-jsonl_cases() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
+# The count of the JSONL report's case lines (not its context record, first, nor its end record, last).
+jsonl_cases() { local k=0; [ -f "$1" ] && k=$(grep -vcE '^\{"(context|end)":' "$1"); echo "${k:-0}"; }
 # Waits until the JSONL report $1 holds at least $2 cases (at most 120 s).
 wait_cases() {
   for _ in $(seq 1200); do [ "$(jsonl_cases "$1")" -ge "$2" ] && return 0; sleep 0.1; done
@@ -138,7 +138,8 @@ PY
   [ $rc -eq 6 ] || fail "SQLite locked past the end: exit 6 expected, got $rc"
   spool=$(ls "$tmp"/b/sdpabench-spool-*-sqlite-*.jsonl 2>/dev/null)
   [ -n "$spool" ] || fail "no spool"
-  [ "$(jsonl_cases "$spool")" = $((n + 1)) ] || fail "the spool must hold the $n cases and its end record"
+  [ "$(jsonl_cases "$spool")" = $n ] && tail -n 1 "$spool" | grep -q '^{"end":' ||
+    fail "the spool must hold the $n cases and its end record"
   "$store_exe" ingest --db=sqlite:"$db" "$spool" >"$tmp/out" 2>&1 || fail "the ingest of the spool failed"
   [ "$(count "SELECT COUNT(*) FROM cases WHERE run_key = 'locked_out'")" = $n ] || fail "the store must hold all $n cases"
   [ "$(count "SELECT complete FROM run_state WHERE run_key = 'locked_out'")" = 1 ] || fail "the run must be complete"
@@ -149,6 +150,22 @@ PY
   "$store_exe" ingest --db=sqlite:"$db" "$tmp/cut.jsonl" >"$tmp/out" 2>&1 || fail "the ingest of a cut spool failed"
   grep -q "no end record" "$tmp/out" || fail "ingest must say the spool has no end record"
   [ "$(count "SELECT complete FROM run_state WHERE run_key = 'cut'")" = 0 ] || fail "a cut spool's run must stay incomplete"
+
+  # D. The run's JSONL report (its end record last) ingested after its spool: the same invocation,
+  #    so nothing is deleted; the part is complete and its end_record holds the end record.
+  "$store_exe" ingest --db=sqlite:"$db" "$tmp/b/r.jsonl" >"$tmp/out" 2>&1 || fail "the ingest of the JSONL report failed"
+  grep -q "replaces it whole" "$tmp/out" && fail "the run's own report must not replace its part"
+  [ "$(count "SELECT COUNT(*) FROM cases WHERE run_key = 'locked_out'")" = $n ] || fail "D: the store must hold all $n cases"
+  [ "$(count "SELECT complete FROM run_state WHERE run_key = 'locked_out'")" = 1 ] || fail "D: the run must be complete"
+  [ "$(count "SELECT (end_record ->> 'cases') || ' ' || (end_record -> 'noise' -> 'end' ->> 'calib_ms' > 0)
+              FROM run_parts WHERE run_key = 'locked_out'")" = "$n 1" ] || fail "D: the part's end_record must hold its end record"
+
+  # E. The tag of run A reused by another run of 3 cases: A's 40 cases are gone, one line names both runs.
+  run --no-progress --backend=ref --dir=bwd --seed=1:3 b1hq4sq64d64 --tags=run:locked --report=sqlite:"$db"
+  [ $rc -eq 0 ] || fail "E: the run under a reused tag: exit $rc"
+  grep -q "^sqlite:$db: run 'locked' part 0 was written by .* (started .*); this run .* replaces it whole: its $n case(s) are deleted" \
+    "$tmp/out" || fail "E: stderr must name both invocations"
+  [ "$(count "SELECT COUNT(*) FROM cases WHERE run_key = 'locked'")" = 3 ] || fail "E: the reused tag must hold the new run's 3 cases only"
   ;;
 
 disk)

@@ -24,7 +24,9 @@ import xml.etree.ElementTree as ET
 t = sys.argv[1]
 def cases(path):
     recs = [json.loads(l) for l in open(path)]
-    return recs[0]["context"], recs[1:]
+    return recs[0]["context"], [r for r in recs[1:] if "end" not in r]
+def end(path):  # the end record's object: the last line of a report whose run ended
+    return json.loads(open(path).read().splitlines()[-1]).get("end")
 # Left out: the wall times and timings, and the implementations inside a plan (their times, and the
 # implementation oneDNN's primitive cache hands a case after the cases run before it in its
 # process: docs/onednn.md#conventions-and-platform), with the fields derived from them.
@@ -39,6 +41,9 @@ assert 0 < len(s0) < len(a), "each shard holds part of the run"
 for x, y in zip(a, m):
     assert same(x) == same(y), f"case {x['idx']} differs:\n{same(x)}\n{same(y)}"
 assert cm["shard"] is None and ca["shard"] is None
+# One end record: the shards' counts summed, the end noise of the shard whose context heads the merge.
+assert end(f"{t}/m.jsonl")["cases"] == end(f"{t}/all.jsonl")["cases"] == len(a), (end(f"{t}/m.jsonl"), len(a))
+assert end(f"{t}/m.jsonl")["noise"] == end(f"{t}/s1.jsonl")["noise"] and cm["noise"] == cases(f"{t}/s1.jsonl")[0]["noise"]
 def rows(path):
     lines = [l for l in open(path, newline="") if not l.startswith("# ")]
     timing = lambda k: k in HISTORY or k == "runs" or k.endswith("_ms") or k.startswith(("gflops", "tflops", "gbytes"))

@@ -443,10 +443,24 @@ TEST(Jsonl, ContextRecordAndIdFields) {
     ctx.threads = 3;
     ctx.libraries = {{"onednn", "3.13.2"}};
     ctx.tags = {{"machine", "ci-3"}};
+    EXPECT_TRUE(context_record(ctx)["context"]["noise"].is_null());  // no sample taken
+    ctx.build_type = "Release";
+    ctx.cpu_governor = "performance";
+    ctx.noise_start = NoiseSample{.loadavg = 0.5, .steal = 0.01, .steal_jiffies = 40, .total_jiffies = 9000,
+                                  .calib_ms = 1.25, .calib_cv = 0.03, .calib_slow = 0.04, .calib_reps = 25};
     const nlohmann::json c = context_record(ctx);
     EXPECT_EQ(c["context"]["threads"], 3);
     EXPECT_EQ(c["context"]["libraries"]["onednn"], "3.13.2");
     EXPECT_EQ(c["context"]["tags"]["machine"], "ci-3");
+    EXPECT_EQ(c["context"]["build_type"], "Release");
+    EXPECT_EQ(c["context"]["cpu_governor"], "performance");
+    EXPECT_EQ(c["context"]["noise"], nlohmann::json::parse(R"({"start": {"loadavg": 0.5, "steal": 0.01,
+            "jiffies": {"steal": 40, "total": 9000}, "calib_ms": 1.25, "calib_cv": 0.03, "calib_slow": 0.04,
+            "calib_reps": 25}})"));
+    ctx.noise_start->loadavg.reset();  // unreadable: null
+    ctx.noise_start->steal.reset();
+    EXPECT_TRUE(context_record(ctx)["context"]["noise"]["start"]["loadavg"].is_null());
+    EXPECT_TRUE(context_record(ctx)["context"]["noise"]["start"]["steal"].is_null());
     // The same facts, flattened, for the CSV comment lines and the JUnit properties.
     const auto f = context_fields(ctx);
     const auto has = [&](const std::string& k, const std::string& v) {
@@ -456,6 +470,8 @@ TEST(Jsonl, ContextRecordAndIdFields) {
     EXPECT_TRUE(has("git_commit", "abc123-dirty"));
     EXPECT_TRUE(has("libraries.onednn", "3.13.2"));
     EXPECT_TRUE(has("tags.machine", "ci-3"));
+    EXPECT_TRUE(has("build_type", "Release"));
+    EXPECT_TRUE(has("cpu_governor", "performance"));
     EXPECT_NE(junit_document({}, Summary{}, &ctx).find("<property name=\"tags.machine\" value=\"ci-3\"/>"),
             std::string::npos);
     CaseResult r = result(Status::failed, "b1 #2");

@@ -84,11 +84,18 @@ TEST(Jsonl, RecordsParseBackWithNonFiniteAsNullAndFlag) {
         // Flushed per case: the line is on disk before the next case.
         ASSERT_EQ(read_lines(path).size(), 1u);
         rep.on_case(timed_case());
-        rep.end(Summary{});
+        Summary s;
+        s.noise_end = NoiseSample{.loadavg = 0.75, .steal = 0.0, .steal_jiffies = {}, .total_jiffies = {},
+                                  .calib_ms = 1.5, .calib_cv = 0.02, .calib_reps = 25};
+        rep.end(s);
     }
     const auto lines = read_lines(path);
     std::filesystem::remove(path);
-    ASSERT_EQ(lines.size(), 2u);
+    ASSERT_EQ(lines.size(), 3u);
+    // The last line: the run ended, with the cases written and the machine's noise after them.
+    EXPECT_EQ(nlohmann::json::parse(lines[2]), nlohmann::json::parse(R"({"end": {"cases": 2, "noise": {"end":
+            {"loadavg": 0.75, "steal": 0.0, "jiffies": null, "calib_ms": 1.5, "calib_cv": 0.02, "calib_slow": 0.0,
+             "calib_reps": 25}}}})"));
     const auto a = nlohmann::json::parse(lines[0]);  // throws (fails the test) if invalid
     EXPECT_EQ(a["idx"], 1);
     EXPECT_EQ(a["status"], "FAILED");

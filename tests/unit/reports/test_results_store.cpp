@@ -341,6 +341,107 @@ TEST_P(Store, AnOlderSchemaIsMigratedAndANewerOneRefused) {
     }
 }
 
+TEST_P(Store, AVersion1StoreIsMigratedTo2KeepingItsRows) {
+    {  // a store as version 1 left it: its rows, no end_record column
+        ResultsStore store(url_);
+        store.begin_part(context("v1"));
+        store.add_case(record("a"));
+        store.add_case(record("b"));
+        store.finish_part();
+        soci::session s = reader();
+        s << "ALTER TABLE run_parts DROP COLUMN end_record";
+        s << "UPDATE store_schema SET version = 1";
+    }
+    ResultsStore store(url_);
+    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'v1'"), 2);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM case_outputs WHERE run_key = 'v1'"), 4);
+    EXPECT_EQ(count("SELECT complete FROM run_state WHERE run_key = 'v1'"), 1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'v1' AND end_record IS NULL"), 1);
+    // The new column is written when a part ends, NULL while it runs.
+    store.begin_part(context("v2"));
+    store.add_case(record("a"));
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'v2' AND end_record IS NULL"), 1);
+    store.finish_part(nlohmann::json{{"cases", 1}, {"noise", nullptr}});
+    soci::session s = reader();
+    std::string end;
+    s << "SELECT end_record FROM run_parts WHERE run_key = 'v2'", soci::into(end);
+    EXPECT_EQ(nlohmann::json::parse(end), nlohmann::json::parse(R"({"cases": 1, "noise": null})"));
+    long long cases = 0;
+    s << "SELECT CAST(end_record ->> 'cases' AS INTEGER) FROM run_parts WHERE run_key = 'v2'", soci::into(cases);
+    EXPECT_EQ(cases, 1);
+}
+
+/// `ctx` as invocation `run_id` (RunContext::run_id) started at `start` wrote it.
+nlohmann::json as_invocation(nlohmann::json ctx, const std::string& run_id, const std::string& start) {
+    ctx["run_id"] = run_id;
+    ctx["start"] = start;
+    return ctx;
+}
+
+TEST_P(Store, APartOfAnotherInvocationIsReplacedWhole) {
+    const std::string first = "ci-1-20261205T020000.000Z-123", second = "ci-1-20261206T020000.000Z-456";
+    {  // the first invocation of run 'nightly', and both shards of run 'sharded'
+        ResultsStore store(url_);
+        store.begin_part(as_invocation(context("nightly"), first, "2026-12-05T02:00:00Z"));
+        for (const char* id : {"a", "b", "c"}) store.add_case(record(id));
+        store.finish_part(nlohmann::json{{"cases", 3}, {"noise", nullptr}});
+        EXPECT_EQ(store.replaced(), "");
+        for (const char* shard : {"0/2", "1/2"}) {
+            store.begin_part(as_invocation(context("sharded", shard), first, "2026-12-05T02:00:00Z"));
+            store.add_case(record(fmt::format("s{}", shard[0])));
+        }
+    }
+    // A second invocation under the same tag: none of the first's cases stays, whichever it redoes.
+    ResultsStore store(url_);
+    store.begin_part(as_invocation(context("nightly"), second, "2026-12-06T02:00:00Z"));
+    EXPECT_EQ(store.replaced(), "run 'nightly' part 0 was written by " + first +
+                                        " (started 2026-12-05T02:00:00Z); this run " + second +
+                                        " (started 2026-12-06T02:00:00Z) replaces it whole: its 3 case(s) are deleted");
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'nightly'"), 0);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM case_outputs WHERE run_key = 'nightly'"), 0);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM run_parts WHERE run_key = 'nightly' AND end_record IS NULL AND complete = 0"),
+              1);
+    store.add_case(record("a"));
+    store.finish_part();
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'nightly'"), 1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE run_key = 'nightly' AND first_start = '2026-12-06T02:00:00Z'"), 1);
+    // A shard resubmitted by another invocation replaces its own part only.
+    store.begin_part(as_invocation(context("sharded", "1/2"), second, "2026-12-06T02:00:00Z"));
+    EXPECT_NE(store.replaced().find("run 'sharded' part 1 was written by " + first), std::string::npos)
+            << store.replaced();
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'sharded' AND part = 0"), 1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'sharded' AND part = 1"), 0);
+    // The deletion is the new part's transaction: a batch rolled back leaves the earlier part whole.
+    store.begin();
+    store.begin_part(as_invocation(context("sharded", "0/2"), second, "2026-12-06T02:00:00Z"));
+    EXPECT_NE(store.replaced(), "");
+    store.rollback();
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'sharded' AND part = 0"), 1);
+}
+
+TEST_P(Store, TheSameInvocationComingBackKeepsItsRows) {
+    const nlohmann::json ctx =
+            as_invocation(context("nightly"), "ci-1-20261205T020000.000Z-123", "2026-12-05T02:00:00Z");
+    {  // the run's connection, lost after two cases
+        ResultsStore store(url_);
+        store.begin_part(ctx);
+        store.add_case(record("a"));
+        store.add_case(record("b"));
+    }
+    // A reconnect (reports/store_reporter.cpp), or its spool ingested: the same run_id, nothing deleted.
+    ResultsStore store(url_);
+    store.begin_part(ctx);
+    EXPECT_EQ(store.replaced(), "");
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'nightly'"), 2);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM case_outputs WHERE run_key = 'nightly'"), 4);
+    store.add_case(record("b", 0.5));  // again, in place
+    store.add_case(record("c"));
+    store.finish_part();
+    EXPECT_EQ(count("SELECT COUNT(*) FROM cases WHERE run_key = 'nightly'"), 3);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM case_outputs WHERE case_id = 'b' AND worst_ratio = 0.5"), 1);
+}
+
 TEST_P(Store, ManyWritersAtOnce) {
     // Four shards of one run written at the same time, each through its own connection, as four
     // machines would: every case lands once, and the run is complete when the last shard ends.
@@ -378,13 +479,20 @@ TEST_P(Store, TheReporterWritesWhatTheJsonlReporterWrites) {
     r.info.backend = "ref";
     rep.on_case(r);
     EXPECT_EQ(count("SELECT complete FROM run_state"), 0);
-    rep.end(Summary{});
+    Summary summary;
+    summary.noise_end = NoiseSample{.loadavg = 1.5, .steal = 0.0, .steal_jiffies = {}, .total_jiffies = {},
+                                    .calib_ms = 2.0, .calib_cv = 0.05, .calib_reps = 25};
+    rep.end(summary);
     EXPECT_EQ(count("SELECT complete FROM run_state"), 1);
     soci::session s = reader();
-    std::string text, key;
+    std::string text, key, end;
     s << "SELECT run_key, record FROM cases", soci::into(key), soci::into(text);
     EXPECT_EQ(key, "h 2026-12-05T03:00:00Z sdpabench b1hq1sq8d8");
     EXPECT_EQ(text, json_line(json_record(r)));
+    // The part's end record is the JSONL report's: the case count and the noise after the last case.
+    s << "SELECT end_record FROM run_parts", soci::into(end);
+    EXPECT_EQ(nlohmann::json::parse(end), end_record(1, summary).at("end"));
+    EXPECT_EQ(nlohmann::json::parse(end).at("noise").at("end").at("calib_ms"), 2.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Store, ::testing::ValuesIn(kinds()),
