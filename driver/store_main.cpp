@@ -75,14 +75,20 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
             if (rec.contains("end")) {  // the run ended (a report's or a spool's last record), with its case count
                 ended = true;
                 end = rec["end"];
-                end_cases = end.is_object() ? end.value("cases", -1LL) : -1LL;
+                const auto n = end.is_object() ? end.find("cases") : end.end();
+                end_cases = end.is_object() && n != end.end() && n->is_number_integer() ? n->get<long long>() : -1LL;
                 continue;
             }
             if (ended) {
                 store.rollback();
                 return fail(k + 1, "a case after the end record");
             }
-            const std::string id = rec.value("id", "");
+            const auto id_field = rec.find("id");
+            if (id_field == rec.end() || !id_field->is_string()) {
+                store.rollback();
+                return fail(k + 1, "a case record without a string \"id\"");
+            }
+            const std::string id = id_field->get<std::string>();
             const std::string here = fmt::format("{}:{}", path, k + 1);
             if (const auto it = ids.find(id); it != ids.end() && !id.empty()) {
                 store.rollback();
@@ -106,12 +112,18 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
                     : !(spool && ended) && spool ? "; the spool has no end record (its run was killed): the run stays incomplete"
                     : short_of_cases ? fmt::format("; the store holds {} of the run's {} case(s) (the others went to the store "
                                                    "the spool was written for, {}): the run stays incomplete here",
-                                               held, end_cases, first["spool"].value("store", "?"))
+                                               held, end_cases,
+                                               first["spool"].is_object() ? first["spool"].value("store", "?") : "?")
                     : "");
         return true;
     } catch (const StoreError& e) {
         store.rollback();
         fmt::print(stderr, "{}: {}; nothing of this file was stored\n", path, e.what());
+        return false;
+    } catch (const nlohmann::json::exception& e) {  // a field of another type than a report's
+        store.rollback();
+        fmt::print(stderr, "{}: a record with a field of the wrong type ({}); nothing of this file was stored\n", path,
+                   e.what());
         return false;
     }
 }
@@ -131,7 +143,12 @@ int main(int argc, char** argv) {
     ingest->add_option("files", files, "JSONL reports")->required()->check(CLI::ExistingFile);
     CLI::App* migrate = app.add_subcommand("migrate", "Create the store's schema, or upgrade an older one, and print its version");
     migrate->add_option("--db", db, "The store: sqlite:PATH or postgresql:URL")->required();
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Bad usage (a missing file, an unknown option) exits 2 like every other refusal; --help 0.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     std::string err;
     const auto url = sdpa::parse_store_url(db, &err);

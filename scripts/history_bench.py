@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How well scripts/history finds changes: a detection-power benchmark on synthetic nightly series.
 
-Run it with the venv's Python (scripts/setup.sh):
-  /opt/sdpabench-deps/py/bin/python scripts/history_bench.py [--series=N] [--seed=S] [--check]
+Run it as scripts/history bench [--series=N] [--seed=S] [--methods=robust,otava] [--check] (with
+the venv of scripts/setup.sh).
 
 Each class below draws N stores from its seed (numpy's default_rng(seed + class index)): 1-4
 machines, one case, 6-60 revisions, one run a night, noise of the given CV (Gaussian, or Student's
@@ -57,6 +57,7 @@ CLASSES = [
     ("step >= 10%, all machines", False, dict(cv=(0.005, 0.02), step=(0.10, 2.0), machines=(2, 4), everywhere=True)),
     ("step 3-10%", False, dict(cv=(0.005, 0.02), step=(0.03, 0.10))),
     ("step >= 10%, 1 rev before", False, dict(cv=(0.005, 0.02), step=(0.10, 2.0), before=1)),
+    ("step >= 10%, 2 revs after", False, dict(cv=(0.005, 0.02), step=(0.10, 2.0), after=2)),
     ("flat, CV 2-10%", False, dict(cv=(0.02, 0.10))),
     ("step >= 20%, CV 2-10%", False, dict(cv=(0.02, 0.10), step=(0.20, 2.0))),
     ("flat, heavy-tailed", False, dict(cv=(0.005, 0.02), noise="heavy")),
@@ -83,7 +84,7 @@ def draw(rng, spec):
         offset = int(rng.integers(-2, 3)) if spec.get("outlier") == "near" else None
         lo = before + (offset is not None and offset < 0)
         hi = n - 3 - (offset is not None and offset >= 0)
-        pos = before if before == 1 else int(rng.integers(lo, hi + 1))
+        pos = before if before == 1 else n - spec["after"] if spec.get("after") else int(rng.integers(lo, hi + 1))
         size = float(rng.uniform(*spec["step"]))
         up = bool(rng.integers(0, 2))
         ratio = (1 + size) if up else 1 / (1 + size)
@@ -214,17 +215,24 @@ def fixtures(method):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--series", type=int, default=500, help="stores per class (default %(default)s)")
-    ap.add_argument("--seed", type=int, default=20261206, help="the generator's seed (default %(default)s)")
-    ap.add_argument("--methods", default="robust,otava", help="methods to compare (default %(default)s)")
+    ap = argparse.ArgumentParser(prog="scripts/history bench", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--series", type=h._at_least(1, int), default=500, help="stores per class, >= 1 (default %(default)s)")
+    ap.add_argument("--seed", type=h._at_least(0, int), default=20261206,
+                    help="the generator's seed, >= 0 (default %(default)s)")
+    ap.add_argument("--methods", default="robust,otava",
+                    help="methods to compare, a comma-separated list of robust and otava (default %(default)s)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the robust method meets the targets")
     a = ap.parse_args(argv)
+    methods = a.methods.split(",")
+    if any(m not in ("robust", "otava") for m in methods) or len(set(methods)) != len(methods):
+        ap.error(f"--methods: expects robust and/or otava, each once, got {a.methods!r}")
+    if a.check and "robust" not in methods:
+        ap.error("--check judges the robust method: --methods must name it")
     from tabulate import tabulate
     rows, failed = [], []
     results = {}
-    for method in a.methods.split(","):
+    for method in methods:
         for i, (name, targeted, spec) in enumerate(CLASSES):
             t = run_class(i, name, spec, a.series, a.seed, method)
             results[(method, name)] = t
@@ -235,7 +243,7 @@ def main(argv=None):
     print(tabulate(rows, headers=["class", "method", "stores", "found %", "exact %", "near %", "false %", "outliers %",
                                   "as change %", "false out %", "scope %", "noisy %"], floatfmt=".1f", missingval="-"))
     print()
-    for method in a.methods.split(","):
+    for method in methods:
         for name, want, found in fixtures(method):
             got = [(f["kind"], f["rev"]) for k in ("changes", "outliers", "noisy_runs") for f in found[k]]
             ok = got == [("change", want)]

@@ -21,10 +21,11 @@ robust statistics of the points themselves:
    deviations from the medians on each side is a change when n_before >= MIN_BEFORE,
    n_after >= MIN_AFTER, its z (the difference of the medians over its standard error
    sigma sqrt(pi/2 (1/n_before + 1/n_after)), the median's asymptotic variance) is at least
-   Z_MIN, the ratio of the medians is at
-   least the minimum magnitude away from 1, and at least DOMINANCE of the (before, after) pairs
-   are ordered the way the medians are (a rank condition: the Mann-Whitney U statistic over its
-   maximum); then each side is searched again. Otava's change points of the series with its
+   Z_MIN, the ratio of the medians is at least the minimum magnitude away from 1, at least
+   DOMINANCE of the (before, after) pairs are ordered the way the medians are (a rank
+   condition: the Mann-Whitney U statistic over its maximum), and the two values next to the
+   split are each nearer their own side's median (a new level only two values long does not
+   pass as a change one value early); then each side is searched again. Otava's change points of the series with its
    outliers replaced by their neighbours' median are added where the same test confirms them.
    Each change's revision is then the split nearest to it (two either way) with the least sum
    of absolute deviations from the two medians. Outliers between the last value before a change
@@ -172,7 +173,11 @@ def _test(left, right, sigma, min_log):
     if z < Z_MIN or abs(d) < min_log:
         return z, False
     ordered = sum((r > l) if d > 0 else (r < l) for l in left for r in right)
-    return z, ordered >= DOMINANCE * len(left) * len(right)
+    # Each value next to the split is nearer its own side's median: a split one value early (the
+    # new level only two values long, one old value taken with them) is not a change.
+    ml, mr = _median(left), _median(right)
+    edges = abs(left[-1] - ml) < abs(left[-1] - mr) and abs(right[0] - mr) < abs(right[0] - ml)
+    return z, edges and ordered >= DOMINANCE * len(left) * len(right)
 
 
 def _values(logs, clean, a, b):

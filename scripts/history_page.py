@@ -24,8 +24,10 @@ from collections import defaultdict
 from datetime import datetime, timezone
 
 STATUS_ORDER = ["PASSED", "EXECUTED", "MISTRUSTED", "SKIPPED", "UNIMPLEMENTED", "INVALID_ARGUMENTS", "FAILED", "LISTED"]
-UNITS = {"median_ms": "ms", "tflops": "TFLOP/s"}
-AXIS_LABELS = {"median_ms": "median time (ms)", "tflops": "TFLOP/s at the median time", "status": "status"}
+from sdpabench_history import TIMING_METRICS  # noqa: E402 (the metrics' units and labels)
+
+UNITS = {k: m["unit"] for k, m in TIMING_METRICS.items()}
+AXIS_LABELS = {**{k: m["what"] for k, m in TIMING_METRICS.items()}, "status": "status"}
 # (key in findings, kind, section title); the page's order.
 SECTIONS = [("changes", "change", "Timing changes"), ("margins", "margin", "Margin steps"),
             ("flaky", "flaky", "Flaky cases"), ("outliers", "outlier", "Outliers"),

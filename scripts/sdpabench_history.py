@@ -24,6 +24,8 @@ usage or an unreadable store.
                         case's repro line; flags the steps that got worse
   flaky                 cases whose status differs between runs at one revision, or goes back
                         and forth across revisions; flags every one
+  bench                 the detection-power benchmark (scripts/history_bench.py: synthetic nightly
+                        series; bench --help)
   plot --out=DIR        DIR/index.html: every finding, each charted on its machine's own
                         scale (Plotly, its JavaScript written beside the page: hover a point
                         for its run and repro line, click a machine to hide it), and one PNG
@@ -47,6 +49,7 @@ import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -56,9 +59,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 SCHEMA_VERSIONS = (1, 2)  # the store schema versions this reader knows (reports/results_store.cpp migrations)
-# The timing metrics a series may be of: what each is, and which way is better.
-TIMING_METRICS = {"median_ms": {"what": "median time, ms", "lower_is_better": True},
-                  "tflops": {"what": "TFLOP/s at the median time", "lower_is_better": False}}
+# The timing metrics a series may be of: what each is (its axis label on the page), its unit, and
+# which way is better.
+TIMING_METRICS = {"median_ms": {"what": "median time (ms)", "unit": "ms", "lower_is_better": True},
+                  "tflops": {"what": "TFLOP/s at the median time", "unit": "TFLOP/s", "lower_is_better": False}}
 NOISE_WINDOW = 3  # revisions on each side of a change whose noisy runs are reported with it
 MIN_POINTS = 4    # a series needs this many revisions before any change is looked for
 # The run context's fields whose change between two runs of a machine is a finding ("context")
@@ -102,15 +106,33 @@ def connect(db):
         import psycopg
     except ImportError:
         raise Unusable("postgresql stores need psycopg: run scripts/history (the venv of scripts/setup.sh has it)")
+    if target.startswith("//"):
+        # "postgresql://..." read as KIND "postgresql" and target "//...": libpq would echo it.
+        raise Unusable("--db: expects postgresql:URL, and the URL has its own scheme: "
+                       "--db=postgresql:postgresql://USER@HOST:PORT/DATABASE")
     try:
         return psycopg.connect(target, autocommit=True)
     except psycopg.Error as e:
-        raise Unusable(f"--db: cannot connect to the PostgreSQL store: {e}".strip())
+        # libpq's reason may quote the text, password and all (docs/tracking.md#passwords).
+        secret = "@" in target or "password" in target.lower()
+        why = "its reason is left out: the URL holds a password" if secret else str(e).strip()
+        raise Unusable(f"--db: cannot connect to the PostgreSQL store ({why})")
 
 
 def _json(v):
-    """A stored JSON column: psycopg decodes it itself, sqlite3 gives the text (None: NULL)."""
-    return v if v is None or isinstance(v, (dict, list)) else json.loads(v)
+    """A stored JSON column: psycopg decodes it itself, sqlite3 gives the text (None: NULL or
+    not JSON)."""
+    if v is None or isinstance(v, (dict, list)):
+        return v
+    try:
+        return json.loads(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _dict(v):
+    """v when it is a JSON object, else {} (a report written by hand may hold anything)."""
+    return v if isinstance(v, dict) else {}
 
 
 def rows(conn, sql):
@@ -125,11 +147,27 @@ def flag(v):
 
 
 def number(v):
-    """A stored number or JSON number as float (PostgreSQL's ->> gives text), None when absent."""
-    if v is None or v == "":
+    """A stored number or JSON number as float (PostgreSQL's ->> gives text), None when absent,
+    not finite or not a number (a boolean, a word)."""
+    if v is None or isinstance(v, bool) or v in ("", "true", "false"):
         return None
-    x = float(v)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
     return x if math.isfinite(x) else None
+
+
+def positive(v):
+    """number(v) when it is above 0 (a time, a rate), else None."""
+    x = number(v)
+    return x if x is not None and x > 0 else None
+
+
+def share(v):
+    """number(v) when it is in [0, 1] (a share of repetitions or of CPU time), else None."""
+    x = number(v)
+    return x if x is not None and 0 <= x <= 1 else None
 
 
 @dataclass
@@ -156,7 +194,8 @@ class Point:
 
 
 def machine_of(ctx):
-    tags = ctx.get("tags") or {}
+    """The machine of a run: its --tags=machine:, else "HOST (CPU[; GPU]; N threads)"."""
+    tags = _dict(ctx.get("tags"))
     if tags.get("machine"):
         return tags["machine"]
     gpu = f"; {ctx['gpu']}" if ctx.get("gpu") else ""
@@ -166,9 +205,9 @@ def machine_of(ctx):
 def attributes_of(ctx, order_by):
     """The context facts whose change "changes" reports: versions, commit, machine, threads, tags."""
     out = {k: str(ctx.get(k, "")) for k in CONTEXT_FIELDS}
-    for name, version in (ctx.get("libraries") or {}).items():
+    for name, version in _dict(ctx.get("libraries")).items():
         out[f"libraries.{name}"] = str(version)
-    for k, v in (ctx.get("tags") or {}).items():
+    for k, v in _dict(ctx.get("tags")).items():
         if k not in ("run", "machine", order_by):
             out[f"tags.{k}"] = str(v)
     return out
@@ -193,48 +232,64 @@ def load(db, order_by=None, include_incomplete=False, notes=None):
         ends = "end_record" if version >= 2 else "NULL"
         contexts, end_noise = {}, {}
         for k, p, c, e in rows(conn, f"SELECT run_key, part, context, {ends} FROM run_parts"):
-            contexts[(k, p)] = _json(c)
-            end_noise[(k, p)] = ((_json(e) or {}).get("noise") or {}).get("end")
+            contexts[(k, p)] = _dict(_json(c))
+            end_noise[(k, p)] = _dict(_dict(_dict(_json(e)).get("noise")).get("end"))
         cases = rows(conn, "SELECT run_key, case_id, part, status, backend, noisy, record ->> 'repro', "
                            "record -> 'perf' ->> 'median_ms', record -> 'perf' ->> 'tflops', "
                            "record -> 'perf' ->> 'cv' FROM cases")
         outputs = defaultdict(dict)
         for k, c, o, p, w in rows(conn, "SELECT run_key, case_id, output, pass, worst_ratio FROM case_outputs"):
-            outputs[(k, c)][o] = (flag(p), number(w))
+            w = number(w)
+            outputs[(k, c)][o] = (flag(p), w if w is not None and w >= 0 else None)
     finally:
         conn.close()
     left = sorted(k for k, c in complete.items() if not c)
     if left and not include_incomplete:
         notes.append(f"{len(left)} incomplete run(s) left out (--include-incomplete takes them): {', '.join(left)}")
     if order_by is None:
-        order_by = "rev" if any("rev" in (c.get("tags") or {}) for c in contexts.values()) else "start"
+        order_by = "rev" if any("rev" in _dict(c.get("tags")) for c in contexts.values()) else "start"
     orders, missing = {}, set()
     for key, ctx in contexts.items():
         if not include_incomplete and not complete.get(key[0], False):
             continue
-        v = ctx.get("start") if order_by == "start" else (ctx.get("tags") or {}).get(order_by)
+        v = ctx.get("start") if order_by == "start" else _dict(ctx.get("tags")).get(order_by)
         if v is None:
             missing.add(key[0])
         else:
             orders[key] = str(v)
+    if contexts and not orders and order_by != "start":
+        tags = sorted({t for c in contexts.values() for t in _dict(c.get("tags"))})
+        raise Unusable(f"--order-by: no run has a {order_by} tag; the runs' tags: {', '.join(tags) or 'none'}")
     if missing:
         notes.append(f"{len(missing)} run(s) without a {order_by} tag left out: {', '.join(sorted(missing))}")
     numeric = all(_is_number(v) for v in orders.values())
-    points = []
+    words = sorted({v for v in orders.values() if not _is_number(v)})
+    if not numeric and len(words) < len(set(orders.values())):
+        notes.append(f"{order_by} values that are not numbers ({', '.join(words[:5])}{', ...' if len(words) > 5 else ''}) "
+                     "order every run as text, number runs of digits by value")
+    points, bad = [], 0
     for run, case, part, status, backend, noisy, repro, median, tflops, cv in cases:
         if (run, part) not in orders:
             continue
+        bad += (median is not None and positive(median) is None) + (tflops is not None and positive(tflops) is None)
         ctx = contexts[(run, part)]
         rev = orders[(run, part)]
-        noise = {"start": (ctx.get("noise") or {}).get("start"), "end": end_noise.get((run, part))}
+        noise = {"start": _dict(_dict(ctx.get("noise")).get("start")), "end": end_noise.get((run, part))}
         points.append(Point(run=run, case=case, backend=backend, machine=machine_of(ctx), rev=rev,
-                            order=(float(rev) if numeric else rev, ctx.get("start", ""), run),
-                            status=status, noisy=flag(noisy), repro=repro or "", median_ms=number(median),
-                            tflops=number(tflops), cv=number(cv), attributes=attributes_of(ctx, order_by),
+                            order=(float(rev) if numeric else _natural(rev), str(ctx.get("start", "")), run),
+                            status=status, noisy=flag(noisy), repro=repro or "", median_ms=positive(median),
+                            tflops=positive(tflops), cv=number(cv), attributes=attributes_of(ctx, order_by),
                             outputs=outputs.get((run, case), {}), noise={k: v for k, v in noise.items() if v},
-                            threads=int(ctx.get("threads") or 0), cpus=int(ctx.get("cpus") or 0)))
+                            threads=int(number(ctx.get("threads")) or 0), cpus=int(number(ctx.get("cpus")) or 0)))
+    if bad:
+        notes.append(f"{bad} timing(s) that are not positive numbers left out")
     points.sort(key=lambda p: p.order)
     return points, order_by
+
+
+def _natural(text):
+    """A sort key of text that orders runs of digits by value ("v2" before "v10")."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", text))
 
 
 def _is_number(v):
@@ -400,23 +455,24 @@ def judge_runs(points, a):
     found = []
     for machine, keys in by_machine.items():
         reasons = defaultdict(list)
-        calib = {k: [s["calib_ms"] for s in runs[k][0].noise.values() if s and number(s.get("calib_ms"))] for k in keys}
+        calib = {k: [positive(s.get("calib_ms")) for s in runs[k][0].noise.values() if positive(s.get("calib_ms"))]
+                 for k in keys}
         known = [x for v in calib.values() for x in v]
         base = statistics.median(known) if known else None
         for k in keys:
             p0 = runs[k][0]
             for when, smp in sorted(p0.noise.items()):
-                ms, cut, load = (number(smp.get(f)) for f in ("calib_ms", "calib_slow", "loadavg"))
+                ms, cut, load = positive(smp.get("calib_ms")), share(smp.get("calib_slow")), number(smp.get("loadavg"))
                 if ms is not None and base and ms > CALIB_SLOW * base:
                     reasons[k].append(f"calibration at its {when} x{ms / base:.2f} the machine's median{_load(load)}")
                 if cut is not None and cut > CALIB_CUT:
                     reasons[k].append(f"{cut:.0%} of the calibration's repetitions interrupted at its {when}{_load(load)}")
             start, end = (p0.noise.get(w) or {} for w in ("start", "end"))
-            both = [number(start.get("calib_ms")), number(end.get("calib_ms"))]
+            both = [positive(start.get("calib_ms")), positive(end.get("calib_ms"))]
             if all(both) and max(both) > CALIB_SLOW * min(both):
                 reasons[k].append(f"calibration x{both[1] / both[0]:.2f} from its start to its end")
-            j0, j1 = start.get("jiffies") or {}, end.get("jiffies") or {}
-            if all(isinstance(j.get(f), int) for j in (j0, j1) for f in ("steal", "total")):
+            j0, j1 = _dict(start.get("jiffies")), _dict(end.get("jiffies"))
+            if all(type(j.get(f)) is int for j in (j0, j1) for f in ("steal", "total")):
                 total, steal = j1["total"] - j0["total"], j1["steal"] - j0["steal"]
                 if total >= STEAL_JIFFIES and steal > STEAL * total:
                     reasons[k].append(f"{steal / total:.0%} of the CPU stolen over the run")
@@ -580,9 +636,10 @@ def fmt_num(v, digits=4):
     return "" if v is None else f"{v:.{digits}g}"
 
 
-def table(items, columns):
+def table(items, columns, **options):
+    """The items as a text table (tabulate), one column per (header, function of an item)."""
     from tabulate import tabulate
-    return tabulate([[fn(i) for _, fn in columns] for i in items], headers=[h for h, _ in columns])
+    return tabulate([[fn(i) for _, fn in columns] for i in items], headers=[h for h, _ in columns], **options)
 
 
 def changed_text(f):
@@ -655,26 +712,68 @@ def ingest(a):
 
 
 def list_runs(a, notes):
+    """The runs of the store (complete or not) in the order of the order tag (numerically when
+    every value is a number, else as text with runs of digits by value), then start; those of
+    machines matching --machine."""
     points, order_by = load(a.db, a.order_by, include_incomplete=True, notes=[])
     conn = connect(a.db)
     try:
         state = rows(conn, "SELECT run_key, complete, parts, shard_count, first_start FROM run_state")
+        contexts = {}
+        for k, c in rows(conn, "SELECT run_key, context FROM run_parts ORDER BY part"):
+            contexts.setdefault(k, _dict(_json(c)))
     finally:
         conn.close()
-    per_run = series(points, lambda p: p.run)
+    cases = defaultdict(int)
+    for p in points:
+        cases[p.run] += 1
+
+    def order_of(key):
+        ctx = contexts.get(key, {})
+        return str(ctx.get("start", "")) if order_by == "start" else _dict(ctx.get("tags")).get(order_by)
+    values = {k: order_of(k) for k, *_ in state}
+    numeric = all(_is_number(v) for v in values.values() if v is not None)
+    key_of = (lambda v: (float(v),)) if numeric else (lambda v: _natural(str(v)))
+    machines = sorted({machine_of(c) for c in contexts.values()})
+    if machines and not any(fnmatch.fnmatchcase(m, a.machine) for m in machines):
+        raise Unusable(f"--machine={a.machine}: no machine matches; the machines: {', '.join(machines)}")
     items = []
-    # In the order of the order tag (numerically when every value is a number), then start.
-    order = {p.run: p.order for p in points}
-    for key, complete, parts, shards, start in sorted(state, key=lambda r: (r[0] not in order, order.get(r[0], ()), str(r[4]))):
-        pts = per_run.get(key, [])
-        items.append({"run": key, order_by: pts[0].rev if pts else None, "machines": sorted({p.machine for p in pts}),
-                      "start": start, "cases": len(pts), "parts": f"{parts}/{shards}", "complete": flag(complete)})
+    for key, complete, parts, shards, start in sorted(
+            state, key=lambda r: (values[r[0]] is None, key_of(values[r[0]]) if values[r[0]] is not None else (), str(r[4]))):
+        machine = machine_of(contexts.get(key, {}))
+        if not fnmatch.fnmatchcase(machine, a.machine):
+            continue
+        item = {"run": key, order_by: values[key], "machines": [machine], "start": start, "cases": cases[key],
+                "parts": f"{parts}/{shards}", "complete": flag(complete)}
+        items.append(item)
     if a.json:
         print(json.dumps(items, indent=1))
     else:
-        print(table(items, [(k, (lambda k: lambda i: i[k] if not isinstance(i[k], list) else ", ".join(i[k]))(k))
-                            for k in ("run", order_by, "machines", "start", "cases", "parts", "complete")]))
+        columns = list(dict.fromkeys(("run", order_by, "machines", "start", "cases", "parts", "complete")))
+        print(table(items, [(k, (lambda k: lambda i: ", ".join(i[k]) if isinstance(i[k], list) else str(i[k]))(k))
+                            for k in columns], disable_numparse=True))
     return 0
+
+
+def _at_least(low, kind=float):
+    """An argparse type: a finite number of `kind` >= low."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects a number, got {text!r}")
+        if not math.isfinite(v) or v < low:
+            raise argparse.ArgumentTypeError(f"expects a finite number >= {low}, got {text}")
+        return v
+    return parse
+
+
+def _pvalue(text):
+    """An argparse type: a p-value threshold in (0, 1]."""
+    v = _at_least(0.0)(text)
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"expects a p-value in (0, 1], got {text}")
+    return v
 
 
 def main(argv=None):
@@ -682,30 +781,34 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/history", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", required=True, help="the store: sqlite:PATH or postgresql:URL")
-    common.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    common.add_argument("--order-by", help="the tag that orders runs (default rev when present, else the start time); "
-                                           "'start' orders by start time")
+    base = argparse.ArgumentParser(add_help=False)
+    base.add_argument("--db", required=True, help="the store: sqlite:PATH or postgresql:URL")
+    base.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    base.add_argument("--order-by", help="the tag that orders runs (default rev when present, else the start time); "
+                                         "'start' orders by start time")
+    base.add_argument("--machine", default="*", help="show only the findings (runs) of machines matching this glob "
+                                                      "(the analysis reads every machine)")
+    common = argparse.ArgumentParser(add_help=False, parents=[base])
     common.add_argument("--include-incomplete", action="store_true", help="also read runs that did not complete")
     common.add_argument("--case", default="*", help="only case ids matching this glob")
     common.add_argument("--backend", default="*", help="only backends matching this glob")
-    common.add_argument("--machine", default="*", help="show only the findings of machines matching this glob "
-                                                        "(the analysis reads every machine)")
     otava = argparse.ArgumentParser(add_help=False)
     otava.add_argument("--metric", choices=sorted(TIMING_METRICS), default="median_ms", help="the timing metric")
-    otava.add_argument("--max-pvalue", type=float, default=0.001, help="Otava's max_pvalue (default %(default)s)")
-    otava.add_argument("--min-magnitude", type=float, default=0.05,
-                       help="smaller relative changes are not reported (default %(default)s)")
-    otava.add_argument("--window", type=int, default=50, help="Otava's window_len (default %(default)s)")
+    otava.add_argument("--max-pvalue", type=_pvalue, default=0.001,
+                       help="Otava's max_pvalue, in (0, 1] (default %(default)s)")
+    otava.add_argument("--min-magnitude", type=_at_least(0.0), default=0.05,
+                       help="smaller relative changes are not reported, >= 0 (default %(default)s)")
+    otava.add_argument("--window", type=_at_least(2, int), default=50,
+                       help="Otava's window_len, >= 2 (default %(default)s)")
     otava.add_argument("--method", choices=("robust", "otava"), default="robust",
                        help="robust: outliers named, a robust step test with Otava's change points as candidates "
                             "(scripts/history_detect.py); otava: Otava's analysis alone (default %(default)s)")
     p = sub.add_parser("ingest", help="store JSONL reports")
     p.add_argument("--db", required=True, help="the store: sqlite:PATH or postgresql:URL")
     p.add_argument("files", nargs="+", help="JSONL reports (--report=jsonl:PATH)")
-    sub.add_parser("runs", parents=[common], help="list the runs")
-    sub.add_parser("changes", parents=[common, otava], help="change points of the timing series")
+    sub.add_parser("runs", parents=[base], help="list the runs")
+    sub.add_parser("changes", parents=[common, otava],
+                   help="changes, outliers, noisy runs and context changes of the timing series")
     sub.add_parser("margins", parents=[common, otava], help="steps of the outputs' worst_ratio")
     sub.add_parser("flaky", parents=[common], help="cases whose status flips")
     p = sub.add_parser("plot", parents=[common, otava], help="index.html (interactive) and a PNG per charted finding")
@@ -720,6 +823,9 @@ def main(argv=None):
         points, a.order_by = load(a.db, a.order_by, a.include_incomplete, notes)
         for n in notes:
             print(f"history: note: {n}", file=sys.stderr)
+        machines = sorted({p.machine for p in points})
+        if points and not any(fnmatch.fnmatchcase(m, a.machine) for m in machines):
+            raise Unusable(f"--machine={a.machine}: no machine matches; the machines: {', '.join(machines)}")
         if a.cmd == "flaky":
             return report(a, shown(flaky_cases(select(points, a)), a), FLAKY_COLUMNS, "flaky case", lambda f: True)
         findings = analyze(points, a)
@@ -729,6 +835,12 @@ def main(argv=None):
             every = findings["changes"] + findings["outliers"] + findings["noisy_runs"] + findings["context"]
             return report(a, every, CHANGE_COLUMNS, "change", changes_flagged)
         from history_page import write_page
+        try:
+            os.makedirs(a.out, exist_ok=True)
+        except OSError as e:
+            raise Unusable(f"--out={a.out}: cannot make the folder: {e.strerror}")
+        if not os.path.isdir(a.out) or not os.access(a.out, os.W_OK):
+            raise Unusable(f"--out={a.out}: not a folder this process can write")
         return write_page(a, select(points, a), findings, notes)
     except Unusable as e:
         print(f"history: {e}", file=sys.stderr)

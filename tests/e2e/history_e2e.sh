@@ -62,9 +62,11 @@ done
 burner=()
 for r in 1 2 3 4 5 6 7 8 9 10 11 12; do
   if [ "$r" -eq 9 ]; then
-    # Four busy loops per CPU: a run of one thread then gets about a ninth of a CPU's time on
-    # two CPUs, and its calibration kernel's 25 repetitions cannot all fall between their slices.
+    # Four busy loops per CPU, at a higher priority where the test may raise it (root): a run of
+    # one thread then gets a small share of a CPU's time, and most of its calibration kernel's 25
+    # repetitions are interrupted (docs/output.md#the-machines-noise).
     for _ in $(seq $((4 * $(nproc)))); do (while :; do :; done) & burner+=($!); done
+    renice -n -10 -p "${burner[@]}" >/dev/null 2>&1 || true
     sleep 2
   fi
   SDPABENCH_FAULTY_REPEAT=1 "$exe" --no-progress --tags=rev:$r,machine:ci2 "${reports[@]}" --fix-times=9 --fill=normal \
@@ -100,7 +102,9 @@ PY
 read -r -d '' changes_ok <<'PY'
 # The planted slowdown, the burner's run, and no other change or context change. This two-core VM
 # also has evenings of its own: another run judged noisy, and a run of the 0.5 ms steady case
-# 1.2-1.6x slow (an outlier, not a change), are the machine's: printed, not failed.
+# 1.2-1.6x slow (an outlier, not a change), are the machine's: printed, not failed; and so are its
+# steps of 5-10% over the test's minute (a cold start, a neighbour): changes is asked for 25% and
+# more (--min-magnitude=0.25), the planted slowdown being 4x.
 assert [f["kind"] for f in x if f["kind"] not in ("noisy run", "outlier")] == ["change"], f"exactly the planted slowdown expected, got {x}"
 noisy = [f for f in x if f["kind"] == "noisy run"]
 n = [f for f in noisy if (f["machine"], f["rev"]) == ("ci2", "9")]
@@ -130,8 +134,8 @@ assert [s for r, s in x[0]["statuses"] if r in ("4", "9")] == ["FAILED"] * 4, x 
 PY
 for store in "${stores[@]}"; do
   check runs "$store" 0 "$runs_ok"
-  check changes "$store" 1 "$changes_ok"
-  check changes "$store" 1 'assert [(f["kind"], f["scope"]) for f in x if f["kind"] == "change"] == [("change", "this machine only")], x' --machine=ci
+  check changes "$store" 1 "$changes_ok" --min-magnitude=0.25
+  check changes "$store" 1 'assert [(f["kind"], f["scope"]) for f in x if f["kind"] == "change"] == [("change", "this machine only")], x' --machine=ci --min-magnitude=0.25
   check changes "$store" 0 'assert {f["machine"] for f in x} == {"ci2"} and ("noisy run", "9") in {(f["kind"], f["rev"]) for f in x}, x' --machine=ci2
   check margins "$store" 1 "$margins_ok"
   check flaky "$store" 1 "$flaky_ok"

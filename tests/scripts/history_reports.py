@@ -27,7 +27,8 @@ def case(name, median=None, ratio=None, noisy=False, output="O", status="PASSED"
     r = {"idx": idx, "id": f"--backend=ref b1hq2sq64d16n={name}", "status": status, "backend": "ref",
          "repro": f"--backend=ref b1hq2sq64d16n={name}", "checked": ratio is not None, "perf": None, "outputs": []}
     if median is not None:
-        r["perf"] = {"runs": 9, "median_ms": median, "tflops": 1.0 / median, "cv": 0.3 if noisy else 0.01, "noisy": noisy}
+        r["perf"] = {"runs": 9, "median_ms": median, "tflops": 1.0 / median if median else None,
+                     "cv": 0.3 if noisy else 0.01, "noisy": noisy}
     if ratio is not None:
         r["outputs"] = [{"output": output, "pass": ratio < 1, "failure": "none" if ratio < 1 else "bound", "worst_ratio": ratio}]
     return r

@@ -141,4 +141,55 @@ python3 -c "import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.execute('UPD
 [ $? -eq 2 ] && grep -q "the store has schema version 9" "$tmp/out" || fail "a newer schema"
 "$history" changes --db="sqlite:$tmp/none.db" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -q "no store at $tmp/none.db" "$tmp/out" || fail "no store"
+# What a breaker found: a new level only two nights long is the latest outliers, not a change one
+# revision early; timings that are not positive numbers and odd noise samples are left out, not a
+# traceback or a noisy run; bad usage exits 2 with the reason.
+python3 - "$tmp/odd" "$src/tests/scripts" <<'PY' || fail "generating the odd reports"
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from history_reports import case, ctx, wiggle, write
+out = sys.argv[1]
+os.makedirs(out)
+for rev in range(1, 9):
+    c = ctx(rev, "m1")
+    if rev == 3:
+        c["context"]["noise"] = {"start": {"calib_ms": -1, "calib_slow": True, "jiffies": [1, 2]}}
+    if rev == 4:
+        c["context"]["noise"] = "garbage"
+    write(out, f"odd.{rev}.jsonl", [c, case("two", (1 if rev < 7 else 4) * wiggle(rev, 0), idx=0),
+                                   case("zero", 0 if rev == 5 else 2 * wiggle(rev, 1), idx=1)])
+PY
+odd="sqlite:$tmp/odd.db"
+"$history" ingest --db="$odd" "$tmp"/odd/*.jsonl >"$tmp/out" 2>&1 || fail "ingest of the odd reports"
+"$history" changes --db="$odd" --json >"$tmp/c.json" 2>"$tmp/out"
+[ $? -eq 0 ] || fail "odd: changes must exit 0 (nothing confirmed)"
+grep -q "1 timing(s) that are not positive numbers left out" "$tmp/out" || fail "odd: the note on the zero timing"
+python3 - "$tmp/c.json" <<'PY' || fail "odd: $(cat "$tmp/c.json")"
+import json, sys
+x = json.load(open(sys.argv[1]))
+assert [(f["kind"], f["rev"], f["latest"]) for f in x] == [("outlier", "7", True), ("outlier", "8", True)], x
+PY
+for bad in "--window=0" "--min-magnitude=-1" "--max-pvalue=2" "--machine=nomatch" "--order-by=nope"; do
+  "$history" changes --db="$odd" $bad >"$tmp/out" 2>&1
+  [ $? -eq 2 ] || fail "changes $bad must exit 2"
+  grep -q Traceback "$tmp/out" && fail "changes $bad: a traceback"
+done
+grep -q "no run has a nope tag; the runs' tags: commit_time, machine, rev" "$tmp/out" || fail "--order-by=nope: the tags"
+"$history" runs --db=postgresql://u:secret@127.0.0.1:1/db >"$tmp/out" 2>&1
+[ $? -eq 2 ] && ! grep -q secret "$tmp/out" && grep -q "postgresql:postgresql://" "$tmp/out" || fail "a URL without KIND: must be refused without its password"
+python3 - "$tmp" "$src/tests/scripts" <<'PY' || fail "generating the mistyped reports"
+import sys
+sys.path.insert(0, sys.argv[2])
+from history_reports import case, ctx, write
+c = case("a", 1.0)
+c["id"] = 5
+write(sys.argv[1], "idnum.jsonl", [ctx(30, "m9"), c])
+write(sys.argv[1], "endstr.jsonl", [ctx(31, "m9"), case("a", 1.0), {"end": {"cases": "three"}}])
+PY
+"$SDPABENCH_STORE" ingest --db="$odd" "$tmp/idnum.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "idnum.jsonl:2: a case record without a string \"id\"; nothing of this file was stored" "$tmp/out" \
+  || fail "ingest: a case id that is not a string"
+"$SDPABENCH_STORE" ingest --db="$odd" "$tmp/endstr.jsonl" "$tmp/nowhere.jsonl" >"$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "ingest: a missing file is bad usage (exit 2)"
+"$SDPABENCH_STORE" ingest --db="$odd" "$tmp/endstr.jsonl" >"$tmp/out" 2>&1 || fail "ingest: an end record with an odd count"
 echo "history: passed"
