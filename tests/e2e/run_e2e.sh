@@ -13,13 +13,14 @@ summary_field() { grep -E '^tests:' "$tmp/out" | tail -n 1 | grep -oE "(^| )$1:[
 run() { "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err" >>"$tmp/out"; }
 # check_phases JSONL: every case that ran has phase times (reports/case_result.hpp Phase) that
 # are non-negative and sum to its case time within 2%, what no phase accounts for ("other") is at
-# most 10% of the run (a step left out of every phase shows as tens of percent; "other" is ~0.1%
-# on a quiet machine and reached 2% on a loaded 2-core CI run of 4 ms cases: scheduling, not a
-# step), and the summary's last line gives the totals.
+# most 10% of the run once the 5% of cases with the most "other" are left out (a step left out of
+# every phase shows in every case as tens of percent; "other" is ~0.1% on a quiet machine, and the
+# scheduler's preemptions land in a few cases' "other": on a loaded 2-core CI run of 2 ms cases
+# they summed to 14% of the run), and the summary's last line gives the totals.
 check_phases() {
   python3 - "$1" <<'EOF' || fail "phase times do not account for the case times"
 import json, sys
-bad, ran, run_ms, other_ms = [], 0, 0.0, 0.0
+bad, ran, run_ms, other_ms, cases = [], 0, 0.0, 0.0, []
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "context" in r or "end" in r or not r.get("case_ms"):
@@ -29,11 +30,15 @@ for line in open(sys.argv[1]):
     total = sum(ph.values())
     run_ms += r["case_ms"]
     other_ms += ph.get("other", 0.0)
+    cases.append((ph.get("other", 0.0), r["case_ms"]))
     if min(ph.values()) < 0 or abs(total - r["case_ms"]) > 0.02 * r["case_ms"]:
         bad.append(f"{r['repro']}: phases sum to {total:.3f} ms of {r['case_ms']:.3f} ms: {ph}")
-print(f"{ran} cases ran; {len(bad)} whose phases do not sum to the case time; other {other_ms:.1f} of {run_ms:.1f} ms")
+kept = sorted(cases)[:len(cases) - len(cases) // 20]  # the 5% with the most "other" left out
+kept_other, kept_ms = sum(o for o, _ in kept), sum(ms for _, ms in kept)
+print(f"{ran} cases ran; {len(bad)} whose phases do not sum to the case time; other {other_ms:.1f} of {run_ms:.1f} ms, "
+      f"{kept_other:.1f} of {kept_ms:.1f} ms without the 5% of cases with the most")
 print("\n".join(bad[:10]))
-sys.exit(1 if bad or ran == 0 or other_ms > 0.10 * run_ms else 0)
+sys.exit(1 if bad or ran == 0 or kept_other > 0.10 * kept_ms else 0)
 EOF
   grep -qE '^total: [0-9.e+-]+s; fill: ' "$tmp/out" || fail "no 'total:' line of phase totals after the summary"
 }
