@@ -62,6 +62,10 @@ struct Case {
 /// True when `c` is only listed: --mode=L, or --mode=L on the command line (Case::list_only).
 inline bool listing(const Case& c) { return c.mode == Mode::L || c.list_only; }
 
+/// True when `c` is timed (--mode=P or CP, not only listed): a run with such a case samples the
+/// machine's noise (driver/run_context.hpp).
+inline bool timed(const Case& c) { return (c.mode == Mode::P || c.mode == Mode::CP) && !listing(c); }
+
 /// The complete, runnable repro of a case: the run knobs (--backend, --mode; --mode=L is left out,
 /// so a listed repro runs the case) and the problem knobs that differ from their defaults, in
 /// knob-table order (driver/knobs.cpp prints them), then the descriptor; for an imported graph

@@ -206,6 +206,12 @@ public:
     /// The cases this process runs (its shard).
     const std::vector<std::size_t>& selected() const { return selected_; }
 
+    /// True when a selected case is timed (timed() in driver/case.hpp).
+    bool times_a_case() const {
+        return std::any_of(selected_.begin(), selected_.end(),
+                           [&](std::size_t i) { return entries_[i].c && timed(*entries_[i].c); });
+    }
+
     /// Runs every selected case and reports it; returns the exit code.
     int run(Reporters& reporters, RunContext ctx) {
         if (opts_.shard.count > 0) {
@@ -232,7 +238,7 @@ public:
             reporters.on_case(r);
         }
         // The machine's noise after the last case, as before the first (RunContext::noise_start).
-        summary_.noise_end = noise_sample(ctx.threads);
+        if (ctx.noise_start) summary_.noise_end = noise_sample(ctx.threads);
         reporters.end(summary_);
         // Every report that does not hold the whole run, under the summary; the run's exit code
         // says so when nothing else does (kExitReportIncomplete).
@@ -465,7 +471,7 @@ int run(int argc, char** argv) {
     } catch (const std::exception& ex) {
         return usage_error(ex.what());
     }
-    RunContext ctx = run_context(opts, backend_names());
+    RunContext ctx = run_context(opts, backend_names(), batch.times_a_case());
     ctx.sdpabench = SDPABENCH_VERSION;
     ctx.git_commit = SDPABENCH_GIT_COMMIT;
     return batch.run(*reporters, std::move(ctx));

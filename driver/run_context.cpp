@@ -20,7 +20,7 @@
 
 namespace sdpa {
 
-RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>& backends) {
+RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>& backends, bool timed) {
     RunContext ctx;
     ctx.tags = opts.tags;
     for (const std::string& a : opts.argv) ctx.command += (ctx.command.empty() ? "" : " ") + a;
@@ -46,7 +46,7 @@ RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>
     if (const auto isa = best_cpu_isa()) ctx.isa = fmt::format("{}", *isa);
     ctx.build_type = SDPABENCH_BUILD_TYPE;
     ctx.cpu_governor = cpu_scaling_governor();
-    ctx.noise_start = noise_sample(ctx.threads);
+    if (timed) ctx.noise_start = noise_sample(ctx.threads);
     const auto now = std::chrono::system_clock::now();
     const auto tm = fmt::gmtime(std::chrono::system_clock::to_time_t(now));
     ctx.start = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);

@@ -19,6 +19,9 @@ namespace sdpa {
 /// (--isolate, --timeout-per-case) no backend's device_name() is called: the first CUDA call
 /// starts the runtime in the calling process, and a CUDA runtime does not survive fork(), so every
 /// child's first CUDA call would fail; `gpu` stays "" then (each case's `device` names its device).
-RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>& backends);
+/// `timed`: some case of the run is timed (Case timed()): only then is the machine's noise sampled
+/// (core/noise_probe.hpp, ~45 ms), which says how far timings can be trusted; else noise_start
+/// stays empty.
+RunContext run_context(const GlobalOptions& opts, const std::vector<std::string>& backends, bool timed = true);
 
 }  // namespace sdpa

@@ -64,5 +64,11 @@ TEST(RunContext, NamesTheBuildTypeTheGovernorAndTheNoiseAtTheStart) {
     EXPECT_TRUE(start.at("steal").is_number()) << start;
 }
 
+TEST(RunContext, ARunThatTimesNothingTakesNoNoiseSample) {
+    const RunContext ctx = run_context(options(), {}, /*timed=*/false);
+    EXPECT_FALSE(ctx.noise_start.has_value());
+    EXPECT_TRUE(context_record(ctx).at("context").at("noise").is_null());
+}
+
 }  // namespace
 }  // namespace sdpa
