@@ -14,6 +14,7 @@
 #include "backends/registry.hpp"
 #include "core/geometry.hpp"
 #include "core/parse_number.hpp"
+#include "driver/random_cases.hpp"
 #include "graph/json_import.hpp"
 
 namespace sdpa {
@@ -242,15 +243,143 @@ std::string explain_cpu_isa(std::string_view v) {
     return "";
 }
 
+/// Hooks of the rows (KnobHooks): what each knob means to --random (draw: a value of case i;
+/// needs: what a given value needs) and to the minimizer (simpler: the spellings it tries).
+namespace hook {
+
+namespace ds = draw_stream;
+
+/// Every direction.
+void draw_dir(Problem& p, const KnobDraw& d) { p.dir = kDirNames[d.pick(ds::dir, kDirNames.size())].value; }
+/// fwd_bwd tries its halves, fwd_t inference; bwd stays (its forward is not the failing part).
+std::vector<std::string> simpler_dir(const Case& c) {
+    if (c.prb.dir == Dir::fwd_bwd) return {"fwd_t", "bwd"};
+    if (c.prb.dir == Dir::fwd_t) return {"fwd_i"};
+    return {};
+}
+/// f32, bf16 or f16 (never fp8: its vendors are GPUs).
+void draw_dt(Problem& p, const KnobDraw& d) { p.dt = kDrawnDTypes[d.pick(ds::dt, kDrawnDTypes.size())]; }
+/// Every mask kind with the knobs that belong to it (draw_mask_details); the cost capped for it.
+void draw_mask(Problem& p, const KnobDraw& d) {
+    p.mask = kMaskNames[d.pick(ds::mask, kMaskNames.size())].value;
+    draw_mask_details(d.r, d.i, p);
+    cap_cost(p);
+}
+/// A window tries no mask, then causal_br (the window of 0 keys ahead).
+std::vector<std::string> simpler_mask(const Case& c) {
+    if (c.prb.mask == Mask::window) return {"none", "causal_br"};
+    return {knob(KnobId::mask).def()};
+}
+/// A bias knob given needs a bias.
+void needs_bias(Problem& p, const KnobNeeds& n) {
+    if (!n.has(KnobId::mask)) p.mask = Mask::bias;
+}
+/// The scale op, and half the time a scale value for it (else the default 1/sqrt(D_qk)).
+void draw_scale(Problem& p, const KnobDraw& d) {
+    p.scale_op = kScaleOpNames[d.pick(ds::scale_op, kScaleOpNames.size())].value;
+    if (d.pick(ds::scale, 2) == 1) {
+        const auto& values = p.scale_op == ScaleOp::mul ? kDrawnMulScales : kDrawnDivScales;
+        p.scale = values[static_cast<std::size_t>(d.uniform(ds::scale_value, 0, values.size() - 1))];
+    }
+}
+void draw_scale_dt(Problem& p, const KnobDraw& d) {
+    if (d.pick(ds::scale_dt, 2) == 1) p.scale_dt = DType::f32;
+}
+void draw_scale_property(Problem& p, const KnobDraw& d) { p.scale_host_scalar = d.pick(ds::scale_property, 2) == 1; }
+/// No padding unless the line gave it (dMask and the implicit causal mask do not model it).
+void no_padding(Problem& p, const KnobNeeds& n) {
+    if (!n.has(KnobId::seq_len_q)) p.seq_len_q.clear();
+    if (!n.has(KnobId::seq_len_kv)) p.seq_len_kv.clear();
+}
+/// --mask-form=implicit needs a causal mask (causal_tl or causal_br, drawn) and no padding.
+void needs_implicit(Problem& p, const KnobNeeds& n) {
+    if (!p.implicit_mask) return;
+    if (!n.has(KnobId::mask) && p.mask != Mask::causal_tl && p.mask != Mask::causal_br)
+        p.mask = n.r.uniform(n.i, 0x2000, 0, 1) == 0 ? Mask::causal_tl : Mask::causal_br;
+    no_padding(p, n);
+}
+void draw_dmask(Problem& p, const KnobDraw& d) { p.dmask = d.pick(ds::dmask, 2) == 1; }
+/// --dmask=true needs a bias, a backward and no padding.
+void needs_dmask(Problem& p, const KnobNeeds& n) {
+    if (!p.dmask) return;
+    needs_bias(p, n);
+    if (!n.has(KnobId::dir) && !has_backward(p.dir)) p.dir = Dir::bwd;
+    no_padding(p, n);
+}
+void draw_fill(Problem& p, const KnobDraw& d) { p.fill = kFillNames[d.pick(ds::fill, kFillNames.size())].value; }
+void draw_seed(Problem& p, const KnobDraw& d) { p.seed = static_cast<std::uint64_t>(d.uniform(ds::fill_seed, 1, 0x7fffffff)); }
+/// Padding in three of five draws: query lengths, key lengths, or both (one stream for both knobs).
+void draw_seq_len_q(Problem& p, const KnobDraw& d) {
+    if (const std::size_t k = d.pick(ds::padding, 5); k == 1 || k == 3) p.seq_len_q = draw_lengths(d.r, d.i, 0, p.dims.B, p.dims.S_q);
+}
+void draw_seq_len_kv(Problem& p, const KnobDraw& d) {
+    if (const std::size_t k = d.pick(ds::padding, 5); k == 2 || k == 3)
+        p.seq_len_kv = draw_lengths(d.r, d.i, 1, p.dims.B, p.dims.S_kv);
+}
+void draw_layout(Problem& p, const KnobDraw& d) { p.layout = kLayoutNames[d.pick(ds::layout, kLayoutNames.size())].value; }
+void draw_strides(Problem& p, const KnobDraw& d) {
+    p.strides = parse_role_layouts(sdpa::draw_strides(d.r, d.i, p)).value_or(RoleLayouts{});
+}
+/// No override, then each role's override left out.
+std::vector<std::string> simpler_strides(const Case& c) {
+    std::vector<std::string> out{knob(KnobId::strides).def()};
+    if (c.prb.strides.size() > 1)
+        for (const auto& kv : c.prb.strides) {
+            RoleLayouts fewer = c.prb.strides;
+            fewer.erase(kv.first);
+            out.push_back(role_layouts_name(fewer));
+        }
+    return out;
+}
+void draw_deterministic(Problem& p, const KnobDraw& d) { p.deterministic = d.pick(ds::deterministic, 2) == 1; }
+/// Ragged in a third of the draws that have padding and bshd (about a tenth of all: its vendors are
+/// GPUs, and oneDNN and PyTorch are UNIMPLEMENTED for it), without io stride overrides.
+void draw_ragged(Problem& p, const KnobDraw& d) {
+    p.ragged = d.pick(ds::ragged, 3) == 1 && (!p.seq_len_q.empty() || !p.seq_len_kv.empty()) && p.layout == Layout::bshd;
+    if (p.ragged)
+        for (const Role r : kIoRoles) p.strides.erase(r);
+}
+/// --ragged=true needs bshd, no io stride override and padding lengths (drawn query lengths).
+void needs_ragged(Problem& p, const KnobNeeds& n) {
+    if (!p.ragged) return;
+    if (!n.has(KnobId::layout)) p.layout = Layout::bshd;
+    if (!n.has(KnobId::strides))
+        for (const Role role : kIoRoles) p.strides.erase(role);
+    if (p.seq_len_q.empty() && p.seq_len_kv.empty() && !n.has(KnobId::seq_len_q))
+        p.seq_len_q = draw_lengths(n.r, n.i, 0, p.dims.B, p.dims.S_q);
+}
+/// Dropout in half the draws: p = 0 (the op kept) or a drawn p, a drawn seed, offset 0, 1 or drawn.
+void draw_dropout(Problem& p, const KnobDraw& d) {
+    const std::size_t dr = d.pick(ds::dropout, 4);
+    if (dr < 2) return;
+    Dropout dp;
+    dp.p = dr == 2 ? 0.f : kDrawnDropoutPs[static_cast<std::size_t>(d.uniform(ds::dropout_p, 0, kDrawnDropoutPs.size() - 1))];
+    dp.seed = static_cast<std::uint64_t>(d.uniform(ds::dropout_seed, 1, 0x7fffffff));
+    const std::size_t off = d.pick(ds::dropout_offset, 3);
+    dp.offset = off == 0 ? 0 : off == 1 ? 1 : static_cast<std::uint64_t>(d.uniform(ds::dropout_offset_value, 2, 1'000'000));
+    p.dropout = dp;
+}
+void draw_dropout_property(Problem& p, const KnobDraw& d) {
+    if (p.dropout) p.dropout_device_scalars = d.pick(ds::dropout_property, 2) == 1;
+}
+/// Device dropout scalars need a dropout (p 0.1, a drawn seed).
+void needs_dropout(Problem& p, const KnobNeeds& n) {
+    if (p.dropout_device_scalars && !p.dropout && !n.has(KnobId::dropout))
+        p.dropout = Dropout{0.1f, static_cast<std::uint64_t>(n.r.uniform(n.i, 0x2001, 1, 0x7fffffff)), 1};
+}
+
+}  // namespace hook
+
 /// The rows. Defaults are read from Case{} through each row's printer, so each is spelled once.
 std::vector<Knob> make_table() {
     using S = Knob::Scope;
     std::vector<Knob> t{
-        {KnobId::dir, enum_choices(kDirNames),
+        Knob{KnobId::dir, enum_choices(kDirNames),
             "fwd_i: O only; fwd_t: O and stats; bwd: dQ, dK, dV; fwd_bwd: fwd_t, then bwd fed its O and stats",
             parse_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>,
-            print_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>},
-        {KnobId::dt, enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]",
+            print_enum<Dir, kDirNames.size(), kDirNames, &Problem::dir>}
+                .with({.draw = hook::draw_dir, .simpler = hook::simpler_dir}),
+        Knob{KnobId::dt, enum_choices(kDTypeNames) + "|default|ID:DT[+ID:DT...]",
             "io data type of Q, K, V, O, dO, dQ, dK, dV (stats are f32; 'default': f32, or the types of a --case "
             "graph; a type rewrites the graph's); ID:DT+...: benchdnn's per-tensor form, for --case graphs only",
             [](std::string_view v) -> Setter {
@@ -280,8 +409,8 @@ std::vector<Knob> make_table() {
                 if (v.find(':') == v.npos) return std::string();
                 const auto why = check_id_rewrites(v);
                 return why ? fmt::format("--dt: {}", *why) : std::string();
-            }},
-        {KnobId::mask, "none|causal_tl|causal_br|bias|window:L,R",
+            }}.with({.draw = hook::draw_dt}),
+        Knob{KnobId::mask, "none|causal_tl|causal_br|bias|window:L,R",
             "mask kind: causal_tl keeps key j for query i when j <= i, causal_br when j <= i + S_kv - S_q; bias adds "
             "a tensor; window:L,R keeps i+S_kv-S_q-L <= j <= i+S_kv-S_q+R (FlashAttention's window_size; -1: no "
             "bound on that side)",
@@ -290,57 +419,59 @@ std::vector<Knob> make_table() {
                 return c.prb.mask == Mask::window ? fmt::format("window:{},{}", c.prb.window_left, c.prb.window_right)
                                                   : fmt::format("{}", c.prb.mask);
             },
-            S::descriptor, false, explain_mask},
-        {KnobId::mask_shape, enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
+            S::descriptor, false, explain_mask}.with({.draw = hook::draw_mask, .simpler = hook::simpler_mask}),
+        Knob{KnobId::mask_shape, enum_choices(kBiasShapeNames), "broadcast shape of --mask=bias",
             parse_enum<BiasShape, kBiasShapeNames.size(), kBiasShapeNames, &Problem::bias_shape>,
             [](const Case& c) {  // means nothing without a bias: the default's spelling then
                 return fmt::format("{}", c.prb.mask == Mask::bias ? c.prb.bias_shape : Problem{}.bias_shape);
-            }},
-        {KnobId::mask_dt, enum_choices(kAuxDTypeNames) + "|default",
+            }}.with({.needs = hook::needs_bias, .drop = 8}),
+        Knob{KnobId::mask_dt, enum_choices(kAuxDTypeNames) + "|default",
             "data type of the bias ('default': the --dt type; f32 for fp8 io)",
             parse_aux_dt<&Problem::mask_dt>,
-            print_aux_dt<&Problem::mask_dt>},
-        {KnobId::mask_fill, enum_choices(kMaskFillNames),
+            print_aux_dt<&Problem::mask_dt>}.with({.needs = hook::needs_bias, .drop = 7}),
+        Knob{KnobId::mask_fill, enum_choices(kMaskFillNames),
             "values of --mask=bias (zero: benchdnn's padding mask; causal_last_row: benchdnn's causal mask with the "
             "last row fully masked)",
             parse_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>,
-            print_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>},
-        {KnobId::scale, "default|<finite float>",
+            print_enum<MaskFill, kMaskFillNames.size(), kMaskFillNames, &Problem::mask_fill>}
+                .with({.needs = hook::needs_bias, .drop = 6}),
+        Knob{KnobId::scale, "default|<finite float>",
             "scale tensor value, rounded to its type ('default': 1/sqrt(D_qk) for mul, sqrt(D_qk) for div); a range "
             "START:END[:STEP] (STEP +N or xN) gives a list",
             parse_scale, [](const Case& c) { return c.prb.scale ? fmt::format("{}", *c.prb.scale) : "default"; },
-            S::descriptor, false, explain_scale, Knob::Range::real},
+            S::descriptor, false, explain_scale, Knob::Range::real}.with({.draw = hook::draw_scale, .drop = 9}),
         {KnobId::scale_op, enum_choices(kScaleOpNames), "apply the scale by multiplying or dividing QK^T",
             parse_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>,
             print_enum<ScaleOp, kScaleOpNames.size(), kScaleOpNames, &Problem::scale_op>},
-        {KnobId::scale_dt, enum_choices(kAuxDTypeNames) + "|default",
+        Knob{KnobId::scale_dt, enum_choices(kAuxDTypeNames) + "|default",
             "data type of the scale tensor ('default': the --dt type; f32 for fp8 io)",
             parse_aux_dt<&Problem::scale_dt>,
-            print_aux_dt<&Problem::scale_dt>},
-        {KnobId::scale_property, "tensor|host_scalar",
+            print_aux_dt<&Problem::scale_dt>}.with({.draw = hook::draw_scale_dt, .drop = 10}),
+        Knob{KnobId::scale_property, "tensor|host_scalar",
             "how the vendor graph takes the scale: a [1] device tensor, or a host scalar (oneDNN's property_type "
             "host_scalar, as PyTorch's exported graphs have it)",
             parse_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>,
-            print_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>},
-        {KnobId::mask_form, "tensor|implicit",
+            print_flag<&Problem::scale_host_scalar, kTensor, kHostScalar>}.with({.draw = hook::draw_scale_property}),
+        Knob{KnobId::mask_form, "tensor|implicit",
             "how the vendor graph gets causal_tl/causal_br: a 0/-inf mask tensor, or built inside the graph "
             "(implicit: oneDNN's GenIndex, GreaterEqual and Select, the -inf a scalar with the scale's "
             "--scale-property)",
             parse_flag<&Problem::implicit_mask, kTensor, kImplicit>,
-            print_flag<&Problem::implicit_mask, kTensor, kImplicit>},
-        {KnobId::dmask, "false|true",
+            print_flag<&Problem::implicit_mask, kTensor, kImplicit>}.with({.needs = hook::needs_implicit, .drop = 5}),
+        Knob{KnobId::dmask, "false|true",
             "bwd and fwd_bwd with --mask=bias: also output dMask, the bias gradient (dS = P o (dP - D) summed over "
             "the bias's broadcast dims, f32 in the bias's shape; oneDNN's End on dS)",
-            parse_flag<&Problem::dmask, kFalse, kTrue>, print_flag<&Problem::dmask, kFalse, kTrue>},
-        {KnobId::fill, enum_choices(kFillNames), "input fill family: exact (integers in [-2, 2]: QK^T exact in f32), normal (N(0,1) rounded to the io type), "
+            parse_flag<&Problem::dmask, kFalse, kTrue>, print_flag<&Problem::dmask, kFalse, kTrue>}
+                .with({.draw = hook::draw_dmask, .needs = hook::needs_dmask, .drop = 3}),
+        Knob{KnobId::fill, enum_choices(kFillNames), "input fill family: exact (integers in [-2, 2]: QK^T exact in f32), normal (N(0,1) rounded to the io type), "
             "and families that stress the softmax (docs/knobs_fill.md)",
             parse_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>,
-            print_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>, S::both},
-        {KnobId::seed, "<unsigned 64-bit integer>",
+            print_enum<Fill, kFillNames.size(), kFillNames, &Problem::fill>, S::both}.with({.draw = hook::draw_fill}),
+        Knob{KnobId::seed, "<unsigned 64-bit integer>",
             "fill seed (a counter-based stream per tensor, the same for any thread count); a range "
             "START:END[:STEP] (e.g. 1:8) gives a list",
             parse_seed, [](const Case& c) { return fmt::format("{}", c.prb.seed); }, S::both, false, explain_seed,
-            Knob::Range::integer},
+            Knob::Range::integer}.with({.draw = hook::draw_seed}),
         {KnobId::mb, "<batch, 0 keeps the graph's>",
             "--case graphs: rewrite the batch B (benchdnn --mb; docs/onednn_json.md); a range START:END[:STEP] gives a "
             "list", parse_count<&Case::mb>,
@@ -365,21 +496,24 @@ std::vector<Knob> make_table() {
             "host_scalar; empty: none)",
             parse_rewrite<&Case::properties, check_id_rewrites>, print_rewrite<&Case::properties>, S::graph, false,
             explain_rewrite<check_id_rewrites, KnobId::tensor_property>},
-        {KnobId::seq_len_q, "none|random|N0:N1:...",
+        Knob{KnobId::seq_len_q, "none|random|N0:N1:...",
             "padding: valid query length per batch (B entries; random: drawn in [1, S_q] from the seed, the repro lists the "
             "drawn values; docs/knobs_masks.md)",
             parse_seq_len<&Problem::seq_len_q, &Case::random_seq_len_q>,
-            [](const Case& c) { return print_seq_len(c.prb.seq_len_q, c.random_seq_len_q); }},
-        {KnobId::seq_len_kv, "none|random|N0:N1:...",
+            [](const Case& c) { return print_seq_len(c.prb.seq_len_q, c.random_seq_len_q); }}
+                .with({.draw = hook::draw_seq_len_q, .drop = 11}),
+        Knob{KnobId::seq_len_kv, "none|random|N0:N1:...",
             "padding: valid key length per batch (B entries; random: drawn in [1, S_kv] from the seed, as for --seq-len-q)",
             parse_seq_len<&Problem::seq_len_kv, &Case::random_seq_len_kv>,
-            [](const Case& c) { return print_seq_len(c.prb.seq_len_kv, c.random_seq_len_kv); }},
-        {KnobId::layout, enum_choices(kLayoutNames),
+            [](const Case& c) { return print_seq_len(c.prb.seq_len_kv, c.random_seq_len_kv); }}
+                .with({.draw = hook::draw_seq_len_kv, .drop = 12}),
+        Knob{KnobId::layout, enum_choices(kLayoutNames),
             "vendor buffer layout of Q, K, V, O, dO and the gradients (strides of [B,S,H,D] for bshd; the "
             "reference is layout-free)",
             parse_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>,
-            print_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>},
-        {KnobId::strides, "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
+            print_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>}
+                .with({.draw = hook::draw_layout, .drop = 14}),
+        Knob{KnobId::strides, "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
             "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a dimension "
             "order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into one packed "
             "[B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = "
@@ -394,14 +528,16 @@ std::vector<Knob> make_table() {
                 std::string why;
                 parse_role_layouts(v, &why);
                 return why.empty() ? std::string() : fmt::format("--strides: {}", why);
-            }},
-        {KnobId::deterministic, "false|true", "ask the vendor for a deterministic backward (cuDNN)",
-            parse_flag<&Problem::deterministic, kFalse, kTrue>, print_flag<&Problem::deterministic, kFalse, kTrue>},
-        {KnobId::ragged, "false|true",
+            }}.with({.draw = hook::draw_strides, .simpler = hook::simpler_strides, .drop = 1}),
+        Knob{KnobId::deterministic, "false|true", "ask the vendor for a deterministic backward (cuDNN)",
+            parse_flag<&Problem::deterministic, kFalse, kTrue>, print_flag<&Problem::deterministic, kFalse, kTrue>}
+                .with({.draw = hook::draw_deterministic}),
+        Knob{KnobId::ragged, "false|true",
             "pack Q, K, V, O, dO and the gradients per batch, valid rows only, token-major (THD; cuDNN's ragged "
             "offsets); needs padding lengths and --layout=bshd",
-            parse_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>},
-        {KnobId::fp8_descale, "default|T:V[+T:V...]",
+            parse_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>}
+                .with({.draw = hook::draw_ragged, .needs = hook::needs_ragged, .drop = 4}),
+        Knob{KnobId::fp8_descale, "default|T:V[+T:V...]",
             "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, dV, "
             "S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
             "(docs/knobs_types.md)",
@@ -419,7 +555,7 @@ std::vector<Knob> make_table() {
                 std::string why;
                 parse_fp8_descales(v, &why);
                 return why.empty() ? std::string() : fmt::format("--fp8-descale={}: {}", v, why);
-            }},
+            }}.with({.drop = 15}),
         {KnobId::expected_n_partitions, "<partition count, 0: unchecked>",
             "the number of partitions the vendor must split its graph into (benchdnn --graph's knob, whose "
             "default is 1: sdpabench checks only when asked); another count is FAILED (a fusion regression); "
@@ -427,7 +563,7 @@ std::vector<Knob> make_table() {
             parse_count<&Case::expected_partitions>,
             [](const Case& c) { return fmt::format("{}", c.expected_partitions); }, S::both, false,
             explain_count<KnobId::expected_n_partitions>},
-        {KnobId::dropout, "none|P[:SEED[:OFFSET]]",
+        Knob{KnobId::dropout, "none|P[:SEED[:OFFSET]]",
             "dropout on P: drop probability P in [0, 1) (0 keeps the dropout op in the graph), the generator's SEED "
             "(default 1) and OFFSET (default 1; 0 is oneDNN's legacy generator path); docs/knobs_dropout.md",
             [](std::string_view v) -> Setter {
@@ -445,12 +581,13 @@ std::vector<Knob> make_table() {
                 std::string why;
                 if (v != "none") parse_dropout(v, &why);
                 return why.empty() ? std::string() : fmt::format("--dropout={}: {}", v, why);
-            }},
-        {KnobId::dropout_property, "host_scalar|tensor",
+            }}.with({.draw = hook::draw_dropout, .drop = 13}),
+        Knob{KnobId::dropout_property, "host_scalar|tensor",
             "how the vendor graph takes the Dropout seed, offset and probability: host scalars (oneDNN's "
             "property_type host_scalar) or [1] device tensors",
             parse_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>,
-            print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>},
+            print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>}
+                .with({.draw = hook::draw_dropout_property, .needs = hook::needs_dropout, .drop = 2}),
         {KnobId::backend, backend_choices(),
             "vendor backend that runs the case: onednn (CPU), cudnn (NVIDIA GPU), torch:VARIANT (PyTorch's fused SDPA "
             "variants; math, flash on the CPU; efficient, cudnn, math:cuda, flash:cuda on a CUDA GPU), ref (the reference as a backend: the "
@@ -504,6 +641,13 @@ bool Knob::apply(std::string_view v, Case& c) const {
     const Setter set = parse(v);
     if (set) set(c);
     return static_cast<bool>(set);
+}
+
+void Knob::reset(Problem& p) const {
+    Case c;
+    c.prb = std::move(p);
+    apply(def(), c);
+    p = std::move(c.prb);
 }
 
 bool Knob::applies_to(const Case& c) const {

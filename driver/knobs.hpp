@@ -10,12 +10,16 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/enum_table.hpp"
 #include "driver/case.hpp"
 
 namespace sdpa {
+
+struct KnobDraw;   // driver/random_cases.hpp: one drawn case's value streams
+struct KnobNeeds;  // driver/random_cases.hpp: a drawn case and the knobs its line gave
 
 /// Every value knob of the case language, in the knob table's order. Code that names a knob
 /// (driver/random_cases.cpp, driver/case_parser.cpp) names it by id, and its spelling lives here
@@ -28,7 +32,7 @@ enum class KnobId {
 };
 
 /// The spelling of each knob (without the leading "--"), in KnobId order.
-inline constexpr std::array<EnumName<KnobId>, 32> kKnobNames{{
+inline constexpr auto kKnobNames = std::to_array<EnumName<KnobId>>({
     {KnobId::dir, "dir"},
     {KnobId::dt, "dt"},
     {KnobId::mask, "mask"},
@@ -61,8 +65,27 @@ inline constexpr std::array<EnumName<KnobId>, 32> kKnobNames{{
     {KnobId::backend, "backend"},
     {KnobId::mode, "mode"},
     {KnobId::cpu_isa, "cpu-isa"},
-}};
+});
 inline std::string_view format_as(KnobId v) { return enum_name(kKnobNames, v); }
+
+/// What a problem knob means to the random generator and the minimizer, beside its parser and
+/// printer: each hook is optional, and a knob without hooks is never drawn (it keeps its default in
+/// every --random case), never dropped, and shrunk toward its default.
+struct KnobHooks {
+    /// Draws the knob's value into a --random case (driver/random_cases.cpp random_problem() calls
+    /// the hooks in table order, after the dims). A new knob draws from its own stream
+    /// (KnobDraw::own), so that existing draws keep their values.
+    void (*draw)(Problem& p, const KnobDraw& d) = nullptr;
+    /// What the knob's given value needs in a drawn case (a --dmask=true a bias and a backward),
+    /// brought unless the line gave that too (KnobNeeds::given); called when the line gave the knob.
+    void (*needs)(Problem& p, const KnobNeeds& n) = nullptr;
+    /// The simpler spellings the minimizer tries for `c`'s value, plainest first; nullptr: the
+    /// default, when the value differs from it. The minimizer repairs a candidate with make_valid().
+    std::vector<std::string> (*simpler)(const Case& c) = nullptr;
+    /// make_valid()'s place for resetting the knob to its default when a drawn or shrunk problem is
+    /// invalid: 1 first (the features that depend on others), 0 never.
+    int drop = 0;
+};
 
 /// One value knob of the case language.
 struct Knob {
@@ -94,6 +117,7 @@ struct Knob {
     /// Optional: the values one spelled value stands for, in order (--cpu-isa=all: every level
     /// this CPU has); empty when `v` stands for itself. The parser expands it like a comma list.
     std::vector<std::string> (*expand)(std::string_view v) = nullptr;
+    KnobHooks hooks{};    ///< the generator's and the minimizer's view of the knob; set with with()
     std::string def_{};  ///< set by knob_table() from print(Case{}); read through def()
     std::string_view name{};  ///< without the leading "--": kKnobNames's spelling of id, set by knob_table()
 
@@ -103,6 +127,13 @@ struct Knob {
     bool apply(std::string_view v, Case& c) const;
     /// True when the knob means something for `c` (a --case graph or a descriptor case).
     bool applies_to(const Case& c) const;
+    /// `p` with the knob at its default (apply(def()) on a case holding `p`).
+    void reset(Problem& p) const;
+    /// The row with its hooks: a row of knob_table() reads `Knob{...}.with({.draw = ...})`.
+    Knob with(KnobHooks h) && {
+        hooks = h;
+        return std::move(*this);
+    }
 };
 
 /// The value knobs in cross-product order (the first varies slowest) and repro order (run knobs

@@ -10,6 +10,8 @@
 
 #include "compare/compare.hpp"
 #include "core/geometry.hpp"
+#include "driver/knobs.hpp"
+#include "driver/random_cases.hpp"
 
 namespace sdpa {
 
@@ -177,67 +179,45 @@ public:
         return any;
     }
 
-    /// One pass over the knobs toward the plainest case; true when any was kept.
+    /// One pass over the problem knobs toward the plainest case: each row's simpler spellings
+    /// (KnobHooks::simpler; by default its default value), in table order, each candidate made
+    /// valid by repair(); the first kept ends the row's turn. True when any was kept.
     bool knobs() {
         bool any = false;
-        auto tryk = [&](auto change) {
-            if (hit_limit_) return;
-            Problem p = cur_.prb;
-            change(p);
-            any |= accept(std::move(p));
-        };
-        if (cur_.prb.dir == Dir::fwd_bwd) {
-            tryk([](Problem& p) { p.dir = Dir::fwd_t; });
-            tryk([](Problem& p) { p.dir = Dir::bwd; });
+        for (const Knob& k : knob_table()) {
+            if (k.run_knob || k.scope == Knob::Scope::graph) continue;
+            const std::vector<std::string> tries = k.hooks.simpler ? k.hooks.simpler(cur_) : std::vector{k.def()};
+            for (const std::string& v : tries) {
+                if (hit_limit_) return any;
+                Case c = cur_;
+                if (v == k.print(c) || !k.apply(v, c)) continue;
+                if (accept(repair(std::move(c.prb), k.id))) {
+                    any = true;
+                    break;
+                }
+            }
         }
-        if (cur_.prb.dir == Dir::fwd_t) tryk([](Problem& p) { p.dir = Dir::fwd_i; });
-        tryk([](Problem& p) {
-            p.dropout.reset();
-            p.dropout_device_scalars = false;
-        });
-        tryk([](Problem& p) { p.dropout_device_scalars = false; });
-        tryk([](Problem& p) { p.dmask = false; });
-        tryk([](Problem& p) { p.ragged = false; });
-        tryk([](Problem& p) { p.seq_len_q.clear(), p.seq_len_kv.clear(); });
-        tryk([](Problem& p) { p.seq_len_q.clear(); });
-        tryk([](Problem& p) { p.seq_len_kv.clear(); });
-        tryk([](Problem& p) { p.strides.clear(); });
-        for (const auto& [role, layout] : RoleLayouts(cur_.prb.strides)) {
-            (void)layout;
-            tryk([r = role](Problem& p) { p.strides.erase(r); });
-        }
-        tryk([](Problem& p) { p.layout = Layout::bhsd; });
-        tryk([](Problem& p) {
-            p.mask = Mask::none;
-            p.window_left = p.window_right = 0;
-            p.bias_shape = BiasShape::one;
-            p.mask_fill = MaskFill::random;
-            p.mask_dt.reset();
-            p.implicit_mask = false;
-            p.dmask = false;
-        });
-        if (cur_.prb.mask == Mask::window)
-            tryk([](Problem& p) {
-                p.mask = Mask::causal_br;
-                p.window_left = p.window_right = 0;
-            });
-        tryk([](Problem& p) { p.bias_shape = BiasShape::one; });
-        tryk([](Problem& p) { p.mask_fill = MaskFill::random; });
-        tryk([](Problem& p) { p.mask_dt.reset(); });
-        tryk([](Problem& p) { p.implicit_mask = false; });
-        tryk([](Problem& p) { p.scale.reset(); });
-        tryk([](Problem& p) { p.scale_op = ScaleOp::mul; });
-        tryk([](Problem& p) { p.scale_dt.reset(); });
-        tryk([](Problem& p) { p.scale_host_scalar = false; });
-        tryk([](Problem& p) { p.deterministic = false; });
-        tryk([](Problem& p) { p.fp8 = {}; });
-        tryk([](Problem& p) {
-            p.dt = DType::f32;
-            p.fp8 = {};
-        });
-        tryk([](Problem& p) { p.fill = Fill::exact; });
-        tryk([](Problem& p) { p.seed = Problem{}.seed; });
         return any;
+    }
+
+    /// `p` made valid after knob `changed` moved toward its default: make_valid() resets the
+    /// droppable knobs (KnobHooks::drop) it must, then each reset that validity did not need is
+    /// undone, so that a candidate changes no more than it has to. `p` as it was when no repair helps.
+    static Problem repair(Problem p, KnobId changed) {
+        if (!validate(p)) return p;
+        const Problem before = p;
+        if (make_valid(p, {changed})) return before;
+        Case was;
+        was.prb = before;
+        for (const Knob& k : knob_table()) {
+            if (k.hooks.drop == 0 || k.id == changed) continue;
+            Case now;
+            now.prb = p;
+            const std::string v = k.print(was);
+            if (k.print(now) == v || !k.apply(v, now)) continue;
+            if (!validate(now.prb)) p = std::move(now.prb);
+        }
+        return p;
     }
 
     Minimized result() && {

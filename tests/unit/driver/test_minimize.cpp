@@ -173,3 +173,27 @@ TEST(Minimize, EveryFaultyKindShrinksToNoMoreThanItsSelftestCase) {
                 repro(m.smallest).c_str());
     }
 }
+
+// A knob's simpler value that breaks a rule is repaired, not refused: --dt=f32 from an fp8 case
+// also drops its --fp8-descale (the rows' drop hooks), and a --dmask case whose failure needs
+// neither the bias nor dMask loses both when --mask goes to none; what the failure needs stays.
+TEST(Minimize, ASimplerValueThatBreaksARuleIsRepaired) {
+    const CaseRunner run = [](const Case& c) { return c.prb.dims.D_qk >= 8 ? failed_dq() : CaseResult{}; };
+    const Case fp8 = parsed("--backend=ref --dt=e4m3 --fp8-descale=Q:0.5 b1hq1sq4d8");
+    const Minimized m = minimize(fp8, run(fp8), run, 200);
+    EXPECT_EQ(m.smallest.prb.dt, DType::f32);
+    EXPECT_EQ(m.smallest.prb.fp8, Fp8Descales{});
+    EXPECT_EQ(m.smallest.prb.dims.D_qk, 8);
+    const Case dmask = parsed("--backend=ref --dir=bwd --mask=bias --mask-shape=BxHqxSqxSkv --dmask=true b2hq1sq4d8");
+    const Minimized d = minimize(dmask, run(dmask), run, 200);
+    EXPECT_EQ(d.smallest.prb.mask, Mask::none);
+    EXPECT_FALSE(d.smallest.prb.dmask);
+    EXPECT_EQ(d.smallest.prb.dims.B, 1);
+    EXPECT_EQ(repro(d.smallest), "--backend=ref --dir=bwd b1hq1sq1dqk8dv1");  // the bias knobs gone
+    // The failure needs dMask: the bias and the backward stay.
+    const CaseRunner needs_dmask = [](const Case& c) { return c.prb.dmask ? failed_dq() : CaseResult{}; };
+    const Minimized k = minimize(dmask, needs_dmask(dmask), needs_dmask, 200);
+    EXPECT_TRUE(k.smallest.prb.dmask);
+    EXPECT_EQ(k.smallest.prb.mask, Mask::bias);
+    EXPECT_EQ(k.smallest.prb.dir, Dir::bwd);
+}

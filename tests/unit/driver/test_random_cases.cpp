@@ -142,3 +142,49 @@ TEST(RandomCases, ConflictingGivenKnobsAreOneErrorPerDraw) {
     ASSERT_FALSE(trailing.empty());
     EXPECT_NE(trailing.back().error.find("comes after the last problem"), std::string::npos);
 }
+
+// A row's drop hook resets the knob to its default: make_valid() leaves a dropped knob spelled as
+// its default, whatever the drawn value was.
+TEST(KnobHooks, DropResetsEachDroppableKnobToItsDefault) {
+    std::size_t droppable = 0, moved = 0;
+    for (const Knob& k : knob_table()) {
+        if (k.hooks.drop == 0) continue;
+        ++droppable;
+        for (std::uint64_t i = 0; i < 200; ++i) {
+            Case c;
+            c.prb = random_problem(5, 200, i);
+            if (k.print(c) != k.def()) ++moved;
+            k.reset(c.prb);
+            EXPECT_EQ(k.print(c), k.def()) << k.name << " draw " << i;
+        }
+    }
+    EXPECT_EQ(droppable, 15u);  // strides ... fp8-descale: every feature make_valid may drop
+    EXPECT_GT(moved, 200u);     // the draws gave most droppable knobs other values than the default
+}
+
+// KnobDraw::own(): a stream of each knob's own, apart from the generator's streams and from every
+// other knob's, so a knob added with a draw leaves the existing draws as they were.
+TEST(KnobHooks, OwnStreamsAreApartFromTheGeneratorsAndEachOther) {
+    const RandomDraws r(1, 10);
+    std::set<std::uint64_t> seen;
+    for (const Knob& k : knob_table())
+        for (std::uint64_t sub = 0; sub < 16; ++sub) {
+            const std::uint64_t s = KnobDraw{r, 0, k.id}.own(sub);
+            EXPECT_GT(s, static_cast<std::uint64_t>(draw_stream::ragged)) << k.name;
+            EXPECT_TRUE(seen.insert(s).second) << k.name << " sub " << sub;
+        }
+}
+
+// The needs hooks: --dmask=true given brings a bias, a backward and no padding to every draw.
+TEST(KnobHooks, GivenDmaskBringsItsNeedsToEveryDraw) {
+    const std::vector<KnobId> given{KnobId::dmask};
+    const RandomDraws r(3, 300);
+    for (std::uint64_t i = 0; i < 300; ++i) {
+        Problem p = random_problem(3, 300, i);
+        p.dmask = true;
+        bring_prerequisites(p, given, r, i);
+        EXPECT_EQ(p.mask, Mask::bias) << i;
+        EXPECT_TRUE(has_backward(p.dir)) << i;
+        EXPECT_TRUE(p.seq_len_q.empty() && p.seq_len_kv.empty()) << i;
+    }
+}
