@@ -45,12 +45,9 @@ if(NOT SDPABENCH_CUDNN_FRONTEND_INCLUDE)
     "-DSDPABENCH_CUDNN_FRONTEND_ROOT=<prefix> at another copy, or configure with -DSDPABENCH_CUDNN=OFF.")
 endif()
 
-file(STRINGS "${SDPABENCH_CUDNN_INCLUDE}/cudnn_version.h" _v REGEX "define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
-string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*" "\\1" _maj "${_v}")
-string(REGEX REPLACE ".*CUDNN_MINOR ([0-9]+).*" "\\1" _min "${_v}")
-string(REGEX REPLACE ".*CUDNN_PATCHLEVEL ([0-9]+).*" "\\1" _pat "${_v}")
-set(SDPABENCH_CUDNN_VERSION "${_maj}.${_min}.${_pat}")
-if(NOT _maj EQUAL 9)
+sdpabench_header_version(SDPABENCH_CUDNN_VERSION "${SDPABENCH_CUDNN_INCLUDE}/cudnn_version.h"
+  CUDNN_MAJOR CUDNN_MINOR CUDNN_PATCHLEVEL)
+if(SDPABENCH_CUDNN_VERSION VERSION_LESS 9 OR SDPABENCH_CUDNN_VERSION VERSION_GREATER_EQUAL 10)
   message(FATAL_ERROR "cuDNN ${SDPABENCH_CUDNN_VERSION} at ${SDPABENCH_CUDNN_INCLUDE}: sdpabench needs cuDNN 9.")
 endif()
 

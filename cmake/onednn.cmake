@@ -32,11 +32,8 @@ if(NOT SDPABENCH_ONEDNN_INCLUDE OR NOT SDPABENCH_ONEDNN_LIB)
     "-DSDPABENCH_ONEDNN_ROOT=<prefix>.")
 endif()
 
-file(STRINGS "${SDPABENCH_ONEDNN_INCLUDE}/oneapi/dnnl/dnnl_version.h" _ver REGEX "define DNNL_VERSION_(MAJOR|MINOR|PATCH) ")
-string(REGEX REPLACE ".*MAJOR ([0-9]+).*" "\\1" _maj "${_ver}")
-string(REGEX REPLACE ".*MINOR ([0-9]+).*" "\\1" _min "${_ver}")
-string(REGEX REPLACE ".*PATCH ([0-9]+).*" "\\1" _pat "${_ver}")
-set(_onednn_version "${_maj}.${_min}.${_pat}")
+sdpabench_header_version(_onednn_version "${SDPABENCH_ONEDNN_INCLUDE}/oneapi/dnnl/dnnl_version.h"
+  DNNL_VERSION_MAJOR DNNL_VERSION_MINOR DNNL_VERSION_PATCH)
 if(_onednn_version VERSION_LESS SDPABENCH_ONEDNN_MIN)
   message(FATAL_ERROR "oneDNN ${_onednn_version} at ${SDPABENCH_ONEDNN_ROOT} is older than "
     "${SDPABENCH_ONEDNN_MIN}; run scripts/setup.sh or point SDPABENCH_ONEDNN_ROOT at a newer one.")

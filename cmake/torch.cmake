@@ -34,9 +34,8 @@ set(_torch_version_h "${SDPABENCH_TORCH_ROOT}/include/torch/headeronly/version.h
 if(NOT EXISTS "${_torch_version_h}")
   set(_torch_version_h "${SDPABENCH_TORCH_ROOT}/include/torch/version.h")
 endif()
-file(STRINGS "${_torch_version_h}" _tv REGEX "define TORCH_VERSION_(MAJOR|MINOR|PATCH) ")
-string(REGEX REPLACE ".*TORCH_VERSION_MAJOR ([0-9]+).*TORCH_VERSION_MINOR ([0-9]+).*TORCH_VERSION_PATCH ([0-9]+).*"
-  "\\1.\\2.\\3" SDPABENCH_TORCH_VERSION "${_tv}")
+sdpabench_header_version(SDPABENCH_TORCH_VERSION "${_torch_version_h}"
+  TORCH_VERSION_MAJOR TORCH_VERSION_MINOR TORCH_VERSION_PATCH)
 message(STATUS "sdpabench: PyTorch backend plugin with libtorch ${SDPABENCH_TORCH_VERSION} (${SDPABENCH_TORCH_ROOT})")
 
 add_library(sdpabench_torch MODULE backends/torch/torch_plugin.cpp)

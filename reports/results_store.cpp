@@ -69,7 +69,7 @@ const std::vector<Migration>& migrations() {
                 "CREATE TABLE case_outputs ("
                 "  run_key TEXT NOT NULL,"
                 "  case_id TEXT NOT NULL,"
-                "  output TEXT NOT NULL,"          // O, stats, dQ, dK, dV, dMask, amax
+                "  output TEXT NOT NULL,"          // kOutputNames (core/sdpa_tensors.hpp)
                 "  pass INTEGER NOT NULL,"
                 "  failure TEXT NOT NULL,"         // the check that failed, "none"
                 "  worst_ratio DOUBLE PRECISION,"  // NULL when not finite

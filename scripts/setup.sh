@@ -102,7 +102,7 @@ setup_python_venv() {
   $sudo rm -rf "$venv"
   $sudo python3 -m venv "$venv"
   $sudo "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/py-requirements.txt"
-  "$venv/bin/python" -c "import matplotlib, scipy.stats, otava.series, psycopg, tabulate, plotly"
+  "$venv/bin/python" -c "import matplotlib, scipy.stats, otava.series, psycopg, tabulate, plotly, lizard"
   $sudo cp "$here/py-requirements.txt" "$pstamp"
 }
 [ "${SDPABENCH_NO_PY:-0}" = 1 ] || setup_python_venv
