@@ -41,12 +41,6 @@ bool gqa(const Problem& p) { return p.dims.H_kv != p.dims.H_q; }
 
 }  // namespace
 
-std::string_view port_name(GraphPort port) {
-    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV",
-        "dropout seed", "dropout offset", "dropout probability", "implicit mask fill", "causal_br S_kv", "causal_br S_q", "dMask"};
-    return names[static_cast<std::size_t>(port)];
-}
-
 std::optional<Role> port_role(const Problem& p, GraphPort port) {
     switch (port) {
         case GraphPort::Q: return Role::Q;
