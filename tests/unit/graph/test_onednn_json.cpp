@@ -967,16 +967,21 @@ TEST(OnednnJson, OpAttrsRewriteReachesTheMatch) {
     EXPECT_EQ(r.error, "g.json: error: --op-attrs: no op 77777 in the graph");
 }
 
+/// The fwd_t MHA f32 graph, written to `dir`/g.json (`dir` created): the --case file of the per-id
+/// knob tests.
+json write_per_id_graph(const fs::path& dir) {
+    fs::create_directories(dir);
+    const json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    std::ofstream(dir / "g.json") << g.dump();
+    return g;
+}
+
 // The per-id knobs in the case language: carried into the import and the repro of a --case, and
 // refused for a problem descriptor (they name ids of a graph).
 TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     const fs::path dir = fs::temp_directory_path() / "sdpabench_json_per_id";
-    fs::create_directories(dir);
-    const Problem p = make(kMha, Dir::fwd_t, DType::f32);
-    const json g = json::parse(onednn_graph_json(p));
+    json h = write_per_id_graph(dir);
     const fs::path f = dir / "g.json";
-    std::ofstream(f) << g.dump();
-    json h = g;
     const auto scale_op = (*op_of_kind(h, "Multiply"))["id"].get<std::size_t>();
     const std::string knob = fmt::format("--op-kind={}:Multiply,{}:Divide", scale_op, scale_op);
     const auto es = parse_cases({knob, "--case=" + f.string()});
@@ -1010,8 +1015,15 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
         repros.insert(repro(*e.c));
     }
     EXPECT_EQ(repros.size(), 4u);
+    fs::remove_all(dir);
+}
 
-    // --op-attrs: carried into the import and the repro, refused before a descriptor, checked.
+// --op-attrs: carried into the import and the repro, refused before a descriptor, checked; every
+// graph-scope knob is refused for a problem descriptor and for --random.
+TEST(OnednnJson, OpAttrsAndGraphScopeKnobsInTheCaseLanguage) {
+    const fs::path dir = fs::temp_directory_path() / "sdpabench_json_per_id_attrs";
+    json h = write_per_id_graph(dir);
+    const fs::path f = dir / "g.json";
     const auto mm = (*op_of_kind(h, "MatMul"))["id"].get<std::size_t>();
     const std::string attrs = fmt::format("--op-attrs={}:transpose_b:1*accumulation_mode:strict", mm);
     const auto as = parse_cases({attrs, "--case=" + f.string()});
