@@ -21,15 +21,12 @@
 #include "reports/jsonl_reporter.hpp"
 #include "reports/result_fields.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
-Case small_case(const char* backend) {
-    Case c;
-    c.backend = backend;
-    c.prb.dims = Dims{1, 2, 2, 8, 8, 4, 4};
-    return c;
-}
+Case small_case(const char* backend) { return test::make_case(test::make_problem({1, 2, 2, 8, 8, 4, 4}), backend); }
 
 TEST(Isolation, ResultRoundTripsThroughItsRecordWithNaN) {
     CaseResult r;
