@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/keyed_list.hpp"
 #include "core/parse_number.hpp"
 
 namespace sdpa {
@@ -17,20 +18,16 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
     Fp8Descales d;
     if (text == "default") return d;
     std::array<bool, kFp8TensorCount> given{};
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t plus = text.find('+', pos);
-        const std::string_view item = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
-        const std::size_t colon = item.find(':');
-        if (colon == item.npos)
-            return fail(fmt::format("'{}' is not TENSOR:DESCALE (TENSOR one of {})", item, enum_choices(kFp8TensorNames)));
-        const auto t = enum_parse(kFp8TensorNames, item.substr(0, colon));
-        if (!t)
-            return fail(fmt::format("unknown fp8 tensor '{}' (accepted: {})", item.substr(0, colon),
+    for (const KeyedItem& item : split_keyed_list(text)) {
+        if (!item.keyed)
+            return fail(fmt::format("'{}' is not TENSOR:DESCALE (TENSOR one of {})", item.whole,
                     enum_choices(kFp8TensorNames)));
+        const auto t = enum_parse(kFp8TensorNames, item.key);
+        if (!t)
+            return fail(fmt::format("unknown fp8 tensor '{}' (accepted: {})", item.key, enum_choices(kFp8TensorNames)));
         if (given[static_cast<std::size_t>(*t)]) return fail(fmt::format("{} is given twice", *t));
         given[static_cast<std::size_t>(*t)] = true;
-        const std::string_view num = item.substr(colon + 1);
+        const std::string_view num = item.value;
         NumberError err{};
         const auto parsed = parse_number<float>(num, &err);
         if (err == NumberError::out_of_range)
@@ -41,9 +38,8 @@ std::optional<Fp8Descales> parse_fp8_descales(std::string_view text, std::string
             return fail(fmt::format("descale '{}' of {} must be a positive normal f32 number (from {} to {})", num, *t,
                     std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
         d.of(*t) = v;
-        if (plus == text.npos) return d;
-        pos = plus + 1;
     }
+    return d;
 }
 
 std::string fp8_descales_name(const Fp8Descales& d) {

@@ -1,4 +1,5 @@
 #include "core/layout.hpp"
+#include "core/keyed_list.hpp"
 #include "core/parse_number.hpp"
 
 #include <algorithm>
@@ -62,28 +63,23 @@ std::optional<RoleLayouts> parse_role_layouts(std::string_view text, std::string
     };
     RoleLayouts out;
     if (text == "none") return out;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t plus = text.find('+', pos);
-        const std::string_view item = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
-        const std::size_t colon = item.find(':');
-        if (item.empty()) return fail("an empty item (a '+' or ',' with nothing on one side)");
-        if (colon == item.npos) return fail(fmt::format("'{}' is not ROLE:LAYOUT", item));
-        const auto role = enum_parse(kRoleNames, item.substr(0, colon));
+    for (const KeyedItem& item : split_keyed_list(text)) {
+        if (item.whole.empty()) return fail("an empty item (a '+' or ',' with nothing on one side)");
+        if (!item.keyed) return fail(fmt::format("'{}' is not ROLE:LAYOUT", item.whole));
+        const auto role = enum_parse(kRoleNames, item.key);
         if (!role || std::find(kStridedRoles.begin(), kStridedRoles.end(), *role) == kStridedRoles.end())
             return fail(fmt::format("'{}': unknown tensor '{}' (accepted: Q, K, V, O, dO, stats, bias, dQ, dK, dV)",
-                    item, item.substr(0, colon)));
-        const auto layout = parse_tensor_layout(item.substr(colon + 1));
+                    item.whole, item.key));
+        const auto layout = parse_tensor_layout(item.value);
         if (!layout)
             return fail(fmt::format("'{}': '{}' is neither a dimension order (a permutation of bhsd), qkv, nor four "
-                                    "64-bit integer strides AxBxCxD", item, item.substr(colon + 1)));
+                                    "64-bit integer strides AxBxCxD", item.whole, item.value));
         if (layout->kind == TensorLayout::Kind::qkv && !packable(*role))
             return fail(fmt::format("'{}': qkv is the view of a packed Q/K/V projection buffer, for Q, K, V, dQ, dK "
-                                    "and dV only", item));
+                                    "and dV only", item.whole));
         if (!out.emplace(*role, *layout).second) return fail(fmt::format("'{}': {} is given twice", text, *role));
-        if (plus == text.npos) return out;
-        pos = plus + 1;
     }
+    return out;
 }
 
 std::string role_layouts_name(const RoleLayouts& l) {

@@ -18,12 +18,12 @@ namespace sdpa {
 enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, mag_nonfinite, nonfinite,
     masked_rows, bound, norm, stats_sum };
 
-inline constexpr std::array<EnumName<CheckFailure>, 12> kCheckFailureNames{{{CheckFailure::none, "none"},
+inline constexpr auto kCheckFailureNames = std::to_array<EnumName<CheckFailure>>({{CheckFailure::none, "none"},
     {CheckFailure::guard, "guard"}, {CheckFailure::stride_gap, "stride_gap"}, {CheckFailure::shape, "shape"},
     {CheckFailure::unwritten, "unwritten"}, {CheckFailure::ref_nonfinite, "ref_nonfinite"},
     {CheckFailure::mag_nonfinite, "mag_nonfinite"},
     {CheckFailure::nonfinite, "nonfinite"}, {CheckFailure::masked_rows, "masked_rows"},
-    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}}};
+    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}});
 
 inline std::string_view format_as(CheckFailure v) { return enum_name(kCheckFailureNames, v); }
 

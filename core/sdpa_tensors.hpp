@@ -42,16 +42,6 @@ struct SdpaInputs {
 /// absolute maxima the graph outputs before the output scaling (core/fp8.hpp), f32 [1,1,1,k] in
 /// cuDNN's order (kAmaxFwd, kAmaxBwd).
 enum class Output { O, stats, dQ, dK, dV, dMask, amax };
-inline constexpr std::size_t kOutputCount = 7;
-inline constexpr std::array<EnumName<Output>, kOutputCount> kOutputNames{{{Output::O, "O"},
-    {Output::stats, "stats"}, {Output::dQ, "dQ"}, {Output::dK, "dK"}, {Output::dV, "dV"}, {Output::dMask, "dMask"},
-    {Output::amax, "amax"}}};
-/// The entries of the amax output: forward Amax_S (of P, before scale_S) and Amax_O; backward
-/// Amax_dQ, Amax_dK, Amax_dV and Amax_dP (of the scaled dS, before scale_dP), as cuDNN's
-/// Graph::sdpa_fp8 and sdpa_fp8_backward return them.
-inline constexpr std::array<std::string_view, 2> kAmaxFwd{"S", "O"};
-inline constexpr std::array<std::string_view, 4> kAmaxBwd{"dQ", "dK", "dV", "dP"};
-inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
 /// The geometry role of an output.
 constexpr Role role_of(Output o) {
     switch (o) {
@@ -65,6 +55,20 @@ constexpr Role role_of(Output o) {
     }
     return Role::O;
 }
+/// The outputs in report order, each spelled as its geometry role (kRoleNames).
+inline constexpr auto kOutputNames = [] {
+    constexpr std::array outputs{Output::O, Output::stats, Output::dQ, Output::dK, Output::dV, Output::dMask, Output::amax};
+    std::array<EnumName<Output>, outputs.size()> t{};
+    for (std::size_t i = 0; i < t.size(); ++i) t[i] = {outputs[i], enum_name(kRoleNames, role_of(outputs[i]))};
+    return t;
+}();
+inline constexpr std::size_t kOutputCount = kOutputNames.size();
+/// The entries of the amax output: forward Amax_S (of P, before scale_S) and Amax_O; backward
+/// Amax_dQ, Amax_dK, Amax_dV and Amax_dP (of the scaled dS, before scale_dP), as cuDNN's
+/// Graph::sdpa_fp8 and sdpa_fp8_backward return them.
+inline constexpr std::array<std::string_view, 2> kAmaxFwd{"S", "O"};
+inline constexpr std::array<std::string_view, 4> kAmaxBwd{"dQ", "dK", "dV", "dP"};
+inline std::string_view format_as(Output v) { return enum_name(kOutputNames, v); }
 /// The output of a geometry role; nullopt for a role that is never an output.
 constexpr std::optional<Output> output_of(Role r) {
     for (const auto& row : kOutputNames)

@@ -1,5 +1,6 @@
 #include "graph/json_rewrite.hpp"
 
+#include "core/keyed_list.hpp"
 #include "core/parse_number.hpp"
 
 #include "core/geometry.hpp"
@@ -50,21 +51,16 @@ struct IdEntry {
 std::vector<IdEntry> split_id_entries(std::string_view text) {
     std::vector<IdEntry> out;
     if (text.empty()) return out;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t plus = text.find('+', pos);
+    for (const KeyedItem& item : split_keyed_list(text)) {
         IdEntry e;
-        e.whole = text.substr(pos, plus == text.npos ? text.npos : plus - pos);
-        const std::size_t colon = e.whole.find(':');
-        if (colon != e.whole.npos) {
-            const std::string_view id = e.whole.substr(0, colon);
-            e.id = parse_number<std::size_t>(id);
-            e.value = e.whole.substr(colon + 1);
+        e.whole = item.whole;
+        if (item.keyed) {
+            e.id = parse_number<std::size_t>(item.key);
+            e.value = item.value;
         }
         out.push_back(e);
-        if (plus == text.npos) return out;
-        pos = plus + 1;
     }
+    return out;
 }
 
 }  // namespace

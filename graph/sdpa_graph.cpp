@@ -41,12 +41,6 @@ bool gqa(const Problem& p) { return p.dims.H_kv != p.dims.H_q; }
 
 }  // namespace
 
-std::string_view port_name(GraphPort port) {
-    static constexpr std::string_view names[] = {"Q", "K", "V", "scale", "mask", "O", "dO", "stats", "dQ", "dK", "dV",
-        "dropout seed", "dropout offset", "dropout probability", "implicit mask fill", "causal_br S_kv", "causal_br S_q", "dMask"};
-    return names[static_cast<std::size_t>(port)];
-}
-
 std::optional<Role> port_role(const Problem& p, GraphPort port) {
     switch (port) {
         case GraphPort::Q: return Role::Q;
@@ -97,55 +91,69 @@ GraphView graph_mask_view(const Problem& p) {
     return graph_view(p, t);
 }
 
-SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
-    // What a oneDNN graph cannot say: fp8 with per-tensor descales and amax outputs, ragged tensors.
-    if (is_fp8(p.dt))
-        throw std::invalid_argument(fmt::format("the oneDNN graph has no fp8 SDPA with per-tensor descales and amax "
-                "outputs (--dt={})", p.dt));
-    if (p.ragged)
-        throw std::invalid_argument("a oneDNN graph's logical tensors have one stride per dimension: no ragged (THD) "
-                "tensors (--ragged=true)");
-    const Geometry geo = geometry(p);
-    const ElemType io = elem_type(p.dt), f32 = ElemType::f32;
-    const GraphView score = graph_view(p, geo.at(Role::scores));
+namespace {
+
+/// One describe_sdpa_graph in steps: the problem, its geometry, the graph so far and the tensors
+/// the steps share. The steps run in the graph's order (inputs, scores, then forward or backward):
+/// ids count up as tensors and ops are made.
+struct GraphSteps {
+    static constexpr ElemType f32 = ElemType::f32;
+    const Problem& p;
+    const Geometry geo;
+    const ElemType io;
+    const GraphView score;  ///< the scores' view: the dims of every score-shaped intermediate
     Builder b;
     SdpaGraphDesc g;
-    // A port's tensor: the view of its geometry role.
-    auto port = [&](Role r) {
+    GraphTensor q, k, v, scale, mask;
+    std::vector<GraphTensor> drop_args;  ///< the Dropout ops' seed, offset and probability
+
+    explicit GraphSteps(const Problem& prb)
+        : p(prb), geo(geometry(prb)), io(elem_type(prb.dt)), score(graph_view(prb, geo.at(Role::scores))) {}
+
+    /// A port's tensor: the view of its geometry role.
+    GraphTensor port(Role r) {
         const TensorGeom& t = geo.at(r);
         return b.tensor(t.type, graph_view(p, t));
-    };
-    auto input = [&](GraphPort pt, GraphTensor t) {
+    }
+    /// Records `t` as the graph's input `pt` and returns it.
+    GraphTensor input(GraphPort pt, GraphTensor t) {
         g.inputs[pt] = t;
         return t;
-    };
-    const GraphTensor q = input(GraphPort::Q, port(Role::Q));
-    const GraphTensor k = input(GraphPort::K, port(Role::K));
-    const GraphTensor v = input(GraphPort::V, port(Role::V));
-    const GraphTensor scale = input(GraphPort::scale, p.scale_host_scalar ? b.scalar(elem_type(scale_dtype(p)))
-                                                                          : b.tensor(elem_type(scale_dtype(p)), dims_t{1}));
-    GraphTensor mask;
-    if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(elem_type(mask_dtype(p)), graph_mask_view(p)));
-    // Dropout: Z o x / (1-p) on a score-shaped f32 tensor x, the three scalars shared by every op.
-    std::vector<GraphTensor> drop_args;
-    if (p.dropout) {
-        auto scalar = [&](ElemType dt) { return p.dropout_device_scalars ? b.tensor(dt, dims_t{1}) : b.scalar(dt); };
-        drop_args = {input(GraphPort::dropout_seed, scalar(ElemType::s64)),
-            input(GraphPort::dropout_offset, scalar(ElemType::s64)), input(GraphPort::dropout_p, scalar(f32))};
     }
-    auto dropout = [&](const GraphTensor& x, const char* name) {
+    /// Dropout: Z o x / (1-p) on a score-shaped f32 tensor x (x itself without dropout).
+    GraphTensor dropout(const GraphTensor& x, const char* name) {
         if (!p.dropout) return x;
         std::vector<GraphTensor> ins{x};
         ins.insert(ins.end(), drop_args.begin(), drop_args.end());
         return b.op1("Dropout", name, ins, b.tensor(f32, score.dims));
-    };
+    }
 
-    // scores = mask + scale_op(Q K^T, scale), all f32.
-    GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, b.tensor(f32, score.dims), {{"transpose_b", true}});
-    scores = b.op1(scale_kind(p), "scale", {scores, scale}, b.tensor(f32, score.dims));
-    if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, b.tensor(f32, score.dims));
-    if (p.implicit_mask) {
-        // keep = row (+ S_kv - S_q for causal_br) >= column; scores = keep ? scores : -inf.
+    /// The inputs both directions take: Q, K, V, scale, the mask and the dropout scalars.
+    void inputs() {
+        q = input(GraphPort::Q, port(Role::Q));
+        k = input(GraphPort::K, port(Role::K));
+        v = input(GraphPort::V, port(Role::V));
+        scale = input(GraphPort::scale, p.scale_host_scalar ? b.scalar(elem_type(scale_dtype(p)))
+                                                            : b.tensor(elem_type(scale_dtype(p)), dims_t{1}));
+        if (graph_has_mask(p)) mask = input(GraphPort::mask, b.tensor(elem_type(mask_dtype(p)), graph_mask_view(p)));
+        // The three scalars shared by every Dropout op.
+        if (p.dropout) {
+            auto scalar = [&](ElemType dt) { return p.dropout_device_scalars ? b.tensor(dt, dims_t{1}) : b.scalar(dt); };
+            drop_args = {input(GraphPort::dropout_seed, scalar(ElemType::s64)),
+                input(GraphPort::dropout_offset, scalar(ElemType::s64)), input(GraphPort::dropout_p, scalar(f32))};
+        }
+    }
+
+    /// scores = mask + scale_op(Q K^T, scale), all f32; then the implicit causal mask, if any.
+    GraphTensor add_scores() {
+        GraphTensor scores = b.op1("MatMul", "bmm_qk", {q, k}, b.tensor(f32, score.dims), {{"transpose_b", true}});
+        scores = b.op1(scale_kind(p), "scale", {scores, scale}, b.tensor(f32, score.dims));
+        if (graph_has_mask(p)) scores = b.op1("Add", "mask_add", {scores, mask}, b.tensor(f32, score.dims));
+        return p.implicit_mask ? implicit_mask(scores) : scores;
+    }
+
+    /// keep = row (+ S_kv - S_q for causal_br) >= column; scores = keep ? scores : -inf.
+    GraphTensor implicit_mask(const GraphTensor& scores) {
         const ElemType s32 = ElemType::s32;
         GraphTensor row = b.op1("GenIndex", "causal_row", {scores}, b.tensor(s32, score.dims),
                 {{"axis", std::int64_t{-2}}});
@@ -159,11 +167,12 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
                 {{"axis", std::int64_t{-1}}});
         const GraphTensor keep = b.op1("GreaterEqual", "causal_keep", {row, col}, b.tensor(ElemType::boolean, score.dims));
         const GraphTensor fill = input(GraphPort::mask_fill, p.scale_host_scalar ? b.scalar(f32) : b.tensor(f32, dims_t{1}));
-        scores = b.op1("Select", "causal_select", {keep, scores, fill}, b.tensor(f32, score.dims));
+        return b.op1("Select", "causal_select", {keep, scores, fill}, b.tensor(f32, score.dims));
     }
 
-    if (p.dir != Dir::bwd) {
-        // With dropout the SoftMax writes f32 P; Dropout, then TypeCast to the io dtype.
+    /// O (and stats for fwd_t). With dropout the SoftMax writes f32 P; Dropout, then TypeCast to
+    /// the io dtype.
+    void forward(const GraphTensor& scores) {
         const GraphTensor probs = b.tensor(p.dropout ? f32 : io, score.dims);
         std::vector<GraphTensor> sm_out{probs};
         if (p.dir == Dir::fwd_t) {
@@ -178,14 +187,13 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
             if (io != f32) pv_in = b.op1("TypeCast", "cast_p", {pv_in}, b.tensor(io, score.dims));
         }
         g.outputs[GraphPort::O] = b.op1("MatMul", "bmm_pv", {pv_in, v}, port(Role::O));
-    } else {
+    }
+
+    /// dQ, dK, dV (and dMask) from O, dO and stats.
+    void backward(const GraphTensor& scores) {
         const GraphTensor o = input(GraphPort::O, port(Role::O));
         const GraphTensor d_o = input(GraphPort::dO, port(Role::dO));
         const GraphTensor stats = input(GraphPort::stats, port(Role::stats));
-        const auto last = static_cast<std::int64_t>(score.dims.size()) - 1;
-        // The per-row vector D = rowsum(O * dO) has the shape of stats; O * dO that of O.
-        dims_t row = score.dims, o_dims = o.dims;
-        row.back() = 1;
         // dK, dV per query head (before the group ReduceSum): K's and V's dims with Q's heads.
         dims_t dk_full = k.dims, dv_full = v.dims;
         if (gqa(p)) dk_full[2] = dv_full[2] = q.dims[2];
@@ -199,28 +207,8 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         // dV = P^T dO (P_d^T dO with dropout; summed over the group for GQA).
         GraphTensor dv = b.op1("MatMul", "bmm_dv", {probs_io, d_o}, gqa(p) ? b.tensor(io, dv_full) : port(Role::dV),
                 {{"transpose_a", true}});
-        // dP = dO V^T (Z o dP / (1-p) with dropout); D = rowsum(O * dO); dS = P * (dP - D).
-        const GraphTensor dp = dropout(
-                b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}}), "dropout_dp");
-        const GraphTensor o_do = b.op1("Multiply", "mul_o_do", {o, d_o}, b.tensor(f32, o_dims));
-        const GraphTensor dsum = b.op1("ReduceSum", "rowsum_o_do", {o_do}, b.tensor(f32, row),
-                {{"axes", std::vector<std::int64_t>{last}}, {"keep_dims", true}});
-        const GraphTensor dp_c = b.op1("Subtract", "sub_dp_d", {dp, dsum}, b.tensor(f32, score.dims));
-        const GraphTensor ds = b.op1("Multiply", "mul_p_dpd", {probs, dp_c}, b.tensor(f32, score.dims));
-        if (p.dmask) {
-            // dMask = dS summed over the bias's broadcast axes (End on dS when there are none).
-            const GraphView mv = graph_view(p, geo.at(Role::dMask));
-            std::vector<std::int64_t> axes;
-            for (std::size_t a = 0; a < mv.dims.size(); ++a)
-                if (mv.dims[a] == 1 && score.dims[a] != 1) axes.push_back(static_cast<std::int64_t>(a));
-            if (axes.empty()) {
-                b.add("End", "end_dmask", {ds}, {});
-                g.outputs[GraphPort::dMask] = ds;
-            } else {
-                g.outputs[GraphPort::dMask] = b.op1("ReduceSum", "reduce_dmask", {ds}, port(Role::dMask),
-                        {{"axes", axes}, {"keep_dims", true}});
-            }
-        }
+        const GraphTensor ds = grad_scores(probs, o, d_o);
+        if (p.dmask) dmask(ds);
         const GraphTensor ds_scaled = b.op1(scale_kind(p), "scale_ds", {ds, scale}, b.tensor(f32, score.dims));
         GraphTensor ds_io = ds_scaled;
         if (io != f32) ds_io = b.op1("TypeCast", "cast_ds", {ds_scaled}, b.tensor(io, score.dims));
@@ -239,8 +227,57 @@ SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
         g.outputs[GraphPort::dK] = dk;
         g.outputs[GraphPort::dV] = dv;
     }
-    g.ops = b.take();
-    return g;
+
+    /// dS = P * (dP - D): dP = dO V^T (Z o dP / (1-p) with dropout), D = rowsum(O * dO).
+    GraphTensor grad_scores(const GraphTensor& probs, const GraphTensor& o, const GraphTensor& d_o) {
+        const auto last = static_cast<std::int64_t>(score.dims.size()) - 1;
+        // The per-row vector D = rowsum(O * dO) has the shape of stats; O * dO that of O.
+        dims_t row = score.dims, o_dims = o.dims;
+        row.back() = 1;
+        const GraphTensor dp = dropout(
+                b.op1("MatMul", "bmm_dp", {d_o, v}, b.tensor(f32, score.dims), {{"transpose_b", true}}), "dropout_dp");
+        const GraphTensor o_do = b.op1("Multiply", "mul_o_do", {o, d_o}, b.tensor(f32, o_dims));
+        const GraphTensor dsum = b.op1("ReduceSum", "rowsum_o_do", {o_do}, b.tensor(f32, row),
+                {{"axes", std::vector<std::int64_t>{last}}, {"keep_dims", true}});
+        const GraphTensor dp_c = b.op1("Subtract", "sub_dp_d", {dp, dsum}, b.tensor(f32, score.dims));
+        return b.op1("Multiply", "mul_p_dpd", {probs, dp_c}, b.tensor(f32, score.dims));
+    }
+
+    /// dMask = dS summed over the bias's broadcast axes (End on dS when there are none).
+    void dmask(const GraphTensor& ds) {
+        const GraphView mv = graph_view(p, geo.at(Role::dMask));
+        std::vector<std::int64_t> axes;
+        for (std::size_t a = 0; a < mv.dims.size(); ++a)
+            if (mv.dims[a] == 1 && score.dims[a] != 1) axes.push_back(static_cast<std::int64_t>(a));
+        if (axes.empty()) {
+            b.add("End", "end_dmask", {ds}, {});
+            g.outputs[GraphPort::dMask] = ds;
+        } else {
+            g.outputs[GraphPort::dMask] = b.op1("ReduceSum", "reduce_dmask", {ds}, port(Role::dMask),
+                    {{"axes", axes}, {"keep_dims", true}});
+        }
+    }
+};
+
+}  // namespace
+
+SdpaGraphDesc describe_sdpa_graph(const Problem& p) {
+    // What a oneDNN graph cannot say: fp8 with per-tensor descales and amax outputs, ragged tensors.
+    if (is_fp8(p.dt))
+        throw std::invalid_argument(fmt::format("the oneDNN graph has no fp8 SDPA with per-tensor descales and amax "
+                "outputs (--dt={})", p.dt));
+    if (p.ragged)
+        throw std::invalid_argument("a oneDNN graph's logical tensors have one stride per dimension: no ragged (THD) "
+                "tensors (--ragged=true)");
+    GraphSteps s(p);
+    s.inputs();
+    const GraphTensor scores = s.add_scores();
+    if (p.dir != Dir::bwd)
+        s.forward(scores);
+    else
+        s.backward(scores);
+    s.g.ops = s.b.take();
+    return s.g;
 }
 
 }  // namespace sdpa

@@ -4,6 +4,7 @@
 // benchdnn's graph format. One builder, so both always describe the same graph.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -12,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/enum_table.hpp"
 #include "core/geometry.hpp"
 #include "core/problem.hpp"
 
@@ -59,9 +61,19 @@ struct SdpaGraphDesc {
     std::map<GraphPort, GraphTensor> inputs, outputs;
 };
 
-/// "Q", "mask", "dropout seed", ...: a port as messages and the bound-tensor list name it (the
+/// "Q", "mask", "dropout seed", ...: each port as messages and the bound-tensor list name it (the
 /// role's name for a port with a role).
-std::string_view port_name(GraphPort port);
+inline constexpr auto kGraphPortNames = std::to_array<EnumName<GraphPort>>({{GraphPort::Q, "Q"},
+    {GraphPort::K, "K"}, {GraphPort::V, "V"}, {GraphPort::scale, "scale"}, {GraphPort::mask, "mask"},
+    {GraphPort::O, "O"}, {GraphPort::dO, "dO"}, {GraphPort::stats, "stats"}, {GraphPort::dQ, "dQ"},
+    {GraphPort::dK, "dK"}, {GraphPort::dV, "dV"}, {GraphPort::dropout_seed, "dropout seed"},
+    {GraphPort::dropout_offset, "dropout offset"}, {GraphPort::dropout_p, "dropout probability"},
+    {GraphPort::mask_fill, "implicit mask fill"}, {GraphPort::causal_s_kv, "causal_br S_kv"},
+    {GraphPort::causal_s_q, "causal_br S_q"}, {GraphPort::dMask, "dMask"}});
+
+/// A port's name in kGraphPortNames.
+inline std::string_view port_name(GraphPort port) { return enum_name(kGraphPortNames, port); }
+inline std::string_view format_as(GraphPort port) { return port_name(port); }
 
 /// The geometry role behind a port: Q, K, V, O, dO, stats, dQ, dK, dV as such; the mask is
 /// the bias when the graph's mask is the bias itself (graph_mask_is_bias); nullopt otherwise

@@ -14,6 +14,8 @@
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
+#include "../test_helpers.hpp"
+
 using namespace sdpa;
 
 namespace {
@@ -29,10 +31,7 @@ SdpaOutputs run(const std::string& backend, const Problem& p) {
 }
 
 Problem prb(Dir dir, Mask mask, Dims d, const char* strides = "none") {
-    Problem p;
-    p.dir = dir;
-    p.mask = mask;
-    p.dims = d;
+    Problem p = test::make_problem(d, dir, Problem{}.dt, mask);
     p.strides = *parse_role_layouts(strides);
     return p;
 }

@@ -19,8 +19,8 @@ using sdpa::json_test::kMha;
 
 namespace {
 
-/// json_test::make with the sizes last.
-Problem make(Dir dir, DType dt, Mask mask, Dims d) { return json_test::make(d, dir, dt, mask); }
+/// test::make_problem with the sizes last.
+Problem make(Dir dir, DType dt, Mask mask, Dims d) { return test::make_problem(d, dir, dt, mask); }
 
 }  // namespace
 

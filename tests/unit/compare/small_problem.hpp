@@ -3,15 +3,13 @@
 
 #include "core/problem.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa::test {
 
 /// A 1x2x2x6x4x8x8 problem with `mask` and io type `dt`.
 inline Problem small(Mask mask = Mask::none, DType dt = DType::bf16) {
-    Problem p;
-    p.dims = {1, 2, 2, 6, 4, 8, 8};
-    p.mask = mask;
-    p.dt = dt;
-    return p;
+    return make_problem({1, 2, 2, 6, 4, 8, 8}, Problem{}.dir, dt, mask);
 }
 
 }  // namespace sdpa::test

@@ -7,15 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
-Problem problem(Dims d, Dir dir = Dir::bwd) {
-    Problem p;
-    p.dims = d;
-    p.dir = dir;
-    return p;
-}
+Problem problem(Dims d, Dir dir = Dir::bwd) { return test::make_problem(d, dir); }
 
 /// Consistent bwd shapes of b2hq8hkv2sq16skv32dqk8dv4 with a [B,1,S_q,S_kv] bias.
 GraphShapes good() {

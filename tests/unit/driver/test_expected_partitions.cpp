@@ -11,6 +11,8 @@
 
 #include "backends/ref/ref_backend.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
@@ -49,9 +51,7 @@ private:
 };
 
 Case make_case(Dir dir, std::int64_t expected) {
-    Case c;
-    c.prb.dims = Dims{1, 2, 2, 8, 8, 8, 8};
-    c.prb.dir = dir;
+    Case c = test::make_case(test::make_problem({1, 2, 2, 8, 8, 8, 8}, dir));
     c.expected_partitions = expected;
     return c;
 }

@@ -21,15 +21,12 @@
 #include "reports/jsonl_reporter.hpp"
 #include "reports/result_fields.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
-Case small_case(const char* backend) {
-    Case c;
-    c.backend = backend;
-    c.prb.dims = Dims{1, 2, 2, 8, 8, 4, 4};
-    return c;
-}
+Case small_case(const char* backend) { return test::make_case(test::make_problem({1, 2, 2, 8, 8, 4, 4}), backend); }
 
 TEST(Isolation, ResultRoundTripsThroughItsRecordWithNaN) {
     CaseResult r;
@@ -137,6 +134,37 @@ TEST(Isolation, IsolatedResultEqualsInProcessFieldByField) {
     EXPECT_EQ(outputs, all);
 }
 
+/// An output check with every stored field away from its default.
+OutputCheck check_off_defaults() {
+    OutputCheck c;
+    c.output = Output::dMask;
+    c.pass = false;
+    c.failure = CheckFailure::norm;
+    c.mistrusted = true;
+    c.reason = "r";
+    c.located = false;
+    c.worst_ratio = INFINITY;
+    c.worst_index = {1, 2, 3, 4};
+    c.got = NAN;
+    c.expected = -1.5f;
+    c.err = 2;
+    c.bound = 3;
+    c.nonfinite = 4;
+    c.ref_nonfinite = 5;
+    c.zero_fraction = 0.25;
+    c.norm_worst = 1.5;
+    c.norm_ratio = 0.5;
+    c.norm_head = {1, 1};
+    c.stats_sum_worst = 0.125;
+    c.got_zero_fraction = 0.5;
+    c.structural_zeros = 6;
+    c.saturated = 7;
+    c.unchecked = 8;
+    c.zero_by_construction = 9;
+    c.mistrust = "m";
+    return c;
+}
+
 TEST(Isolation, RecordRoundTripsEveryStoredField) {
     // A result with every stored field away from its default survives json_record ->
     // result_from_record -> json_record unchanged: a field the table cannot set back fails here.
@@ -180,33 +208,7 @@ TEST(Isolation, RecordRoundTripsEveryStoredField) {
     d.stats.threshold = 1e-7;
     r.dropout = d;
     r.minimized = MinimizeReport{"--dir=bwd b1sq1d1", "dQ:bound", 9, 4, true};
-    OutputCheck c;
-    c.output = Output::dMask;
-    c.pass = false;
-    c.failure = CheckFailure::norm;
-    c.mistrusted = true;
-    c.reason = "r";
-    c.located = false;
-    c.worst_ratio = INFINITY;
-    c.worst_index = {1, 2, 3, 4};
-    c.got = NAN;
-    c.expected = -1.5f;
-    c.err = 2;
-    c.bound = 3;
-    c.nonfinite = 4;
-    c.ref_nonfinite = 5;
-    c.zero_fraction = 0.25;
-    c.norm_worst = 1.5;
-    c.norm_ratio = 0.5;
-    c.norm_head = {1, 1};
-    c.stats_sum_worst = 0.125;
-    c.got_zero_fraction = 0.5;
-    c.structural_zeros = 6;
-    c.saturated = 7;
-    c.unchecked = 8;
-    c.zero_by_construction = 9;
-    c.mistrust = "m";
-    r.checks = {c};
+    r.checks = {check_off_defaults()};
     const nlohmann::json j = json_record(r);
     const CaseResult back = result_from_record(nlohmann::json::from_cbor(nlohmann::json::to_cbor(j)));
     EXPECT_EQ(json_record(back), j);

@@ -11,6 +11,8 @@
 
 #include "backends/ref/ref_backend.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
@@ -51,12 +53,8 @@ private:
 };
 
 Case make_case() {
-    Case c;
-    c.backend = "ref";
-    c.prb.dims = Dims{2, 4, 2, 16, 24, 8, 8};
-    c.prb.dir = Dir::fwd_bwd;
-    c.prb.dt = DType::bf16;
-    c.prb.mask = Mask::window;
+    Case c = test::make_case(test::make_problem({2, 4, 2, 16, 24, 8, 8}, Dir::fwd_bwd, DType::bf16, Mask::window),
+            "ref");
     c.prb.window_left = 5;
     c.prb.window_right = 1;
     c.prb.seq_len_kv = {24, 13};
@@ -136,10 +134,7 @@ private:
 };
 
 Case dropout_case(Dims d, Dir dir, Dropout dr, Mask mask = Mask::none) {
-    Case c;
-    c.prb.dims = d;
-    c.prb.dir = dir;
-    c.prb.mask = mask;
+    Case c = test::make_case(test::make_problem(d, dir, Problem{}.dt, mask));
     c.prb.dropout = dr;
     return c;
 }

@@ -8,19 +8,15 @@
 
 #include "backends/ref/ref_backend.hpp"
 
+#include "../test_helpers.hpp"
+
 namespace sdpa {
 namespace {
 
 double phase(const CaseResult& r, Phase ph) { return r.phases_ms[static_cast<std::size_t>(ph)]; }
 
 Case bwd_case() {
-    Case c;
-    c.backend = "ref";
-    c.prb.dims = Dims{1, 4, 2, 96, 80, 32, 32};
-    c.prb.dir = Dir::bwd;
-    c.prb.dt = DType::bf16;
-    c.prb.mask = Mask::causal_br;
-    return c;
+    return test::make_case(test::make_problem({1, 4, 2, 96, 80, 32, 32}, Dir::bwd, DType::bf16, Mask::causal_br), "ref");
 }
 
 TEST(RunCasePhases, EveryStepHasItsPhaseAndTheySumToTheCase) {

@@ -9,18 +9,14 @@
 
 #include "fillers/fill.hpp"
 
+#include "../test_helpers.hpp"
+
 using namespace sdpa;
 
 namespace {
 
 Problem make(Dir dir, DType dt, Fill fill, Mask mask = Mask::none) {
-    Problem p;
-    p.dims = {2, 4, 2, 24, 40, 16, 8};
-    p.dir = dir;
-    p.dt = dt;
-    p.fill = fill;
-    p.mask = mask;
-    return p;
+    return test::make_problem({2, 4, 2, 24, 40, 16, 8}, dir, dt, mask, fill);
 }
 
 }  // namespace

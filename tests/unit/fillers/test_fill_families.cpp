@@ -9,17 +9,14 @@
 #include "fillers/fill.hpp"
 #include "ref/sdpa_ref.hpp"
 
+#include "../test_helpers.hpp"
+
 using namespace sdpa;
 
 namespace {
 
 Problem make(Fill fill, DType dt = DType::bf16, Dir dir = Dir::bwd) {
-    Problem p;
-    p.dims = {2, 4, 2, 64, 160, 32, 16};
-    p.dir = dir;
-    p.dt = dt;
-    p.fill = fill;
-    return p;
+    return test::make_problem({2, 4, 2, 64, 160, 32, 16}, dir, dt, Mask::none, fill);
 }
 
 }  // namespace

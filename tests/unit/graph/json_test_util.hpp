@@ -10,6 +10,8 @@
 
 #include "graph/json_import.hpp"
 
+#include "../test_helpers.hpp"
+
 #ifndef SDPABENCH_SOURCE_DIR
 #error "SDPABENCH_SOURCE_DIR (the project root) must be defined for this test"
 #endif
@@ -17,6 +19,7 @@
 namespace sdpa::json_test {
 
 using nlohmann::json;
+using test::make_problem;
 
 /// benchdnn's graph inputs (../shared next to the project; tests skip when it is absent).
 inline const std::filesystem::path kUpstreamMha = std::filesystem::path(SDPABENCH_SOURCE_DIR) / ".." / "shared" /
@@ -25,16 +28,6 @@ inline const std::filesystem::path kUpstreamMha = std::filesystem::path(SDPABENC
 /// Imports `text` as a file named "g.json".
 inline GraphImport import_text(const std::string& text, const GraphRewrites& rw = {}, std::uint64_t seed = 1) {
     return import_onednn_json_text(text, "g.json", rw, seed);
-}
-
-/// A problem of sizes d with the given direction, dtype and mask, every other knob default.
-inline Problem make(Dims d, Dir dir, DType dt, Mask mask = Mask::none) {
-    Problem p;
-    p.dims = d;
-    p.dir = dir;
-    p.dt = dt;
-    p.mask = mask;
-    return p;
 }
 
 inline constexpr Dims kMha{2, 4, 4, 16, 24, 32, 16};

@@ -55,7 +55,7 @@ TEST(OnednnJson, RoundTripEveryDirectionDtypeAndLayout) {
             for (DType dt : {DType::f32, DType::bf16, DType::f16})
                 for (ScaleOp op : {ScaleOp::mul, ScaleOp::div})
                     for (std::uint64_t seed : {1u, 7u}) {
-                        Problem p = make(d, dir, dt);
+                        Problem p = make_problem(d, dir, dt);
                         p.scale_op = op;
                         p.seed = seed;
                         p = graph_canonical(p);
@@ -75,7 +75,7 @@ TEST(OnednnJson, RoundTripMasksAndTensorTypes) {
         for (BiasShape s : {BiasShape::one, BiasShape::b, BiasShape::bh, BiasShape::h, BiasShape::one_row,
                  BiasShape::b_row, BiasShape::h_row, BiasShape::bh_row})
             for (Dir dir : {Dir::fwd_t, Dir::bwd}) {
-                Problem p = make(d, dir, DType::bf16, Mask::bias);
+                Problem p = make_problem(d, dir, DType::bf16, Mask::bias);
                 p.bias_shape = s;
                 p.mask_dt = DType::f32;
                 p.scale_dt = DType::f32;
@@ -86,7 +86,7 @@ TEST(OnednnJson, RoundTripMasksAndTensorTypes) {
             }
     // A causal mask is exported as an explicit [1,1,S_q,S_kv] mask: it reads back as a bias
     // with benchdnn's causal fill (the mask values are not part of the file).
-    Problem c = make(kMha, Dir::bwd, DType::f16, Mask::causal_tl);
+    Problem c = make_problem(kMha, Dir::bwd, DType::f16, Mask::causal_tl);
     const GraphImport r = import_text(onednn_graph_json(c));
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(r.prb->mask, Mask::bias);
@@ -97,7 +97,7 @@ TEST(OnednnJson, RoundTripMasksAndTensorTypes) {
 }
 
 TEST(OnednnJson, ExportFormat) {
-    Problem p = make(kGqa, Dir::bwd, DType::bf16, Mask::causal_br);
+    Problem p = make_problem(kGqa, Dir::bwd, DType::bf16, Mask::causal_br);
     const json j = json::parse(onednn_graph_json(p));
     EXPECT_EQ(j["engine_kind"], "cpu");
     EXPECT_EQ(j["fpmath_mode"], "strict");
@@ -133,7 +133,7 @@ TEST(OnednnJson, EmitWritesBothGraphsOfFwdBwdAndKeepsRewritesApart) {
     const fs::path dir = fs::temp_directory_path() / "sdpabench_emit_fwd_bwd";
     fs::remove_all(dir);
     Case c;
-    c.prb = make(kMha, Dir::fwd_bwd, DType::bf16, Mask::bias);
+    c.prb = make_problem(kMha, Dir::fwd_bwd, DType::bf16, Mask::bias);
     c.prb.dmask = true;
     const auto paths = write_onednn_json(c, dir.string());
     ASSERT_EQ(paths.size(), 2u);
@@ -144,7 +144,7 @@ TEST(OnednnJson, EmitWritesBothGraphsOfFwdBwdAndKeepsRewritesApart) {
     EXPECT_EQ(b.prb->dir, Dir::bwd);
     EXPECT_TRUE(b.prb->dmask);
     Case i;
-    i.prb = make(kMha, Dir::fwd_t, DType::f32);
+    i.prb = make_problem(kMha, Dir::fwd_t, DType::f32);
     i.graph_file = "x/g.json";
     const std::string plain = onednn_json_file_name(i);
     i.op_kinds = "1:Divide";
@@ -157,7 +157,7 @@ TEST(OnednnJson, EmitWritesBothGraphsOfFwdBwdAndKeepsRewritesApart) {
 
 // One tensor, one description; property types and stride ranks as oneDNN defines them.
 TEST(OnednnJson, TensorsAreDescribedConsistently) {
-    json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    json g = json::parse(onednn_graph_json(make_problem(kMha, Dir::fwd_t, DType::f32)));
     json* sm = op_named(g, "softmax");
     ASSERT_NE(sm, nullptr);
     json two = g;
@@ -277,7 +277,9 @@ TEST(OnednnJson, Rewrites) {
 }
 
 /// The forward graph of a small problem as JSON, to be edited by the error tests.
-json small_forward(Dir dir = Dir::fwd_t) { return json::parse(onednn_graph_json(make(kMha, dir, DType::f32, Mask::causal_tl))); }
+json small_forward(Dir dir = Dir::fwd_t) {
+    return json::parse(onednn_graph_json(make_problem(kMha, dir, DType::f32, Mask::causal_tl)));
+}
 json* op_of_kind(json& g, const char* kind) {
     for (json& op : g["graph"])
         if (op["kind"] == kind) return &op;
@@ -341,7 +343,7 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
     EXPECT_EQ(r.error, fmt::format("g.json: error: op {} (MatMul 'bmm_qk'): accumulation_mode=relaxed is not supported "
                                    "(strict only)", g["graph"][0]["id"].get<int>()));
     // dMask: End on the full dS while the mask is broadcast ([1,1,S_q,S_kv]): not sdpabench's dMask.
-    g = json::parse(onednn_graph_json(make(kMha, Dir::bwd, DType::f32, Mask::causal_tl)));
+    g = json::parse(onednn_graph_json(make_problem(kMha, Dir::bwd, DType::f32, Mask::causal_tl)));
     json* ds = nullptr;
     for (json& op : g["graph"])
         if (op["name"] == "mul_p_dpd") ds = &op;
@@ -369,7 +371,7 @@ TEST(OnednnJson, NonSdpaGraphsAndUnsupportedOpsNameTheOp) {
 
 TEST(OnednnJson, OlderSoftMaxBackwardForm) {
     // dS = SoftMaxBackward(dP, P) in place of Multiply(O, dO), ReduceSum, Subtract, Multiply.
-    Problem p = graph_canonical(make(kGqa, Dir::bwd, DType::bf16, Mask::bias));
+    Problem p = graph_canonical(make_problem(kGqa, Dir::bwd, DType::bf16, Mask::bias));
     p.bias_shape = BiasShape::bh;
     p = graph_canonical(p);
     json g = json::parse(onednn_graph_json(p));
@@ -397,7 +399,7 @@ TEST(OnednnJson, OlderSoftMaxBackwardForm) {
 }
 
 TEST(OnednnJson, BenchdnnMaskFills) {
-    Problem p = make(Dims{2, 2, 2, 4, 5, 8, 8}, Dir::fwd_t, DType::f32, Mask::bias);
+    Problem p = make_problem(Dims{2, 2, 2, 4, 5, 8, 8}, Dir::fwd_t, DType::f32, Mask::bias);
     p.bias_shape = BiasShape::one;
     p.mask_fill = MaskFill::causal_last_row;
     ASSERT_EQ(validate(p), std::nullopt);
@@ -424,7 +426,7 @@ TEST(OnednnJson, BenchdnnMaskFills) {
 TEST(OnednnJson, CaseKnobInFilesAndRepro) {
     const fs::path dir = fs::temp_directory_path() / "sdpabench_test_onednn_json";
     fs::create_directories(dir / "sub");
-    Problem p = make(kGqa, Dir::bwd, DType::bf16, Mask::bias);
+    Problem p = make_problem(kGqa, Dir::bwd, DType::bf16, Mask::bias);
     p.bias_shape = BiasShape::b;
     std::ofstream(dir / "sub" / "g.json") << onednn_graph_json(p);
     std::ofstream(dir / "all.cases") << "--dt=f32,default --mb=0,5 --seed=3 --case=sub/g.json\n--case=sub/none.json\n";
@@ -498,7 +500,7 @@ std::vector<json*> tensors_with_id(json& g, std::size_t id) {
     return v;
 }
 Problem with_dropout(Dims d, Dir dir, DType dt, std::uint64_t seed, Mask mask = Mask::none) {
-    Problem p = make(d, dir, dt, mask);
+    Problem p = make_problem(d, dir, dt, mask);
     p.seed = seed;
     p.dropout = Dropout{};
     return graph_canonical(p);
@@ -538,7 +540,7 @@ TEST(OnednnJson, RoundTripDropout) {
     GraphImport r = import_text(onednn_graph_json(with_dropout(kMha, Dir::bwd, DType::bf16, 1)), rw);
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(r.prb->dropout, rw.dropout);
-    r = import_text(onednn_graph_json(graph_canonical(make(kMha, Dir::bwd, DType::bf16))), rw);
+    r = import_text(onednn_graph_json(graph_canonical(make_problem(kMha, Dir::bwd, DType::bf16))), rw);
     ASSERT_TRUE(r.prb) << r.error;
     EXPECT_EQ(r.prb->dropout, std::nullopt);
 }
@@ -843,7 +845,7 @@ TEST(OnednnJson, DropoutCaseFileAndRepro) {
 // Subtract is not commutative: a backward computing D - dP flips every gradient's sign and is not
 // the SDPA backward, so it is refused (naming the op and the tensor) rather than run as dP - D.
 TEST(OnednnJson, BackwardSubtractOperandOrder) {
-    json g = json::parse(onednn_graph_json(make(kMha, Dir::bwd, DType::f32)));
+    json g = json::parse(onednn_graph_json(make_problem(kMha, Dir::bwd, DType::f32)));
     json* sub = op_named(g, "sub_dp_d");
     ASSERT_NE(sub, nullptr);
     std::swap((*sub)["inputs"][0], (*sub)["inputs"][1]);
@@ -858,7 +860,7 @@ TEST(OnednnJson, BackwardSubtractOperandOrder) {
 // graph reads as an f16 problem), --op-kind=ID:KIND+... rewrites an op (the scale's Multiply to a
 // Divide; undef keeps it); ids the graph lacks are INVALID_ARGUMENTS naming them.
 TEST(OnednnJson, PerIdDtypeAndOpKindRewrites) {
-    const json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::bf16)));
+    const json g = json::parse(onednn_graph_json(make_problem(kMha, Dir::fwd_t, DType::bf16)));
     std::string ids;
     std::set<std::size_t> seen;
     for (const auto& op : g["graph"])
@@ -879,7 +881,7 @@ TEST(OnednnJson, PerIdDtypeAndOpKindRewrites) {
     r = import_text(g.dump(), rw);
     EXPECT_EQ(r.error, fmt::format("g.json: error: --dt: tensor {}: unknown data type 'f99'", *seen.begin()));
 
-    json h = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    json h = json::parse(onednn_graph_json(make_problem(kMha, Dir::fwd_t, DType::f32)));
     const auto scale_op = (*op_of_kind(h, "Multiply"))["id"].get<std::size_t>();
     GraphRewrites ok;
     ok.op_kinds = fmt::format("{}:Divide", scale_op);
@@ -901,7 +903,7 @@ TEST(OnednnJson, PerIdDtypeAndOpKindRewrites) {
 // keeps its type (bool 0/1, s64), one it lacks is typed by the value; a value not of the attribute's
 // type and an id the graph lacks are INVALID_ARGUMENTS.
 TEST(OnednnJson, OpAttrsRewrite) {
-    const json g = json::parse(onednn_graph_json(make(kMha, Dir::fwd_t, DType::f32)));
+    const json g = json::parse(onednn_graph_json(make_problem(kMha, Dir::fwd_t, DType::f32)));
     std::vector<graph_json::RawOp> ops = graph_json::parse_ops(g);
     auto op = [&](const char* kind) -> graph_json::RawOp& {
         return *std::find_if(ops.begin(), ops.end(), [&](const graph_json::RawOp& o) { return o.kind == kind; });
@@ -947,7 +949,7 @@ TEST(OnednnJson, OpAttrsRewrite) {
 // it a graph sdpabench cannot read (the match names the transposes); 1 keeps it; a missing id names
 // the knob. S_q = S_kv = D, so the untransposed V still fits the shapes and the transpose check speaks.
 TEST(OnednnJson, OpAttrsRewriteReachesTheMatch) {
-    json g = json::parse(onednn_graph_json(make(Dims{2, 4, 4, 16, 16, 16, 16}, Dir::bwd, DType::f32)));
+    json g = json::parse(onednn_graph_json(make_problem(Dims{2, 4, 4, 16, 16, 16, 16}, Dir::bwd, DType::f32)));
     const json* dp = op_named(g, "bmm_dp");
     ASSERT_TRUE(dp);
     const auto id = (*dp)["id"].get<std::size_t>();
@@ -967,16 +969,21 @@ TEST(OnednnJson, OpAttrsRewriteReachesTheMatch) {
     EXPECT_EQ(r.error, "g.json: error: --op-attrs: no op 77777 in the graph");
 }
 
+/// The fwd_t MHA f32 graph, written to `dir`/g.json (`dir` created): the --case file of the per-id
+/// knob tests.
+json write_per_id_graph(const fs::path& dir) {
+    fs::create_directories(dir);
+    const json g = json::parse(onednn_graph_json(make_problem(kMha, Dir::fwd_t, DType::f32)));
+    std::ofstream(dir / "g.json") << g.dump();
+    return g;
+}
+
 // The per-id knobs in the case language: carried into the import and the repro of a --case, and
 // refused for a problem descriptor (they name ids of a graph).
 TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
     const fs::path dir = fs::temp_directory_path() / "sdpabench_json_per_id";
-    fs::create_directories(dir);
-    const Problem p = make(kMha, Dir::fwd_t, DType::f32);
-    const json g = json::parse(onednn_graph_json(p));
+    json h = write_per_id_graph(dir);
     const fs::path f = dir / "g.json";
-    std::ofstream(f) << g.dump();
-    json h = g;
     const auto scale_op = (*op_of_kind(h, "Multiply"))["id"].get<std::size_t>();
     const std::string knob = fmt::format("--op-kind={}:Multiply,{}:Divide", scale_op, scale_op);
     const auto es = parse_cases({knob, "--case=" + f.string()});
@@ -1010,8 +1017,15 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
         repros.insert(repro(*e.c));
     }
     EXPECT_EQ(repros.size(), 4u);
+    fs::remove_all(dir);
+}
 
-    // --op-attrs: carried into the import and the repro, refused before a descriptor, checked.
+// --op-attrs: carried into the import and the repro, refused before a descriptor, checked; every
+// graph-scope knob is refused for a problem descriptor and for --random.
+TEST(OnednnJson, OpAttrsAndGraphScopeKnobsInTheCaseLanguage) {
+    const fs::path dir = fs::temp_directory_path() / "sdpabench_json_per_id_attrs";
+    json h = write_per_id_graph(dir);
+    const fs::path f = dir / "g.json";
     const auto mm = (*op_of_kind(h, "MatMul"))["id"].get<std::size_t>();
     const std::string attrs = fmt::format("--op-attrs={}:transpose_b:1*accumulation_mode:strict", mm);
     const auto as = parse_cases({attrs, "--case=" + f.string()});
@@ -1056,7 +1070,7 @@ TEST(OnednnJson, PerIdKnobsInTheCaseLanguage) {
 // exported as one; the device-tensor scale stays the default.
 TEST(OnednnJson, RoundTripHostScalarScale) {
     for (Dir dir : {Dir::fwd_t, Dir::bwd}) {
-        Problem p = make(kGqa, dir, DType::bf16);
+        Problem p = make_problem(kGqa, dir, DType::bf16);
         p.scale_dt = DType::f32;
         p.scale_host_scalar = true;
         const json g = json::parse(onednn_graph_json(p));
@@ -1077,7 +1091,7 @@ TEST(OnednnJson, RoundTripHostScalarScale) {
 
 // numpy broadcasting: a mask of lower rank ([S_kv], [1,S_kv]) is the [1,1,1,S_kv] one-row bias.
 TEST(OnednnJson, LowerRankMaskBroadcastsLikeNumpy) {
-    Problem p = make(kMha, Dir::fwd_t, DType::f32, Mask::bias);
+    Problem p = make_problem(kMha, Dir::fwd_t, DType::f32, Mask::bias);
     p.bias_shape = BiasShape::one_row;
     const std::string text = onednn_graph_json(p);
     const json g = json::parse(text);
@@ -1101,7 +1115,7 @@ TEST(OnednnJson, LowerRankMaskBroadcastsLikeNumpy) {
                            "the bias's last dimension must be S_kv = 24 or 1, got 23 in [1, 1, 1, 23]", mask_id)),
             std::string::npos) << r.error;
     GraphRewrites batch;  // a mask batch of 2 where B = 1 is not 1
-    Problem one = make(Dims{1, 4, 4, 16, 24, 32, 16}, Dir::fwd_t, DType::f32, Mask::bias);
+    Problem one = make_problem(Dims{1, 4, 4, 16, 24, 32, 16}, Dir::fwd_t, DType::f32, Mask::bias);
     batch.in_shapes = fmt::format("{}:2x1x16x24", mask_id);
     const GraphImport b = import_text(onednn_graph_json(one), batch);
     EXPECT_NE(b.error.find("bias rule: bias dimension 0 must be 1, got 2 in [2, 1, 16, 24]"), std::string::npos) << b.error;

@@ -44,7 +44,7 @@ Problem canonical(Problem p) {
 }
 
 /// json_test::make as an import gives it back (canonical).
-Problem made(Dims d, Dir dir, DType dt, Mask mask = Mask::none) { return canonical(make(d, dir, dt, mask)); }
+Problem made(Dims d, Dir dir, DType dt, Mask mask = Mask::none) { return canonical(make_problem(d, dir, dt, mask)); }
 
 
 Problem implicit(Dims d, Dir dir, DType dt, Mask mask) {
