@@ -15,7 +15,8 @@ layers.txt (CMakeLists.txt writes one line "FOLDER: USED..." per library). "The 
 every other file git knows (sources, scripts, CMake, case files), comments left out. A code span
 (Markdown inline code, read with markdown-it) is checked by what it looks like:
   --NAME[=...]            an option of `sdpabench --help` or a knob of `--list-knobs=tsv`, else an
-                          option that a script of the project spells (the code has `--NAME`)
+                          option that a script of the project spells (the code has `--NAME`); a
+                          knob that takes one of a plain list (--dir, --mode) one of its values
   sdpabench ARGS, scripts/x.sh ARGS   a command line, in a span or a line of a sh code block:
                           each --NAME as above (sdpabench's, and a script's after `--`, only from
                           the binary; other programs' command lines are not checked)
@@ -167,7 +168,11 @@ class Known:
         # an option is a --help line that starts with it (aliases after commas); a knob a row of --list-knobs
         self.options = {o for line in re.findall(r"^ +((?:-\w,)?--[a-z][\w,-]*)", help_text, re.M)
                         for o in re.findall(r"--([a-z][a-z0-9-]*)", line)}
-        self.options |= {row.split("\t")[0] for row in run("--list-knobs=tsv").splitlines() if row}
+        knobs = [row.split("\t") for row in run("--list-knobs=tsv").splitlines() if row]
+        self.options |= {k[0] for k in knobs}
+        # the values of the knobs that take one of a plain list (--dir=fwd_i|fwd_t|bwd|fwd_bwd)
+        self.values = {k[0]: set(k[1].split("|")) for k in knobs
+                       if all(re.fullmatch(r"[a-z0-9_]+|[A-Z]+", v) for v in k[1].split("|"))}
         self.statuses = {s["name"] for s in json.loads(run("--list-statuses=json"))}
         self.perf_fields = set(re.findall(r"%[-+0]?(\w+)%", help_text))
         columns, keys = result_fields(exe)
@@ -233,8 +238,12 @@ def placeholder_pattern(text: str, any_name: str, caps: bool = True) -> str:
 
 
 def option_problem(span: str, known: Known, binary_only: bool) -> str | None:
-    """Why the option or knob --NAME[=...] does not exist, or None."""
+    """Why the option or knob --NAME[=...] (or its value) does not exist, or None."""
     m = KNOB.fullmatch(span)
+    if m and m.group(1) in known.values and m.group(2):
+        for v in re.split(r"[,|]", m.group(2)[1:]):  # a comma list, or the doc's choices a|b
+            if v not in known.values[m.group(1)] and not re.search(r"[A-Z]{2,}|<|\.\.", v):
+                return f"no value {v} of --{m.group(1)} in --list-knobs=tsv ({'|'.join(sorted(known.values[m.group(1)]))})"
     if not m or m.group(1) in known.options:
         return None
     if not binary_only and re.search(rf"--{re.escape(m.group(1))}(?![\w-])", known.code):
@@ -485,7 +494,7 @@ def check(known: Known, exe: str, layers: pathlib.Path, docs, root: pathlib.Path
 
 # A wrong name of each kind, planted in a copy of each kind of doc: (kind, span).
 PLANTS = [("path", "compare/no_such_file.cpp"), ("path with a placeholder", "backends/VENDOR/no_such_file.hpp"),
-          ("bare file", "no_such_file.hpp"), ("function", "no_such_function(p)"), ("type", "NoSuchType"),
+          ("bare file", "no_such_file.hpp"), ("knob value", "--dir=fwd_q"), ("function", "no_such_function(p)"), ("type", "NoSuchType"),
           ("member", "Backend::no_such_member"), ("constant", "kNoSuchTable"), ("knob", "--no-such-knob=1"),
           ("option", "sdpabench --no-such-option b1sq1d1"), ("script option", "scripts/compare_runs.py --no-such-flag"),
           ("status", "PASSSED"), ("status line", "0:FAILLED (mismatch) __REPRO: b1sq1d1"),
