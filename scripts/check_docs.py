@@ -160,7 +160,10 @@ class Known:
 
     def __init__(self, exe: str, root: pathlib.Path):
         def run(*args):
-            done = subprocess.run([exe, *args], capture_output=True, text=True)
+            try:
+                done = subprocess.run([exe, *args], capture_output=True, text=True)
+            except OSError as e:
+                sys.exit(f"check_docs.py: cannot run '{exe}': {e.strerror}")
             if done.returncode != 0:
                 sys.exit(f"check_docs.py: '{exe} {' '.join(args)}' exited {done.returncode}: {done.stderr.strip()}")
             return done.stdout
