@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,6 +43,13 @@ inline BackendError out_of_device_memory(const std::string& what) {
     return BackendError(Status::skipped, "out of device memory: " + what);
 }
 
+/// One input buffer as the vendor holds it: its role and its bytes (pack_input's layout,
+/// backends/strided_buffer.hpp: the geometry's strides, gaps holding kInputGapCanary).
+struct InputBuffer {
+    Role role;
+    std::span<const std::byte> bytes;
+};
+
 /// A prepared case: the vendor's compiled objects and buffers with the inputs bound (RAII).
 /// Made by Backend::prepare; run as often as needed (checks, timing, determinism).
 class Plan {
@@ -76,6 +84,10 @@ public:
     /// vendor says it when compiling (oneDNN, cuDNN, PyTorch); the parts are complete after the
     /// first execute() (oneDNN lists its primitives with their times then). Default: nothing said.
     virtual Implementation implementation() const { return {}; }
+    /// The plan's input buffers as they are now, for the input check (driver/input_check.hpp: after
+    /// the checked run each must hold what prepare() packed). Valid until the plan runs again or
+    /// dies. Default: none (the check is not made: a device's copies are not read back).
+    virtual std::vector<InputBuffer> input_buffers() const { return {}; }
     /// Every tensor as the plan bound it to the vendor: dims and strides in the vendor's rank and
     /// order (oneDNN's 5-D GQA views, PyTorch's views), inputs then outputs. Default: none.
     virtual std::vector<BoundTensor> bound_tensors() const { return {}; }

@@ -15,6 +15,7 @@
 #include "core/flops.hpp"
 #include "driver/determinism.hpp"
 #include "driver/dropout_checks.hpp"
+#include "driver/input_check.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/host_cpu.hpp"
 #include "fillers/fill.hpp"
@@ -374,6 +375,15 @@ private:
         dropout_rerun_checks(q, *mask, run, *r_.dropout);
     }
 
+    /// The input check (driver/input_check.hpp) after the checked run: FAILED when the vendor wrote
+    /// into one of its input buffers, whatever the outputs' verdict was.
+    void input_check(const Problem& q) {
+        const auto changed = timed(r_, Phase::compare, [&] { return modified_input(q, in_, plan_->input_buffers()); });
+        if (!changed) return;
+        r_.status = Status::failed;
+        r_.reason += fmt::format("{}{}input {}", r_.reason.empty() ? "" : "; ", tag(q), *changed);
+    }
+
     /// Check step: runs the plan of `q.dir` once, checks its outputs against the reference and
     /// the dropout rules, and judges. Returns false when a later direction must not run (`more`):
     /// its reference would be fed a wrong forward.
@@ -398,6 +408,7 @@ private:
         checked_before_ = true;
         if (chained) r_.reason.clear();
         judge(r_);
+        input_check(q);
         if (more && r_.status != Status::passed && r_.status != Status::mistrusted) {
             r_.reason += "; backward not run";
             return false;

@@ -49,6 +49,14 @@ public:
             }
             if (k_.after_write) k_.after_write(role, buf);
         }
+        if (k_.after_run)
+            for (auto& [role, bytes] : inputs_) k_.after_run(role, bytes);
+    }
+
+    std::vector<InputBuffer> input_buffers() const override {
+        std::vector<InputBuffer> out;
+        for (const auto& [role, bytes] : inputs_) out.push_back({role, bytes});
+        return out;
     }
 
     void poison_outputs() override { outputs_.poison(); }

@@ -36,6 +36,9 @@ struct RefKernel {
     std::function<TensorGeom(const Geometry&, Role)> write_as;
     /// Called after every output is written, with the output's buffer (default: nothing).
     std::function<void(Role, GuardedBuffer&)> after_write;
+    /// Called after the outputs are written, with each input's buffer (default: nothing): a
+    /// fault that uses an input as scratch once it has read it.
+    std::function<void(Role, std::vector<std::byte>&)> after_run;
     /// Lines for -v.
     std::vector<std::string> notes;
     /// The plan's implementation name (Plan::implementation); "" names the reference itself:
