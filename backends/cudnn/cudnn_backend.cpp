@@ -423,7 +423,8 @@ private:
 /// graphs cuDNN rejects; one handle and stream per backend, created on the first prepare().
 class CudnnBackend final : public Backend {
 public:
-    std::string_view name() const override { return "cudnn"; }
+    explicit CudnnBackend(std::string_view name) : name_(name) {}
+    std::string_view name() const override { return name_; }
 
     std::string device_name() const override {
         const cuda::Device& d = cuda::device();
@@ -471,7 +472,7 @@ public:
             }
         }
         const cuda::Device& d = cuda::device();
-        return fmt::format("cudnn: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}",
+        return fmt::format("{}: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}", name_,
                 CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION, CUDNN_MAJOR,
                 CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? cuda::describe(d.spec) : d.reason);
     }
@@ -528,11 +529,12 @@ public:
     }
 
 private:
+    std::string name_;
     std::unique_ptr<Runtime> rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(); }
+std::unique_ptr<Backend> make_cudnn_backend(std::string_view name) { return std::make_unique<CudnnBackend>(name); }
 
 }  // namespace sdpa

@@ -433,11 +433,12 @@ private:
 
 class OnednnBackend final : public Backend {
 public:
-    std::string_view name() const override { return "onednn"; }
+    explicit OnednnBackend(std::string_view name) : name_(name) {}
+    std::string_view name() const override { return name_; }
 
     std::string version() const override {
         const dnnl_version_t* v = dnnl_version();
-        return fmt::format("onednn: oneDNN v{} (commit {}), CPU runtime {}, ISA {}", library_version(), v->hash,
+        return fmt::format("{}: oneDNN v{} (commit {}), CPU runtime {}, ISA {}", name_, library_version(), v->hash,
                 runtime_name(v->cpu_runtime), isa_name(dnnl::get_effective_cpu_isa()));
     }
 
@@ -558,11 +559,12 @@ private:
         }
     }
 
+    std::string name_;
     std::unique_ptr<Runtime> rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_onednn_backend() { return std::make_unique<OnednnBackend>(); }
+std::unique_ptr<Backend> make_onednn_backend(std::string_view name) { return std::make_unique<OnednnBackend>(name); }
 
 }  // namespace sdpa
