@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/faulty/faulty_backend.hpp"
 #ifdef SDPABENCH_HAVE_ONEDNN
@@ -50,13 +51,23 @@ BackendRow row(std::string name, Engine engine, Factory make, bool family = fals
     return r;
 }
 
+/// The torch rows' `what`: "PyTorch's fused SDPA variants; math, flash on the CPU; ... on a CUDA
+/// GPU" (kTorchVariants's names by device).
+std::string torch_what() {
+    std::vector<std::string_view> cpu, cuda;
+    for (const TorchVariantInfo& v : kTorchVariants) (v.device == TorchDevice::cpu ? cpu : cuda).push_back(v.name);
+    return fmt::format("PyTorch's fused SDPA variants; {} on the CPU; {} on a CUDA GPU", fmt::join(cpu, ", "),
+            fmt::join(cuda, ", "));
+}
+
 std::vector<BackendRow> make_table() {
     std::vector<BackendRow> t;
     {
         BackendRow r = row("onednn", Engine::cpu, nullptr);
         r.library = "onednn";
+        r.what = "CPU";
 #ifdef SDPABENCH_HAVE_ONEDNN
-        r.make = [](std::string_view) { return make_onednn_backend(); };
+        r.make = make_onednn_backend;
 #else
         r.missing = "configured with -DSDPABENCH_ONEDNN=OFF or without oneDNN >= 3.9 (run scripts/setup.sh; "
                     "cmake/onednn.cmake)";
@@ -66,8 +77,9 @@ std::vector<BackendRow> make_table() {
     {
         BackendRow r = row("cudnn", Engine::gpu, nullptr);
         r.library = "cudnn";
+        r.what = "NVIDIA GPU";
 #ifdef SDPABENCH_HAVE_CUDNN
-        r.make = [](std::string_view) { return make_cudnn_backend(); };
+        r.make = make_cudnn_backend;
 #else
         r.missing = "configured without the CUDA Toolkit, cuDNN 9 and the cuDNN frontend, or with "
                     "-DSDPABENCH_CUDNN=OFF (cmake/cudnn.cmake)";
@@ -75,10 +87,10 @@ std::vector<BackendRow> make_table() {
         t.push_back(std::move(r));
     }
     for (const TorchVariantInfo& v : kTorchVariants) {
-        BackendRow r = row(fmt::format("{}{}", kTorchPrefix, v.name), v.device == TorchDevice::cpu ? Engine::cpu : Engine::gpu,
-                nullptr);
+        BackendRow r = row(torch_backend_name(v), v.device == TorchDevice::cpu ? Engine::cpu : Engine::gpu, nullptr);
         r.prefix = kTorchPrefix;
         r.library = "torch";
+        r.what = torch_what();
 #ifdef SDPABENCH_HAVE_TORCH
         r.make = make_torch_backend;  // a CUDA row without a device is SKIPPED by the backend, with why
 #else
@@ -87,16 +99,20 @@ std::vector<BackendRow> make_table() {
 #endif
         t.push_back(std::move(r));
     }
-    t.push_back(row("ref", Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
+    BackendRow reference = row("ref", Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
         return std::make_unique<RefBackend>();
-    }));
+    });
+    reference.what = "the reference as a backend: the harness against itself";
+    t.push_back(std::move(reference));
     BackendRow faulty = row(std::string(kFaultyPrefix), Engine::cpu, make_faulty_backend, true, false);
     faulty.prefix = kFaultyPrefix;
     faulty.kinds = fault_kind_names;
+    faulty.what = "fault injection, docs/trust.md";
     t.push_back(std::move(faulty));
     BackendRow test = row(std::string(kTestPrefix), Engine::cpu, make_test_backend, true, false);
     test.prefix = kTestPrefix;
     test.kinds = test_backend_kinds;
+    test.what = fmt::format("sdpabench's own tests: {}", test_backends_help());
     t.push_back(std::move(test));
     return t;
 }
@@ -106,6 +122,31 @@ std::vector<BackendRow> make_table() {
 const std::vector<BackendRow>& backend_table() {
     static const std::vector<BackendRow> table = make_table();
     return table;
+}
+
+std::string_view backend_knob_help() {
+    static const std::string text = [] {
+        std::vector<std::string> rows;
+        std::string_view described;  // the prefix whose rows were described
+        for (const BackendRow& r : backend_table()) {
+            if (!r.prefix.empty() && r.prefix == described) continue;
+            described = r.prefix;
+            const std::string name = r.prefix.empty() ? r.name : fmt::format("{}{}", r.prefix, r.family ? "KIND" : "VARIANT");
+            rows.push_back(fmt::format("{} ({})", name, r.what));
+        }
+        return fmt::format("vendor backend that runs the case: {}; a backend this build lacks runs its cases SKIPPED "
+                           "with the reason (docs/knobs_run.md)", fmt::join(rows, ", "));
+    }();
+    return text;
+}
+
+std::vector<std::string> backends_needing_isolate() { return test_backends_needing_isolate(); }
+
+std::string backend_list(const std::vector<std::string>& names) {
+    std::string s;
+    for (std::size_t k = 0; k < names.size(); ++k)
+        s += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+    return s;
 }
 
 const BackendRow* find_backend_row(std::string_view name) {

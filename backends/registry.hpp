@@ -48,11 +48,25 @@ struct BackendRow {
     std::string_view library;
     /// Why the backend is not in this build and how to get it (set when `make` is null).
     std::string missing;
+    /// What it is, for the --backend knob's help ("CPU"); the rows of one prefix (torch:) share it.
+    std::string what;
     bool compiled_in() const { return make != nullptr; }
 };
 
 /// Every row, in --help order: the vendor backends (compiled in or not), ref, then the families.
 const std::vector<BackendRow>& backend_table();
+
+/// The --backend knob's description: every row's name (a prefix's rows as PREFIX + VARIANT, a
+/// family as PREFIX + KIND) with its `what`, and what a backend this build lacks does. Built
+/// once; it lives as long as the process.
+std::string_view backend_knob_help();
+
+/// The backends that hang or crash a run without --isolate (the test family's
+/// test_backends_needing_isolate), for --help.
+std::vector<std::string> backends_needing_isolate();
+
+/// "a", "a and b", "a, b and c": backend names in a sentence (messages, --help).
+std::string backend_list(const std::vector<std::string>& names);
 
 /// The row of `name` (an exact row, or the family whose prefix it starts with), or nullptr when
 /// sdpabench has no such backend in any build.

@@ -48,7 +48,7 @@ std::string footer() {
             "BACKENDS: {}\n"
             "NOT IN THIS BUILD (their cases are SKIPPED with the reason): {}\n"
             "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
-            "TEST-ONLY BACKENDS (for sdpabench's own tests; test:sleep and test:segv hang or crash without --isolate): {}\n\n"
+            "TEST-ONLY BACKENDS (for sdpabench's own tests; {} hang or crash without --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
             "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N\n"
             "  executed:N xfail:N xpass:N not_applicable:N ref_fallback:N' (ref_fallback: the cases whose vendor ran\n"
@@ -66,7 +66,8 @@ std::string footer() {
             "EXIT: {}. The lowest that applies wins.\n",
             case_language_help(), fmt::join(backend_names(), ", "),
             missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
-            fmt::join(family_names(kFaultyPrefix), ", "), fmt::join(family_names(kTestPrefix), ", "), exit_codes_text());
+            fmt::join(family_names(kFaultyPrefix), ", "), backend_list(backends_needing_isolate()),
+            fmt::join(family_names(kTestPrefix), ", "), exit_codes_text());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.

@@ -596,14 +596,7 @@ std::vector<Knob> make_table() {
             parse_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>,
             print_flag<&Problem::dropout_device_scalars, kHostScalar, kTensor>}
                 .with({.draw = hook::draw_dropout_property, .needs = hook::needs_dropout, .drop = 2}),
-        {KnobId::backend, backend_choices(),
-            "vendor backend that runs the case: onednn (CPU), cudnn (NVIDIA GPU), torch:VARIANT (PyTorch's fused SDPA "
-            "variants; math, flash on the CPU; efficient, cudnn, math:cuda, flash:cuda on a CUDA GPU), ref (the reference as a backend: the "
-            "harness against itself), faulty:KIND (fault injection, docs/trust.md), test:KIND (sdpabench's own "
-            "tests: test:fp8 runs the reference on fp8 buffers; test:sleep, test:segv exercise --isolate; test:slow "
-            "stretches each run to SDPABENCH_TEST_SLOWDOWN times the reference's; test:ref_f32, test:ref_rounded: the "
-            "reference keeping P and dS in f32, or rounding them, checked against the other); a backend "
-            "this build lacks runs its cases SKIPPED with the reason (docs/knobs_run.md)",
+        {KnobId::backend, backend_choices(), backend_knob_help(),  // from the registry's rows
             parse_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
         {KnobId::mode, enum_choices(kModeNames),
             "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, then time; B: C, "

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,60 @@ using sdpa::StoreError;
 
 /// Where each case id of a run was first read ("FILE:LINE"), over every file of one ingest.
 using SeenCases = std::map<std::string, std::map<std::string, std::string>>;
+
+/// What the records after a report's context held: the cases stored, and how the report ends.
+struct PartRead {
+    std::size_t stored = 0;
+    bool cut = false;          ///< its last line is cut (a killed run)
+    bool ended = false;        ///< it has an end record
+    long long end_cases = -1;  ///< the end record's case count (-1: none given)
+    nlohmann::json end;        ///< the end record's object: the part's end_record
+};
+
+/// A line of the report that is refused: its number (from 1) and why.
+struct Refused {
+    std::size_t line;
+    std::string why;
+};
+
+/// Stores the case records of `lines` after the context record (line 1) into the store's current
+/// part of run `key`; `ids` holds where each case id of the run was first read. The first refused
+/// line, if any (then the caller rolls back).
+std::optional<Refused> store_cases(ResultsStore& store, const std::vector<std::string>& lines, const std::string& path,
+        const std::string& key, std::map<std::string, std::string>& ids, PartRead& part) {
+    for (std::size_t k = 1; k < lines.size(); ++k) {
+        if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
+        const nlohmann::json rec = nlohmann::json::parse(lines[k], nullptr, false);
+        if (rec.is_discarded() || !rec.is_object()) {
+            if (k + 1 == lines.size() && !rec.is_object()) {  // the last line, cut by a kill
+                part.cut = true;
+                break;
+            }
+            return Refused{k + 1, "not a JSON object"};
+        }
+        if (rec.contains("context"))
+            return Refused{k + 1, "a second context record (reports concatenated?): give each report as its own file"};
+        if (rec.contains("end")) {  // the run ended (a report's or a spool's last record), with its case count
+            part.ended = true;
+            part.end = rec["end"];
+            const nlohmann::json& end = part.end;
+            const auto n = end.is_object() ? end.find("cases") : end.end();
+            part.end_cases = end.is_object() && n != end.end() && n->is_number_integer() ? n->get<long long>() : -1LL;
+            continue;
+        }
+        if (part.ended) return Refused{k + 1, "a case after the end record"};
+        const auto id_field = rec.find("id");
+        if (id_field == rec.end() || !id_field->is_string()) return Refused{k + 1, "a case record without a string \"id\""};
+        const std::string id = id_field->get<std::string>();
+        const std::string here = fmt::format("{}:{}", path, k + 1);
+        if (const auto it = ids.find(id); it != ids.end() && !id.empty())
+            return Refused{k + 1, fmt::format("case '{}' of run '{}' is given twice (first at {})", id, key, it->second)};
+        store.add_case(rec);
+        ids.emplace(id, here);
+        ++part.stored;
+    }
+    return std::nullopt;
+}
 
 /// Stores one JSONL report as one part of its run, in one transaction: all of it, or nothing when
 /// a line is refused (the message names FILE:LINE). A cut last line (a killed run) leaves the
@@ -52,67 +107,26 @@ bool ingest_file(ResultsStore& store, const std::string& path, SeenCases& seen) 
     store.begin();
     try {
         const std::string key = store.begin_part(first["context"]);
-        auto& ids = seen[key];
-        bool cut = false, ended = false;
-        long long end_cases = -1;
-        nlohmann::json end;  // the end record's object: the part's end_record
-        std::size_t stored = 0;
-        for (std::size_t k = 1; k < lines.size(); ++k) {
-            if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
-            const nlohmann::json rec = nlohmann::json::parse(lines[k], nullptr, false);
-            if (rec.is_discarded() || !rec.is_object()) {
-                if (k + 1 == lines.size() && !rec.is_object()) {  // the last line, cut by a kill
-                    cut = true;
-                    break;
-                }
-                store.rollback();
-                return fail(k + 1, "not a JSON object");
-            }
-            if (rec.contains("context")) {
-                store.rollback();
-                return fail(k + 1, "a second context record (reports concatenated?): give each report as its own file");
-            }
-            if (rec.contains("end")) {  // the run ended (a report's or a spool's last record), with its case count
-                ended = true;
-                end = rec["end"];
-                const auto n = end.is_object() ? end.find("cases") : end.end();
-                end_cases = end.is_object() && n != end.end() && n->is_number_integer() ? n->get<long long>() : -1LL;
-                continue;
-            }
-            if (ended) {
-                store.rollback();
-                return fail(k + 1, "a case after the end record");
-            }
-            const auto id_field = rec.find("id");
-            if (id_field == rec.end() || !id_field->is_string()) {
-                store.rollback();
-                return fail(k + 1, "a case record without a string \"id\"");
-            }
-            const std::string id = id_field->get<std::string>();
-            const std::string here = fmt::format("{}:{}", path, k + 1);
-            if (const auto it = ids.find(id); it != ids.end() && !id.empty()) {
-                store.rollback();
-                return fail(k + 1, fmt::format("case '{}' of run '{}' is given twice (first at {})", id, key, it->second));
-            }
-            store.add_case(rec);
-            ids.emplace(id, here);
-            ++stored;
+        PartRead r;
+        if (const std::optional<Refused> refused = store_cases(store, lines, path, key, seen[key], r)) {
+            store.rollback();
+            return fail(refused->line, refused->why);
         }
         // A spool holds the cases its store did not take: the part is whole once the store holds
         // as many as the run had (a spool loaded into another store than its own is not).
-        const long long held = spool && ended ? store.part_cases() : 0;
-        const bool short_of_cases = spool && ended && end_cases >= 0 && held < end_cases;
-        const bool complete = !cut && (!spool || ended) && !short_of_cases;
-        if (complete) store.finish_part(ended ? end : nlohmann::json());
-        else if (ended) store.note_end(end);
+        const long long held = spool && r.ended ? store.part_cases() : 0;
+        const bool short_of_cases = spool && r.ended && r.end_cases >= 0 && held < r.end_cases;
+        const bool complete = !r.cut && (!spool || r.ended) && !short_of_cases;
+        if (complete) store.finish_part(r.ended ? r.end : nlohmann::json());
+        else if (r.ended) store.note_end(r.end);
         store.commit();
         if (!store.replaced().empty()) fmt::print(stderr, "{}: {}: {}\n", path, store.where(), store.replaced());
-        fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, stored,
-                cut ? "; its last line is cut (a killed run): the run stays incomplete"
-                    : !(spool && ended) && spool ? "; the spool has no end record (its run was killed): the run stays incomplete"
+        fmt::print("{}: run '{}': {} case(s) stored{}\n", path, key, r.stored,
+                r.cut ? "; its last line is cut (a killed run): the run stays incomplete"
+                    : !(spool && r.ended) && spool ? "; the spool has no end record (its run was killed): the run stays incomplete"
                     : short_of_cases ? fmt::format("; the store holds {} of the run's {} case(s) (the others went to the store "
                                                    "the spool was written for, {}): the run stays incomplete here",
-                                               held, end_cases,
+                                               held, r.end_cases,
                                                first["spool"].is_object() ? first["spool"].value("store", "?") : "?")
                     : "");
         return true;

@@ -351,86 +351,102 @@ int ResultsStore::schema_version() {
     return version;
 }
 
+namespace {
+
+/// "N shard(s) of M cases (fingerprint F)", or "an unsharded run": how a run's parts are split,
+/// in the messages of a part that does not fit its run.
+std::string split_text(bool sharded, int count, long long total, std::string_view fingerprint) {
+    return sharded ? fmt::format("{} shard(s) of {} cases (fingerprint {})", count, total, fingerprint) : "an unsharded run";
+}
+
+/// Adds run `key` (as split by `context`'s "shard" object) unless the store has it, and checks
+/// that part `part` joins it: the same split, and the build and case list of the part stored
+/// first. StoreError says why not.
+void join_run(soci::session& sql, const std::string& where, const nlohmann::json& context, std::string key, long long part) {
+    const auto shard = context.find("shard");
+    const bool sharded = shard != context.end() && shard->is_object();
+    int count = sharded ? shard->value("count", 1) : 1;
+    long long total = sharded ? shard->value("cases_total", 0LL) : 0;
+    std::string fingerprint = sharded ? text_of(*shard, "cases_fingerprint") : "";
+    soci::indicator total_ind = sharded ? soci::i_ok : soci::i_null, fp_ind = total_ind;
+    std::string start = text_of(context, "start");
+    sql << "INSERT INTO runs (run_key, shard_count, cases_total, cases_fingerprint, first_start) "
+           "VALUES (:k, :n, :t, :f, :s) ON CONFLICT (run_key) DO NOTHING",
+            soci::use(key, "k"), soci::use(count, "n"), soci::use(total, total_ind, "t"),
+            soci::use(fingerprint, fp_ind, "f"), soci::use(start, "s");
+    int stored_count = 0;
+    long long stored_total = 0;
+    std::string stored_fp;
+    soci::indicator t_ind = soci::i_ok, f_ind = soci::i_ok;
+    sql << "SELECT shard_count, cases_total, cases_fingerprint FROM runs WHERE run_key = :k",
+            soci::use(key, "k"), soci::into(stored_count), soci::into(stored_total, t_ind), soci::into(stored_fp, f_ind);
+    const std::string stored = split_text(t_ind == soci::i_ok, stored_count, stored_total,
+            f_ind == soci::i_ok ? std::string_view(stored_fp) : "none");
+    const std::string mine = split_text(sharded, count, total, fingerprint.empty() ? std::string_view("none") : fingerprint);
+    // Another part of the run already stored (the lowest): what this part must agree with.
+    long long sibling = -1;
+    std::string sibling_text;
+    soci::indicator sibling_ind = soci::i_null;
+    sql << "SELECT part, CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part <> :p "
+           "ORDER BY part LIMIT 1",
+            soci::use(key, "k"), soci::use(part, "p"), soci::into(sibling), soci::into(sibling_text, sibling_ind);
+    if (!sql.got_data()) sibling_ind = soci::i_null;
+    const nlohmann::json there = sibling_ind == soci::i_ok
+            ? nlohmann::json::parse(sibling_text, nullptr, false) : nlohmann::json::object();
+    if (stored != mine)
+        throw StoreError(fmt::format("{}: run '{}' is stored as {}, but this part is of {}{}: a run key names one run "
+                                     "(give another --tags=run:ID)", where, key, stored, mine,
+                sibling_ind == soci::i_ok ? fmt::format(" (shard {} ran '{}', this part runs '{}')", sibling,
+                                                    text_of(there, "command"), text_of(context, "command"))
+                                          : ""));
+    if (sibling_ind == soci::i_ok)
+        if (const std::vector<std::string> d = build_differences(there, context); !d.empty())
+            throw StoreError(fmt::format("{}: this part (shard {}) cannot join run '{}': it differs from the "
+                                         "run's shard {} (host {}, started {}) in {}: the shards of one run run "
+                                         "one case list with one build (give another --tags=run:ID)",
+                    where, part, key, sibling, text_of(there, "host"), text_of(there, "start"), fmt::join(d, ", ")));
+}
+
+/// Part `part` of run `key` as stored by another invocation than `context`'s (a run tag reused, a
+/// shard resubmitted) deleted with its cases and their outputs, so that no case of that
+/// invocation stays mixed with this one's; the sentence that says so ("" when the part is new or
+/// the same invocation's: a reconnect, its spool or report ingested keeps its rows).
+std::string delete_other_invocation(soci::session& sql, const nlohmann::json& context, std::string key, long long part) {
+    std::string earlier_text;
+    soci::indicator earlier_ind = soci::i_null;
+    sql << "SELECT CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part = :p",
+            soci::use(key, "k"), soci::use(part, "p"), soci::into(earlier_text, earlier_ind);
+    if (!sql.got_data() || earlier_ind != soci::i_ok) return "";
+    const nlohmann::json earlier = nlohmann::json::parse(earlier_text, nullptr, false);
+    const std::string was = invocation_of(earlier.is_object() ? earlier : nlohmann::json::object());
+    if (was == invocation_of(context)) return "";
+    long long cases = 0;
+    sql << "SELECT COUNT(*) FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"), soci::use(part, "p"),
+            soci::into(cases);
+    sql << "DELETE FROM case_outputs WHERE run_key = :k AND case_id IN "
+           "(SELECT case_id FROM cases WHERE run_key = :k2 AND part = :p)",
+            soci::use(key, "k"), soci::use(key, "k2"), soci::use(part, "p");
+    sql << "DELETE FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"), soci::use(part, "p");
+    return fmt::format("run '{}' part {} was written by {} (started {}); this run {} (started {}) replaces it whole: "
+                       "its {} case(s) are deleted",
+            key, part, was, earlier.is_object() ? text_of(earlier, "start", "?") : "?", invocation_of(context),
+            text_of(context, "start"), cases);
+}
+
+}  // namespace
+
 std::string ResultsStore::begin_part(const nlohmann::json& given) {
     replaced_.clear();
     const nlohmann::json context = redacted(given);
     std::string key = run_key(context);
     const auto shard = context.find("shard");
-    const bool sharded = shard != context.end() && shard->is_object();
-    const long long part = sharded ? shard->value("index", 0LL) : 0;
-    int count = sharded ? shard->value("count", 1) : 1;
-    long long total = sharded ? shard->value("cases_total", 0LL) : 0;
-    std::string fingerprint = sharded ? text_of(*shard, "cases_fingerprint") : "";
-    soci::indicator total_ind = sharded ? soci::i_ok : soci::i_null, fp_ind = total_ind;
+    const long long part = shard != context.end() && shard->is_object() ? shard->value("index", 0LL) : 0;
     const std::string host = text_of(context, "host"), start = text_of(context, "start");
     const std::string ctx_text = json_line(context);
     try {
         Impl::Tx tx(*impl_, in_batch_);
-        impl_->sql << "INSERT INTO runs (run_key, shard_count, cases_total, cases_fingerprint, first_start) "
-                      "VALUES (:k, :n, :t, :f, :s) ON CONFLICT (run_key) DO NOTHING",
-                soci::use(key, "k"), soci::use(count, "n"), soci::use(total, total_ind, "t"),
-                soci::use(fingerprint, fp_ind, "f"), soci::use(start, "s");
-        int stored_count = 0;
-        long long stored_total = 0;
-        std::string stored_fp;
-        soci::indicator t_ind = soci::i_ok, f_ind = soci::i_ok;
-        impl_->sql << "SELECT shard_count, cases_total, cases_fingerprint FROM runs WHERE run_key = :k",
-                soci::use(key, "k"), soci::into(stored_count), soci::into(stored_total, t_ind), soci::into(stored_fp, f_ind);
-        const std::string stored = t_ind == soci::i_ok
-                ? fmt::format("{} shard(s) of {} cases (fingerprint {})", stored_count, stored_total,
-                          f_ind == soci::i_ok ? stored_fp : "none")
-                : "an unsharded run";
-        const std::string mine = sharded
-                ? fmt::format("{} shard(s) of {} cases (fingerprint {})", count, total, fingerprint.empty() ? "none" : fingerprint)
-                : "an unsharded run";
-        // Another part of the run already stored (the lowest): what this part must agree with.
-        long long sibling = -1;
-        std::string sibling_text;
-        soci::indicator sibling_ind = soci::i_null;
-        impl_->sql << "SELECT part, CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part <> :p "
-                      "ORDER BY part LIMIT 1",
-                soci::use(key, "k"), soci::use(part, "p"), soci::into(sibling), soci::into(sibling_text, sibling_ind);
-        if (!impl_->sql.got_data()) sibling_ind = soci::i_null;
-        const nlohmann::json there = sibling_ind == soci::i_ok
-                ? nlohmann::json::parse(sibling_text, nullptr, false) : nlohmann::json::object();
-        if (stored != mine)
-            throw StoreError(fmt::format("{}: run '{}' is stored as {}, but this part is of {}{}: a run key names one run "
-                                         "(give another --tags=run:ID)", where_, key, stored, mine,
-                    sibling_ind == soci::i_ok ? fmt::format(" (shard {} ran '{}', this part runs '{}')", sibling,
-                                                        text_of(there, "command"), text_of(context, "command"))
-                                              : ""));
-        if (sibling_ind == soci::i_ok)
-            if (const std::vector<std::string> d = build_differences(there, context); !d.empty())
-                throw StoreError(fmt::format("{}: this part (shard {}) cannot join run '{}': it differs from the "
-                                             "run's shard {} (host {}, started {}) in {}: the shards of one run run "
-                                             "one case list with one build (give another --tags=run:ID)",
-                        where_, part, key, sibling, text_of(there, "host"), text_of(there, "start"), fmt::join(d, ", ")));
-        // This part as stored by another invocation (a run tag reused, a shard resubmitted): it
-        // is replaced whole, so that no case of that invocation stays mixed with this one's. The
-        // same invocation again (a reconnect, its spool or report ingested) keeps its rows.
-        std::string earlier_text;
-        soci::indicator earlier_ind = soci::i_null;
-        impl_->sql << "SELECT CAST(context AS TEXT) FROM run_parts WHERE run_key = :k AND part = :p",
-                soci::use(key, "k"), soci::use(part, "p"), soci::into(earlier_text, earlier_ind);
-        if (!impl_->sql.got_data()) earlier_ind = soci::i_null;
-        std::string replaced;
-        if (earlier_ind == soci::i_ok) {
-            const nlohmann::json earlier = nlohmann::json::parse(earlier_text, nullptr, false);
-            const std::string was = invocation_of(earlier.is_object() ? earlier : nlohmann::json::object());
-            if (was != invocation_of(context)) {
-                long long cases = 0;
-                impl_->sql << "SELECT COUNT(*) FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"),
-                        soci::use(part, "p"), soci::into(cases);
-                impl_->sql << "DELETE FROM case_outputs WHERE run_key = :k AND case_id IN "
-                              "(SELECT case_id FROM cases WHERE run_key = :k2 AND part = :p)",
-                        soci::use(key, "k"), soci::use(key, "k2"), soci::use(part, "p");
-                impl_->sql << "DELETE FROM cases WHERE run_key = :k AND part = :p", soci::use(key, "k"), soci::use(part, "p");
-                replaced = fmt::format("run '{}' part {} was written by {} (started {}); this run {} (started {}) "
-                                       "replaces it whole: its {} case(s) are deleted",
-                        key, part, was, earlier.is_object() ? text_of(earlier, "start", "?") : "?",
-                        invocation_of(context), start, cases);
-            }
-        }
+        join_run(impl_->sql, where_, context, key, part);
+        std::string replaced = delete_other_invocation(impl_->sql, context, key, part);
         impl_->sql << "INSERT INTO run_parts (run_key, part, host, start, finished, complete, context, end_record) "
                       "VALUES (:k, :p, :h, :s, NULL, 0, :c, NULL) ON CONFLICT (run_key, part) DO UPDATE SET "
                       "host = excluded.host, start = excluded.start, finished = NULL, complete = 0, "

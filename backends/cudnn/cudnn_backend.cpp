@@ -181,14 +181,28 @@ private:
         if (status.is_bad()) throw BackendError(Status::failed, fmt::format("cuDNN execute: {}", status.get_message()));
     }
 
+    /// The graph's tensors by uid.
+    using Tensors = std::map<Uid, std::shared_ptr<fe::graph::Tensor_attributes>>;
+
+    /// The graph of desc_ with its plan built (UNIMPLEMENTED when cuDNN has no kernel for it:
+    /// check_fe) and its workspace allocated.
     void build_graph() {
-        using fe::graph::Tensor_attributes;
         graph_ = std::make_shared<fe::graph::Graph>();
         const ElemType io = desc_.find(Uid::Q)->geom.type;
         graph_->set_io_data_type(fe_type(io))
                 .set_intermediate_data_type(fe::DataType_t::FLOAT)
                 .set_compute_data_type(fe::DataType_t::FLOAT);
-        std::map<Uid, std::shared_ptr<Tensor_attributes>> t;
+        Tensors t = input_tensors();
+        if (!desc_.backward) add_forward(t);
+        else if (desc_.fp8) add_fp8_backward(t);
+        else add_backward(t);
+        build_plan();
+    }
+
+    /// The graph's input tensors: the ragged offsets, the inputs, the scalars.
+    Tensors input_tensors() {
+        using fe::graph::Tensor_attributes;
+        Tensors t;
         auto attrs = [](Uid uid, const std::string& name, const std::array<std::int64_t, 4>& dims,
                              const std::array<std::int64_t, 4>& strides, ElemType type) {
             return Tensor_attributes()
@@ -210,79 +224,100 @@ private:
         // [1,1,1,1] device tensors.
         for (const cudnn::ScalarDesc& d : desc_.scalars)
             t[d.uid] = graph_->tensor(attrs(d.uid, d.name, d.dims, d.strides, d.type).set_is_pass_by_value(d.by_value));
-        auto mark_output = [&](const std::shared_ptr<Tensor_attributes>& x, Uid uid) {
-            const TensorDesc* d = desc_.find(uid);
-            x->set_output(true)
-                    .set_uid(static_cast<std::int64_t>(uid))
-                    .set_dim(vec(d->geom.dims))
-                    .set_stride(vec(d->geom.strides))
-                    .set_data_type(fe_type(d->geom.type));
-            if (d->ragged) x->set_ragged_offset(t[*d->ragged]);
-        };
-        auto mark_amax = [&](const std::shared_ptr<Tensor_attributes>& x, Uid uid) {
-            x->set_output(true).set_uid(static_cast<std::int64_t>(uid)).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
-                    .set_data_type(fe::DataType_t::FLOAT);
-        };
-        // Attributes shared by the forward and backward attributes (fp8 or not).
-        auto common = [&](auto& a) {
-            a.set_attn_scale(desc_.attn_scale);
-            if (t.count(Uid::bias)) a.set_bias(t[Uid::bias]);
-            if (desc_.padding) a.set_padding_mask(true).set_seq_len_q(t[Uid::seq_len_q]).set_seq_len_kv(t[Uid::seq_len_kv]);
-            if (desc_.alignment)
-                a.set_diagonal_alignment(*desc_.alignment == cudnn::Alignment::top_left ? fe::DiagonalAlignment_t::TOP_LEFT
-                                                                                       : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
-            if (desc_.left_bound) a.set_diagonal_band_left_bound(static_cast<int>(*desc_.left_bound));
-            if (desc_.right_bound) a.set_diagonal_band_right_bound(static_cast<int>(*desc_.right_bound));
-        };
-        if (!desc_.backward) {
-            // COMPOSITE pinned: AUTO would pick the UNIFIED node for some plain forwards, whose
-            // conventions differ from the backward's composite node (graph_interface.h Graph::sdpa).
-            auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats)
-                    .set_implementation(fe::AttentionImplementation_t::COMPOSITE);
-            common(a);
-            // graph_properties.h SDPA_attributes::set_dropout(mask, scale): caller-supplied mask mode.
-            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale]);
-            if (desc_.fp8) {
-                auto [O, stats, amax_s, amax_o] = graph_->sdpa_fp8(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::descale_q],
-                        t[Uid::descale_k], t[Uid::descale_v], t[Uid::descale_s], t[Uid::scale_s], t[Uid::scale_o], a);
-                mark_output(O, Uid::O);
-                if (desc_.generate_stats) mark_output(stats, Uid::stats);
-                mark_amax(amax_s, Uid::amax_s);
-                mark_amax(amax_o, Uid::amax_o);
-            } else {
-                auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
-                mark_output(O, Uid::O);
-                if (desc_.generate_stats) mark_output(stats, Uid::stats);
-            }
-            notes_.push_back("cuDNN sdpa: COMPOSITE implementation (pinned)");
-            composite_ = true;
-        } else if (desc_.fp8) {
-            auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward");
-            common(a);
-            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
-            if (desc_.deterministic) a.set_deterministic_algorithm(true);
-            auto [dQ, dK, dV, amax_dq, amax_dk, amax_dv, amax_dp] = graph_->sdpa_fp8_backward(t[Uid::Q], t[Uid::K],
-                    t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], t[Uid::descale_q], t[Uid::descale_k],
-                    t[Uid::descale_v], t[Uid::descale_o], t[Uid::descale_dO], t[Uid::descale_s], t[Uid::descale_dP],
-                    t[Uid::scale_s], t[Uid::scale_dQ], t[Uid::scale_dK], t[Uid::scale_dV], t[Uid::scale_dP], a);
-            mark_output(dQ, Uid::dQ);
-            mark_output(dK, Uid::dK);
-            mark_output(dV, Uid::dV);
-            mark_amax(amax_dq, Uid::amax_dQ);
-            mark_amax(amax_dk, Uid::amax_dK);
-            mark_amax(amax_dv, Uid::amax_dV);
-            mark_amax(amax_dp, Uid::amax_dP);
+        return t;
+    }
+
+    /// Marks `x` as the graph's output `uid`, at its descriptor's dims, strides and type.
+    void mark_output(Tensors& t, const std::shared_ptr<fe::graph::Tensor_attributes>& x, Uid uid) const {
+        const TensorDesc* d = desc_.find(uid);
+        x->set_output(true)
+                .set_uid(static_cast<std::int64_t>(uid))
+                .set_dim(vec(d->geom.dims))
+                .set_stride(vec(d->geom.strides))
+                .set_data_type(fe_type(d->geom.type));
+        if (d->ragged) x->set_ragged_offset(t[*d->ragged]);
+    }
+
+    /// Marks `x` as the fp8 amax output `uid`: one f32.
+    static void mark_amax(const std::shared_ptr<fe::graph::Tensor_attributes>& x, Uid uid) {
+        x->set_output(true).set_uid(static_cast<std::int64_t>(uid)).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+                .set_data_type(fe::DataType_t::FLOAT);
+    }
+
+    /// Sets the attributes shared by the forward and backward attributes (fp8 or not): the scale,
+    /// bias, padding and the diagonal band.
+    template <class Attributes>
+    void set_common(Attributes& a, Tensors& t) const {
+        a.set_attn_scale(desc_.attn_scale);
+        if (t.count(Uid::bias)) a.set_bias(t[Uid::bias]);
+        if (desc_.padding) a.set_padding_mask(true).set_seq_len_q(t[Uid::seq_len_q]).set_seq_len_kv(t[Uid::seq_len_kv]);
+        if (desc_.alignment)
+            a.set_diagonal_alignment(*desc_.alignment == cudnn::Alignment::top_left ? fe::DiagonalAlignment_t::TOP_LEFT
+                                                                                   : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
+        if (desc_.left_bound) a.set_diagonal_band_left_bound(static_cast<int>(*desc_.left_bound));
+        if (desc_.right_bound) a.set_diagonal_band_right_bound(static_cast<int>(*desc_.right_bound));
+    }
+
+    /// The forward node (sdpa or sdpa_fp8) and its outputs.
+    void add_forward(Tensors& t) {
+        // COMPOSITE pinned: AUTO would pick the UNIFIED node for some plain forwards, whose
+        // conventions differ from the backward's composite node (graph_interface.h Graph::sdpa).
+        auto a = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(desc_.generate_stats)
+                .set_implementation(fe::AttentionImplementation_t::COMPOSITE);
+        set_common(a, t);
+        // graph_properties.h SDPA_attributes::set_dropout(mask, scale): caller-supplied mask mode.
+        if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale]);
+        if (desc_.fp8) {
+            auto [O, stats, amax_s, amax_o] = graph_->sdpa_fp8(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::descale_q],
+                    t[Uid::descale_k], t[Uid::descale_v], t[Uid::descale_s], t[Uid::scale_s], t[Uid::scale_o], a);
+            mark_output(t, O, Uid::O);
+            if (desc_.generate_stats) mark_output(t, stats, Uid::stats);
+            mark_amax(amax_s, Uid::amax_s);
+            mark_amax(amax_o, Uid::amax_o);
         } else {
-            auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
-            common(a);
-            // graph_properties.h SDPA_backward_attributes::set_dropout(mask, scale, scale_inv).
-            if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
-            if (desc_.deterministic) a.set_deterministic_algorithm(true);
-            auto [dQ, dK, dV] = graph_->sdpa_backward(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], a);
-            mark_output(dQ, Uid::dQ);
-            mark_output(dK, Uid::dK);
-            mark_output(dV, Uid::dV);
+            auto [O, stats] = graph_->sdpa(t[Uid::Q], t[Uid::K], t[Uid::V], a);
+            mark_output(t, O, Uid::O);
+            if (desc_.generate_stats) mark_output(t, stats, Uid::stats);
         }
+        notes_.push_back("cuDNN sdpa: COMPOSITE implementation (pinned)");
+        composite_ = true;
+    }
+
+    /// The fp8 backward node (sdpa_fp8_backward) and its outputs.
+    void add_fp8_backward(Tensors& t) {
+        auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward");
+        set_common(a, t);
+        if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
+        if (desc_.deterministic) a.set_deterministic_algorithm(true);
+        auto [dQ, dK, dV, amax_dq, amax_dk, amax_dv, amax_dp] = graph_->sdpa_fp8_backward(t[Uid::Q], t[Uid::K],
+                t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], t[Uid::descale_q], t[Uid::descale_k],
+                t[Uid::descale_v], t[Uid::descale_o], t[Uid::descale_dO], t[Uid::descale_s], t[Uid::descale_dP],
+                t[Uid::scale_s], t[Uid::scale_dQ], t[Uid::scale_dK], t[Uid::scale_dV], t[Uid::scale_dP], a);
+        mark_output(t, dQ, Uid::dQ);
+        mark_output(t, dK, Uid::dK);
+        mark_output(t, dV, Uid::dV);
+        mark_amax(amax_dq, Uid::amax_dQ);
+        mark_amax(amax_dk, Uid::amax_dK);
+        mark_amax(amax_dv, Uid::amax_dV);
+        mark_amax(amax_dp, Uid::amax_dP);
+    }
+
+    /// The backward node (sdpa_backward) and its outputs.
+    void add_backward(Tensors& t) {
+        auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
+        set_common(a, t);
+        // graph_properties.h SDPA_backward_attributes::set_dropout(mask, scale, scale_inv).
+        if (desc_.dropout) a.set_dropout(t[Uid::dropout_mask], t[Uid::dropout_scale], t[Uid::dropout_scale_inv]);
+        if (desc_.deterministic) a.set_deterministic_algorithm(true);
+        auto [dQ, dK, dV] = graph_->sdpa_backward(t[Uid::Q], t[Uid::K], t[Uid::V], t[Uid::O], t[Uid::dO], t[Uid::stats], a);
+        mark_output(t, dQ, Uid::dQ);
+        mark_output(t, dK, Uid::dK);
+        mark_output(t, dV, Uid::dV);
+    }
+
+    /// Validates the graph, builds its plan (heuristics A, then FALLBACK), allocates the workspace
+    /// and notes the plan, the workspace and the dropout mask.
+    void build_plan() {
         check_fe(graph_->validate(), "validate");
         check_fe(graph_->build_operation_graph(rt_.handle.h), "build_operation_graph");
         check_fe(graph_->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
@@ -388,7 +423,8 @@ private:
 /// graphs cuDNN rejects; one handle and stream per backend, created on the first prepare().
 class CudnnBackend final : public Backend {
 public:
-    std::string_view name() const override { return "cudnn"; }
+    explicit CudnnBackend(std::string_view name) : name_(name) {}
+    std::string_view name() const override { return name_; }
 
     std::string device_name() const override {
         const cuda::Device& d = cuda::device();
@@ -436,7 +472,7 @@ public:
             }
         }
         const cuda::Device& d = cuda::device();
-        return fmt::format("cudnn: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}",
+        return fmt::format("{}: cuDNN frontend {}.{}.{}, built against cuDNN {}.{}.{}, {}, device: {}", name_,
                 CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION, CUDNN_MAJOR,
                 CUDNN_MINOR, CUDNN_PATCHLEVEL, loaded, d.ok ? cuda::describe(d.spec) : d.reason);
     }
@@ -493,11 +529,12 @@ public:
     }
 
 private:
+    std::string name_;
     std::unique_ptr<Runtime> rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(); }
+std::unique_ptr<Backend> make_cudnn_backend(std::string_view name) { return std::make_unique<CudnnBackend>(name); }
 
 }  // namespace sdpa

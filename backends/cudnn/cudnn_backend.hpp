@@ -5,12 +5,14 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "backends/backend.hpp"
 
 namespace sdpa {
 
-/// A new cuDNN backend (cheap: touches no device until support()/prepare()).
-std::unique_ptr<Backend> make_cudnn_backend();
+/// A new cuDNN backend (cheap: touches no device until support()/prepare()) called `name`, its
+/// registry row's (backends/registry.cpp), the one place that spells it.
+std::unique_ptr<Backend> make_cudnn_backend(std::string_view name);
 
 }  // namespace sdpa

@@ -136,109 +136,96 @@ Uid ragged_uid(Role r) {
     }
 }
 
-}  // namespace
+/// The descriptor of io role `r` as tensor `uid`; its ragged offsets, when it has some, added to
+/// g (an s32 tensor unless one passes 2^31 - 1).
+TensorDesc io_tensor(GraphDesc& g, const Geometry& geo, Uid uid, Role r) {
+    TensorDesc t{uid, fmt::format("{}", r), geo.at(r), std::nullopt};
+    if (!t.geom.ragged_offsets.empty()) {
+        RaggedDesc rd{ragged_uid(r), fmt::format("ragged_offset_{}", r), ElemType::s32, t.geom.ragged_offsets};
+        if (rd.offsets.back() > std::numeric_limits<std::int32_t>::max()) rd.type = ElemType::s64;
+        t.ragged = rd.uid;
+        g.ragged.push_back(std::move(rd));
+    }
+    return t;
+}
 
-GraphDesc describe_graph(const Problem& p) {
+/// Padding: the problem's lengths; or full lengths for a bottom-right band with S_q > S_kv,
+/// which cuDNN accepts only with a padding mask (see the header).
+void add_padding(GraphDesc& g, const Problem& p, const Geometry& geo) {
     const Dims& d = p.dims;
-    const Geometry geo = geometry(p);
-    GraphDesc g;
-    g.backward = p.dir == Dir::bwd;
-    g.generate_stats = p.dir == Dir::fwd_t;
-    const float v = scale_tensor_value(p);
-    g.attn_scale = p.scale_op == ScaleOp::mul ? v : 1.f / v;
-    auto tensor = [&](Uid uid, Role r) {
-        TensorDesc t{uid, fmt::format("{}", r), geo.at(r), std::nullopt};
-        if (!t.geom.ragged_offsets.empty()) {  // its offsets: an s32 tensor unless one passes 2^31 - 1
-            RaggedDesc rd{ragged_uid(r), fmt::format("ragged_offset_{}", r), ElemType::s32, t.geom.ragged_offsets};
-            if (rd.offsets.back() > std::numeric_limits<std::int32_t>::max()) rd.type = ElemType::s64;
-            t.ragged = rd.uid;
-            g.ragged.push_back(std::move(rd));
-        }
-        return t;
-    };
-    g.inputs.push_back(tensor(Uid::Q, Role::Q));
-    g.inputs.push_back(tensor(Uid::K, Role::K));
-    g.inputs.push_back(tensor(Uid::V, Role::V));
-    if (geo.has(Role::bias)) g.inputs.push_back(tensor(Uid::bias, Role::bias));
-    // Padding: the problem's lengths; or full lengths for a bottom-right band with S_q > S_kv,
-    // which cuDNN accepts only with a padding mask (see the header).
     const bool bottom_right = p.mask == Mask::causal_br || p.mask == Mask::window;
     g.padding = geo.has(Role::seq_len_q) || (bottom_right && d.S_q > d.S_kv);
-    if (g.padding) {
-        for (std::int64_t b = 0; b < d.B; ++b) {
-            g.seq_len_q.push_back(static_cast<std::int32_t>(valid_q(p, b)));
-            g.seq_len_kv.push_back(static_cast<std::int32_t>(valid_kv(p, b)));
-        }
-        TensorGeom lens = geo.has(Role::seq_len_q) ? geo.at(Role::seq_len_q) : TensorGeom{};
-        if (!geo.has(Role::seq_len_q)) {  // the geometry's padding-length role, as if padding were given
-            lens.type = ElemType::s32;
-            lens.dims = {d.B, 1, 1, 1};
-            lens.input = true;
-        }
-        lens.role = Role::seq_len_q;
-        g.inputs.push_back(TensorDesc{Uid::seq_len_q, "seq_len_q", lens, std::nullopt});
-        lens.role = Role::seq_len_kv;
-        g.inputs.push_back(TensorDesc{Uid::seq_len_kv, "seq_len_kv", lens, std::nullopt});
+    if (!g.padding) return;
+    for (std::int64_t b = 0; b < d.B; ++b) {
+        g.seq_len_q.push_back(static_cast<std::int32_t>(valid_q(p, b)));
+        g.seq_len_kv.push_back(static_cast<std::int32_t>(valid_kv(p, b)));
     }
-    if (const auto mask = dropout_mask_geom(p)) {
-        // Scale and scale_inv are computed in float, as the frontend's own probability mode does.
-        const float keep = 1.0f - p.dropout->p;
-        g.dropout = true;
-        g.inputs.push_back(TensorDesc{Uid::dropout_mask, "dropout_mask", *mask, std::nullopt});
-        g.scalars.push_back(ScalarDesc{Uid::dropout_scale, "dropout_scale", ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1},
-                1.0f / keep});
-        if (g.backward)
-            g.scalars.push_back(ScalarDesc{Uid::dropout_scale_inv, "dropout_scale_inv", ElemType::f32, {1, 1, 1, 1},
-                    {1, 1, 1, 1}, keep});
+    TensorGeom lens = geo.has(Role::seq_len_q) ? geo.at(Role::seq_len_q) : TensorGeom{};
+    if (!geo.has(Role::seq_len_q)) {  // the geometry's padding-length role, as if padding were given
+        lens.type = ElemType::s32;
+        lens.dims = {d.B, 1, 1, 1};
+        lens.input = true;
     }
-    if (g.backward) {
-        g.inputs.push_back(tensor(Uid::O, Role::O));
-        g.inputs.push_back(tensor(Uid::dO, Role::dO));
-        g.inputs.push_back(tensor(Uid::stats, Role::stats));
-        g.outputs.push_back(tensor(Uid::dQ, Role::dQ));
-        g.outputs.push_back(tensor(Uid::dK, Role::dK));
-        g.outputs.push_back(tensor(Uid::dV, Role::dV));
-        g.deterministic = p.deterministic;
+    lens.role = Role::seq_len_q;
+    g.inputs.push_back(TensorDesc{Uid::seq_len_q, "seq_len_q", lens, std::nullopt});
+    lens.role = Role::seq_len_kv;
+    g.inputs.push_back(TensorDesc{Uid::seq_len_kv, "seq_len_kv", lens, std::nullopt});
+}
+
+/// Dropout: the keep mask as an input, and the by-value scale (and the backward's scale_inv),
+/// computed in float as the frontend's own probability mode does.
+void add_dropout(GraphDesc& g, const Problem& p) {
+    const auto mask = dropout_mask_geom(p);
+    if (!mask) return;
+    const float keep = 1.0f - p.dropout->p;
+    g.dropout = true;
+    g.inputs.push_back(TensorDesc{Uid::dropout_mask, "dropout_mask", *mask, std::nullopt});
+    g.scalars.push_back(ScalarDesc{Uid::dropout_scale, "dropout_scale", ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1},
+            1.0f / keep});
+    if (g.backward)
+        g.scalars.push_back(ScalarDesc{Uid::dropout_scale_inv, "dropout_scale_inv", ElemType::f32, {1, 1, 1, 1},
+                {1, 1, 1, 1}, keep});
+}
+
+/// fp8: the graphs' scalars as [1,1,1,1] f32 device tensors (each input's descale, and for each
+/// quantised result the scale 1/descale: core/fp8.hpp), and the amax outputs in one buffer.
+void add_fp8(GraphDesc& g, const Problem& p, const Geometry& geo) {
+    g.fp8 = true;
+    auto scalar = [&](Uid uid, std::string name, Fp8Tensor t, bool scale) {
+        const float dv = p.fp8.of(t);
+        ScalarDesc s{uid, std::move(name), ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1}, scale ? 1.f / dv : dv, false};
+        g.scalars.push_back(std::move(s));
+    };
+    scalar(Uid::descale_q, "descale_q", Fp8Tensor::Q, false);
+    scalar(Uid::descale_k, "descale_k", Fp8Tensor::K, false);
+    scalar(Uid::descale_v, "descale_v", Fp8Tensor::V, false);
+    scalar(Uid::descale_s, "descale_s", Fp8Tensor::S, false);
+    scalar(Uid::scale_s, "scale_s", Fp8Tensor::S, true);
+    if (!g.backward) {
+        scalar(Uid::scale_o, "scale_o", Fp8Tensor::O, true);
+        g.amax = {{Uid::amax_s, "amax_s", 0}, {Uid::amax_o, "amax_o", 1}};  // kAmaxFwd
     } else {
-        g.outputs.push_back(tensor(Uid::O, Role::O));
-        if (g.generate_stats) g.outputs.push_back(tensor(Uid::stats, Role::stats));
+        scalar(Uid::descale_o, "descale_o", Fp8Tensor::O, false);
+        scalar(Uid::descale_dO, "descale_dO", Fp8Tensor::dO, false);
+        scalar(Uid::descale_dP, "descale_dP", Fp8Tensor::dP, false);
+        scalar(Uid::scale_dQ, "scale_dQ", Fp8Tensor::dQ, true);
+        scalar(Uid::scale_dK, "scale_dK", Fp8Tensor::dK, true);
+        scalar(Uid::scale_dV, "scale_dV", Fp8Tensor::dV, true);
+        scalar(Uid::scale_dP, "scale_dP", Fp8Tensor::dP, true);
+        g.amax = {{Uid::amax_dQ, "amax_dQ", 0}, {Uid::amax_dK, "amax_dK", 1}, {Uid::amax_dV, "amax_dV", 2},
+            {Uid::amax_dP, "amax_dP", 3}};  // kAmaxBwd
     }
-    if (is_fp8(p.dt)) {
-        // The graphs' scalars as [1,1,1,1] f32 device tensors: each input's descale, and for each
-        // quantised result the scale 1/descale (core/fp8.hpp).
-        g.fp8 = true;
-        auto scalar = [&](Uid uid, std::string name, Fp8Tensor t, bool scale) {
-            const float dv = p.fp8.of(t);
-            ScalarDesc s{uid, std::move(name), ElemType::f32, {1, 1, 1, 1}, {1, 1, 1, 1}, scale ? 1.f / dv : dv, false};
-            g.scalars.push_back(std::move(s));
-        };
-        scalar(Uid::descale_q, "descale_q", Fp8Tensor::Q, false);
-        scalar(Uid::descale_k, "descale_k", Fp8Tensor::K, false);
-        scalar(Uid::descale_v, "descale_v", Fp8Tensor::V, false);
-        scalar(Uid::descale_s, "descale_s", Fp8Tensor::S, false);
-        scalar(Uid::scale_s, "scale_s", Fp8Tensor::S, true);
-        if (!g.backward) {
-            scalar(Uid::scale_o, "scale_o", Fp8Tensor::O, true);
-            g.amax = {{Uid::amax_s, "amax_s", 0}, {Uid::amax_o, "amax_o", 1}};  // kAmaxFwd
-        } else {
-            scalar(Uid::descale_o, "descale_o", Fp8Tensor::O, false);
-            scalar(Uid::descale_dO, "descale_dO", Fp8Tensor::dO, false);
-            scalar(Uid::descale_dP, "descale_dP", Fp8Tensor::dP, false);
-            scalar(Uid::scale_dQ, "scale_dQ", Fp8Tensor::dQ, true);
-            scalar(Uid::scale_dK, "scale_dK", Fp8Tensor::dK, true);
-            scalar(Uid::scale_dV, "scale_dV", Fp8Tensor::dV, true);
-            scalar(Uid::scale_dP, "scale_dP", Fp8Tensor::dP, true);
-            g.amax = {{Uid::amax_dQ, "amax_dQ", 0}, {Uid::amax_dK, "amax_dK", 1}, {Uid::amax_dV, "amax_dV", 2},
-                {Uid::amax_dP, "amax_dP", 3}};  // kAmaxBwd
-        }
-        // Each amax entry in its own 16-byte slot: cuDNN takes the frontend's declared alignment.
-        TensorGeom buf = geo.at(Role::amax);
-        const auto slot = static_cast<std::int64_t>(kTensorAlignment / size_of(buf.type));
-        buf.strides = {slot * buf.dims[3], slot * buf.dims[3], slot * buf.dims[3], slot};
-        for (AmaxDesc& a : g.amax)
-            a.byte_offset = static_cast<std::size_t>(buf.offset(0, 0, 0, a.index)) * size_of(buf.type);
-        g.amax_buffer = std::move(buf);
-    }
+    // Each amax entry in its own 16-byte slot: cuDNN takes the frontend's declared alignment.
+    TensorGeom buf = geo.at(Role::amax);
+    const auto slot = static_cast<std::int64_t>(kTensorAlignment / size_of(buf.type));
+    buf.strides = {slot * buf.dims[3], slot * buf.dims[3], slot * buf.dims[3], slot};
+    for (AmaxDesc& a : g.amax)
+        a.byte_offset = static_cast<std::size_t>(buf.offset(0, 0, 0, a.index)) * size_of(buf.type);
+    g.amax_buffer = std::move(buf);
+}
+
+/// The causal masks and the window as cuDNN's diagonal alignment and band bounds.
+void set_band(GraphDesc& g, const Problem& p) {
     switch (p.mask) {
         case Mask::causal_tl:
             g.alignment = Alignment::top_left;
@@ -250,11 +237,42 @@ GraphDesc describe_graph(const Problem& p) {
             break;
         case Mask::window:  // clamped: a bound past the sequence shows no more keys (see the header)
             g.alignment = Alignment::bottom_right;
-            g.left_bound = std::min(window_extent(p, p.window_left), d.S_kv) + 1;
-            g.right_bound = std::min(window_extent(p, p.window_right), d.S_q);
+            g.left_bound = std::min(window_extent(p, p.window_left), p.dims.S_kv) + 1;
+            g.right_bound = std::min(window_extent(p, p.window_right), p.dims.S_q);
             break;
         default: break;
     }
+}
+
+}  // namespace
+
+GraphDesc describe_graph(const Problem& p) {
+    const Geometry geo = geometry(p);
+    GraphDesc g;
+    g.backward = p.dir == Dir::bwd;
+    g.generate_stats = p.dir == Dir::fwd_t;
+    const float v = scale_tensor_value(p);
+    g.attn_scale = p.scale_op == ScaleOp::mul ? v : 1.f / v;
+    g.inputs.push_back(io_tensor(g, geo, Uid::Q, Role::Q));
+    g.inputs.push_back(io_tensor(g, geo, Uid::K, Role::K));
+    g.inputs.push_back(io_tensor(g, geo, Uid::V, Role::V));
+    if (geo.has(Role::bias)) g.inputs.push_back(io_tensor(g, geo, Uid::bias, Role::bias));
+    add_padding(g, p, geo);
+    add_dropout(g, p);
+    if (g.backward) {
+        g.inputs.push_back(io_tensor(g, geo, Uid::O, Role::O));
+        g.inputs.push_back(io_tensor(g, geo, Uid::dO, Role::dO));
+        g.inputs.push_back(io_tensor(g, geo, Uid::stats, Role::stats));
+        g.outputs.push_back(io_tensor(g, geo, Uid::dQ, Role::dQ));
+        g.outputs.push_back(io_tensor(g, geo, Uid::dK, Role::dK));
+        g.outputs.push_back(io_tensor(g, geo, Uid::dV, Role::dV));
+        g.deterministic = p.deterministic;
+    } else {
+        g.outputs.push_back(io_tensor(g, geo, Uid::O, Role::O));
+        if (g.generate_stats) g.outputs.push_back(io_tensor(g, geo, Uid::stats, Role::stats));
+    }
+    if (is_fp8(p.dt)) add_fp8(g, p, geo);
+    set_band(g, p);
     return g;
 }
 

@@ -37,7 +37,8 @@ enum class FaultKind {
     bound_fraction,
 };
 
-inline constexpr std::array<EnumName<FaultKind>, 23> kFaultNames{{
+/// Each kind's spelling (its size is the initializer's: std::to_array counts the rows).
+inline constexpr auto kFaultNames = std::to_array<EnumName<FaultKind>>({
     {FaultKind::causal_off_by_one, "causal_off_by_one"},
     {FaultKind::causal_tl_br_swapped, "causal_tl_br_swapped"},
     {FaultKind::stats_log2, "stats_log2"},
@@ -61,7 +62,7 @@ inline constexpr std::array<EnumName<FaultKind>, 23> kFaultNames{{
     {FaultKind::dq_nondeterministic, "dq_nondeterministic"},
     {FaultKind::dmask_nondeterministic, "dmask_nondeterministic"},
     {FaultKind::bound_fraction, "bound_fraction"},
-}};
+});
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }
 
 /// True for the kinds that are bugs the checks must catch (each has cases/selftest/KIND.cases);

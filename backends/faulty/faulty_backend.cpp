@@ -82,126 +82,174 @@ SdpaOutputs near_bound(const Problem& p, const SdpaInputs& in, double fraction) 
     return out;
 }
 
-SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in, double fraction) {
+/// faulty:causal_off_by_one: each query of a causal mask also sees the key after its last one.
+SdpaOutputs causal_off_by_one(const Problem& p, const SdpaInputs& in) {
+    if (!is_causal(p)) return reference_as_vendor(p, in);
+    auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
+        return visible(p, b, i, j) || (j > 0 && j < valid_kv(p, b) && visible(p, b, i, j - 1));
+    });
+    return reference_as_vendor(q, qin);
+}
+
+/// faulty:causal_tl_br_swapped: causal_tl run as causal_br and the other way round.
+SdpaOutputs causal_tl_br_swapped(const Problem& p, const SdpaInputs& in) {
+    Problem q = p;
+    if (p.mask == Mask::causal_tl) q.mask = Mask::causal_br;
+    else if (p.mask == Mask::causal_br) q.mask = Mask::causal_tl;
+    return reference_as_vendor(q, in);
+}
+
+/// faulty:drop_last_key: the last valid key of every row hidden.
+SdpaOutputs drop_last_key(const Problem& p, const SdpaInputs& in) {
+    auto [q, qin] = with_visibility(
+            p, in, [&](i64 b, i64, i64 i, i64 j) { return visible(p, b, i, j) && j != valid_kv(p, b) - 1; });
+    return reference_as_vendor(q, qin);
+}
+
+/// faulty:tail_unmasked: the keys past the last multiple of 64 of S_kv visible to every valid
+/// query, with score 0 (their K rows zeroed).
+SdpaOutputs tail_unmasked(const Problem& p, const SdpaInputs& in) {
+    const Dims& d = p.dims;
+    const i64 tail = d.S_kv / 64 * 64;
+    auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
+        return visible(p, b, i, j) || (j >= tail && i < valid_q(p, b));
+    });
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_kv; ++h)
+            for (i64 j = tail; j < d.S_kv; ++j)
+                for (i64 k = 0; k < d.D_qk; ++k) qin.K.at(b, h, j, k) = 0.f;
+    return reference_as_vendor(q, qin);
+}
+
+/// faulty:gqa_no_reduce: a backward's dK and dV from the first query head of each group only
+/// (the other heads' dO zeroed).
+SdpaOutputs gqa_no_reduce(const Problem& p, const SdpaInputs& in) {
     const Dims& d = p.dims;
     const i64 group = d.H_q / d.H_kv;
+    SdpaOutputs out = reference_as_vendor(p, in);
+    if (p.dir != Dir::bwd) return out;
+    SdpaInputs first = in;
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            if (h % group != 0)
+                for (i64 i = 0; i < d.S_q; ++i)
+                    for (i64 k = 0; k < d.D_v; ++k) first.dO.at(b, h, i, k) = 0.f;
+    SdpaOutputs part = reference_as_vendor(p, first);
+    out.dK = std::move(part.dK);
+    out.dV = std::move(part.dV);
+    return out;
+}
+
+/// The dropout faults (dropout_one_mask, dropout_bwd_offset, dropout_ds_dropped_p,
+/// dropout_no_rescale): the kernel's mask or formula is wrong; the mask it declares
+/// (ref_dropout_mask) is not.
+SdpaOutputs dropout_fault(FaultKind kind, const Problem& p, const SdpaInputs& in) {
+    RefOptions opt;
+    std::shared_ptr<const DropoutMask> mask = ref_dropout_mask(p);
+    if (kind == FaultKind::dropout_one_mask)
+        mask = remapped_dropout_mask(mask, [](i64, i64) { return std::pair<i64, i64>{0, 0}; },
+                "the mask of (b,h) = (0,0) for every head");
+    if (kind == FaultKind::dropout_bwd_offset && p.dir == Dir::bwd && p.dropout) {
+        Problem q = p;
+        ++q.dropout->offset;
+        mask = ref_dropout_mask(q);
+    }
+    opt.dropout = mask.get();
+    opt.dropout_ds_from_dropped_p = kind == FaultKind::dropout_ds_dropped_p;
+    opt.dropout_no_rescale = kind == FaultKind::dropout_no_rescale;
+    return reference_as_vendor(p, in, opt);
+}
+
+/// faulty:fp8_qk_descales_dropped: the kernel forms S = op(Q_code K_code^T, scale): on values, the
+/// scale divided by descale_Q x descale_K (1 for a non-fp8 problem: then it is the reference).
+SdpaOutputs fp8_qk_descales_dropped(const Problem& p, const SdpaInputs& in) {
+    if (!is_fp8(p.dt)) return reference_as_vendor(p, in);
+    Problem q = p;
+    const double dqk = static_cast<double>(p.fp8.of(Fp8Tensor::Q)) * p.fp8.of(Fp8Tensor::K);
+    const double v = scale_tensor_value(p);
+    q.scale = static_cast<float>(p.scale_op == ScaleOp::mul ? v / dqk : v * dqk);
+    q.scale_dt = DType::f32;
+    return reference_as_vendor(q, in);
+}
+
+/// faulty:dmask_no_reduce: dMask of the first (b, h, row) of each broadcast group (the reference's
+/// own switch).
+SdpaOutputs dmask_no_reduce(const Problem& p, const SdpaInputs& in) {
+    RefOptions opt;
+    opt.dmask_no_reduce = true;
+    return reference_as_vendor(p, in, opt);
+}
+
+/// faulty:stats_log2: the correct stats divided by ln 2 (log2 of the sum).
+void stats_log2(SdpaOutputs& out) {
+    for (float& x : out.stats.data) x = static_cast<float>(x / std::numbers::ln2);
+}
+
+/// faulty:stats_first_head_of_group: every query head's stats replaced by its group's first head's.
+void stats_first_head_of_group(const Problem& p, SdpaOutputs& out) {
+    const Dims& d = p.dims;
+    const i64 group = d.H_q / d.H_kv;
+    for (i64 b = 0; b < d.B && !out.stats.empty(); ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            for (i64 i = 0; i < d.S_q; ++i) out.stats.at(b, h, i, 0) = out.stats.at(b, h / group * group, i, 0);
+}
+
+/// faulty:dq_no_scale: the correct dQ divided by the effective softmax scale, rounded to the io type.
+void dq_no_scale(const Problem& p, SdpaOutputs& out) {
+    const float v = scale_tensor_value(p);
+    const double eff = p.scale_op == ScaleOp::mul ? v : 1.0 / v;
+    for (float& x : out.dQ.data) x = round_to(p.dt, static_cast<float>(x / eff));
+}
+
+/// faulty:stale_head_pad: dQ columns past the last multiple of 16 of D_qk copied from 16 columns
+/// before (0.5 where there is none).
+void stale_head_pad(const Problem& p, SdpaOutputs& out) {
+    const Dims& d = p.dims;
+    const i64 pad = d.D_qk / 16 * 16;
+    for (i64 b = 0; b < d.B && !out.dQ.empty(); ++b)
+        for (i64 h = 0; h < d.H_q; ++h)
+            for (i64 i = 0; i < d.S_q; ++i)
+                for (i64 k = pad; k < d.D_qk; ++k) out.dQ.at(b, h, i, k) = k >= 16 ? out.dQ.at(b, h, i, k - 16) : 0.5f;
+}
+
+/// faulty:nan_masked_rows: the fully masked rows of O and dQ set to NaN.
+void nan_masked_rows(const Problem& p, SdpaOutputs& out) {
+    const Dims& d = p.dims;
+    for (Tensor* t : {&out.O, &out.dQ})
+        for (i64 b = 0; b < d.B && !t->empty(); ++b)
+            for (i64 i = 0; i < d.S_q; ++i)
+                if (row_fully_masked(p, b, i))
+                    for (i64 h = 0; h < d.H_q; ++h)
+                        for (i64 k = 0; k < t->dims[3]; ++k) t->at(b, h, i, k) = kNaN;
+}
+
+/// The outputs of fault `kind` on p: a fault of the computation runs the reference on a changed
+/// problem or inputs; a fault of the results changes the reference's correct outputs (the kinds
+/// faulty_kernel injects at another step never come here).
+SdpaOutputs run_fault(FaultKind kind, const Problem& p, const SdpaInputs& in, double fraction) {
     switch (kind) {
         case FaultKind::bound_fraction: return near_bound(p, in, fraction);
-        case FaultKind::causal_off_by_one: {
-            if (!is_causal(p)) return reference_as_vendor(p, in);
-            auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
-                return visible(p, b, i, j) || (j > 0 && j < valid_kv(p, b) && visible(p, b, i, j - 1));
-            });
-            return reference_as_vendor(q, qin);
-        }
-        case FaultKind::causal_tl_br_swapped: {
-            Problem q = p;
-            if (p.mask == Mask::causal_tl) q.mask = Mask::causal_br;
-            else if (p.mask == Mask::causal_br) q.mask = Mask::causal_tl;
-            return reference_as_vendor(q, in);
-        }
-        case FaultKind::drop_last_key: {
-            auto [q, qin] = with_visibility(
-                    p, in, [&](i64 b, i64, i64 i, i64 j) { return visible(p, b, i, j) && j != valid_kv(p, b) - 1; });
-            return reference_as_vendor(q, qin);
-        }
-        case FaultKind::tail_unmasked: {
-            const i64 tail = d.S_kv / 64 * 64;
-            auto [q, qin] = with_visibility(p, in, [&](i64 b, i64, i64 i, i64 j) {
-                return visible(p, b, i, j) || (j >= tail && i < valid_q(p, b));
-            });
-            for (i64 b = 0; b < d.B; ++b)
-                for (i64 h = 0; h < d.H_kv; ++h)
-                    for (i64 j = tail; j < d.S_kv; ++j)
-                        for (i64 k = 0; k < d.D_qk; ++k) qin.K.at(b, h, j, k) = 0.f;
-            return reference_as_vendor(q, qin);
-        }
-        case FaultKind::gqa_no_reduce: {
-            SdpaOutputs out = reference_as_vendor(p, in);
-            if (p.dir != Dir::bwd) return out;
-            SdpaInputs first = in;
-            for (i64 b = 0; b < d.B; ++b)
-                for (i64 h = 0; h < d.H_q; ++h)
-                    if (h % group != 0)
-                        for (i64 i = 0; i < d.S_q; ++i)
-                            for (i64 k = 0; k < d.D_v; ++k) first.dO.at(b, h, i, k) = 0.f;
-            SdpaOutputs part = reference_as_vendor(p, first);
-            out.dK = std::move(part.dK);
-            out.dV = std::move(part.dV);
-            return out;
-        }
+        case FaultKind::causal_off_by_one: return causal_off_by_one(p, in);
+        case FaultKind::causal_tl_br_swapped: return causal_tl_br_swapped(p, in);
+        case FaultKind::drop_last_key: return drop_last_key(p, in);
+        case FaultKind::tail_unmasked: return tail_unmasked(p, in);
+        case FaultKind::gqa_no_reduce: return gqa_no_reduce(p, in);
         case FaultKind::dropout_one_mask:
         case FaultKind::dropout_bwd_offset:
         case FaultKind::dropout_ds_dropped_p:
-        case FaultKind::dropout_no_rescale: {
-            // The kernel's mask or formula is wrong; the mask it declares (ref_dropout_mask) is not.
-            RefOptions opt;
-            std::shared_ptr<const DropoutMask> mask = ref_dropout_mask(p);
-            if (kind == FaultKind::dropout_one_mask)
-                mask = remapped_dropout_mask(mask, [](i64, i64) { return std::pair<i64, i64>{0, 0}; },
-                        "the mask of (b,h) = (0,0) for every head");
-            if (kind == FaultKind::dropout_bwd_offset && p.dir == Dir::bwd && p.dropout) {
-                Problem q = p;
-                ++q.dropout->offset;
-                mask = ref_dropout_mask(q);
-            }
-            opt.dropout = mask.get();
-            opt.dropout_ds_from_dropped_p = kind == FaultKind::dropout_ds_dropped_p;
-            opt.dropout_no_rescale = kind == FaultKind::dropout_no_rescale;
-            return reference_as_vendor(p, in, opt);
-        }
-        case FaultKind::fp8_qk_descales_dropped: {
-            // The kernel forms S = op(Q_code K_code^T, scale): on values, the scale divided by
-            // descale_Q x descale_K (1 for a non-fp8 problem: then it is the reference).
-            if (!is_fp8(p.dt)) return reference_as_vendor(p, in);
-            Problem q = p;
-            const double dqk = static_cast<double>(p.fp8.of(Fp8Tensor::Q)) * p.fp8.of(Fp8Tensor::K);
-            const double v = scale_tensor_value(p);
-            q.scale = static_cast<float>(p.scale_op == ScaleOp::mul ? v / dqk : v * dqk);
-            q.scale_dt = DType::f32;
-            return reference_as_vendor(q, in);
-        }
-        case FaultKind::dmask_no_reduce: {
-            RefOptions opt;
-            opt.dmask_no_reduce = true;
-            return reference_as_vendor(p, in, opt);
-        }
+        case FaultKind::dropout_no_rescale: return dropout_fault(kind, p, in);
+        case FaultKind::fp8_qk_descales_dropped: return fp8_qk_descales_dropped(p, in);
+        case FaultKind::dmask_no_reduce: return dmask_no_reduce(p, in);
         default: break;
     }
     // Faults applied to the correct outputs.
     SdpaOutputs out = reference_as_vendor(p, in);
     switch (kind) {
-        case FaultKind::stats_log2:
-            for (float& x : out.stats.data) x = static_cast<float>(x / std::numbers::ln2);
-            break;
-        case FaultKind::stats_first_head_of_group:
-            for (i64 b = 0; b < d.B && !out.stats.empty(); ++b)
-                for (i64 h = 0; h < d.H_q; ++h)
-                    for (i64 i = 0; i < d.S_q; ++i) out.stats.at(b, h, i, 0) = out.stats.at(b, h / group * group, i, 0);
-            break;
-        case FaultKind::dq_no_scale: {
-            const float v = scale_tensor_value(p);
-            const double eff = p.scale_op == ScaleOp::mul ? v : 1.0 / v;
-            for (float& x : out.dQ.data) x = round_to(p.dt, static_cast<float>(x / eff));
-            break;
-        }
-        case FaultKind::stale_head_pad: {
-            const i64 pad = d.D_qk / 16 * 16;
-            for (i64 b = 0; b < d.B && !out.dQ.empty(); ++b)
-                for (i64 h = 0; h < d.H_q; ++h)
-                    for (i64 i = 0; i < d.S_q; ++i)
-                        for (i64 k = pad; k < d.D_qk; ++k)
-                            out.dQ.at(b, h, i, k) = k >= 16 ? out.dQ.at(b, h, i, k - 16) : 0.5f;
-            break;
-        }
-        case FaultKind::nan_masked_rows:
-            for (Tensor* t : {&out.O, &out.dQ})
-                for (i64 b = 0; b < d.B && !t->empty(); ++b)
-                    for (i64 i = 0; i < d.S_q; ++i)
-                        if (row_fully_masked(p, b, i))
-                            for (i64 h = 0; h < d.H_q; ++h)
-                                for (i64 k = 0; k < t->dims[3]; ++k) t->at(b, h, i, k) = kNaN;
-            break;
+        case FaultKind::stats_log2: stats_log2(out); break;
+        case FaultKind::stats_first_head_of_group: stats_first_head_of_group(p, out); break;
+        case FaultKind::dq_no_scale: dq_no_scale(p, out); break;
+        case FaultKind::stale_head_pad: stale_head_pad(p, out); break;
+        case FaultKind::nan_masked_rows: nan_masked_rows(p, out); break;
         default: break;
     }
     return out;

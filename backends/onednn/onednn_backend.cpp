@@ -240,16 +240,43 @@ private:
         GuardedBuffer buffer;
     };
 
+    /// What the compilation of the partitions shares: the geometry, the graph outputs by logical
+    /// tensor id, the buffer each produced id is written to, the outputs as bound.
+    struct Binding {
+        Geometry geo;
+        std::map<std::size_t, Port> output_ids;
+        std::map<std::size_t, void*> made;  ///< logical tensor id -> the buffer a partition writes it to
+        std::map<Port, BoundTensor> bound_outputs;
+    };
+
     void build(const SdpaInputs& in) {
-        using dnnl::graph::logical_tensor;
         onednn::SdpaGraph sg = onednn::build_sdpa_graph(p_, dnnl::engine::kind::cpu);
         sg.graph.finalize();
         const std::vector<dnnl::graph::partition> parts = sg.graph.get_partitions();
         partitions_ = parts.size();
 
-        const Geometry geo = geometry(p_);
-        // Inputs: a role's host tensor packed at its geometry's strides (gaps hold the canary);
-        // the scale and a merged mask are dense tensors the graph alone has.
+        Binding bind{geometry(p_), {}, {}, {}};
+        bind_inputs(sg, bind.geo, in);
+        for (const auto& [port, pt] : sg.outputs) bind.output_ids[pt.lt.get_id()] = port;
+
+        notes_.push_back(fmt::format("oneDNN graph: {} ops, {} partition(s)", sg.op_count, parts.size()));
+        const std::vector<std::size_t> order = run_order(parts);
+        for (const auto& [port, pt] : sg.inputs) bound_.push_back(bound(port, pt.lt));
+        order_ = order;
+        VerboseWindow compiling(2);  // the kernel oneDNN picks for each partition, before it runs
+        for (const std::size_t i : order) steps_.push_back(compile_step(parts, i, bind));
+        compiled_ = onednn::parse_verbose(compiling.finish());
+        for (auto& [port, t] : bind.bound_outputs) bound_.push_back(std::move(t));  // in port order, whatever
+                                                                                    // order oneDNN lists them in
+        for (const auto& [port, pt] : sg.outputs)
+            if (!outputs_.count(port))
+                throw BackendError(Status::failed, fmt::format("oneDNN: no partition produces output {}", pt.lt.get_id()));
+    }
+
+    /// Inputs: a role's host tensor packed at its geometry's strides (gaps hold the canary);
+    /// the scale and a merged mask are dense tensors the graph alone has; the dropout and
+    /// implicit-causal scalars are host scalars.
+    void bind_inputs(const onednn::SdpaGraph& sg, const Geometry& geo, const SdpaInputs& in) {
         auto bind_values = [&](Port port, const std::vector<float>& values) {
             const auto& pt = sg.inputs.at(port);
             const DType dt = from_ldt(pt.lt.get_data_type());
@@ -284,106 +311,109 @@ private:
             }
             else bind_values(port, mask_values(p_, in));
         }
-        std::map<std::size_t, Port> output_ids;
-        for (const auto& [port, pt] : sg.outputs) output_ids[pt.lt.get_id()] = port;
+    }
 
-        notes_.push_back(fmt::format("oneDNN graph: {} ops, {} partition(s)", sg.op_count, parts.size()));
-        // Run order: a partition after every partition that produces one of its inputs. oneDNN's
-        // list need not be in that order (--random found one: --dir=bwd --mask=bias --dmask=true
-        // --dropout=0:1:1 b1hq1sq16d16, whose partition 5 reads an output of a later one).
+    /// Run order: a partition after every partition that produces one of its inputs (the bound
+    /// inputs are there from the start). oneDNN's list need not be in that order (--random found
+    /// one: --dir=bwd --mask=bias --dmask=true --dropout=0:1:1 b1hq1sq16d16, whose partition 5
+    /// reads an output of a later one). The partitions no order places come last, to fail in
+    /// compile_step naming their input.
+    std::vector<std::size_t> run_order(const std::vector<dnnl::graph::partition>& parts) const {
         std::vector<std::size_t> order;
-        {
-            std::set<std::size_t> produced;
-            std::vector<bool> placed(parts.size(), false);
-            for (bool progress = true; progress && order.size() < parts.size();) {
-                progress = false;
-                for (std::size_t i = 0; i < parts.size(); ++i) {
-                    if (placed[i]) continue;
-                    const auto ins = parts[i].get_input_ports();
-                    if (!std::all_of(ins.begin(), ins.end(), [&](const logical_tensor& lt) {
-                            return buffers_.count(lt.get_id()) > 0 || produced.count(lt.get_id()) > 0;
-                        }))
-                        continue;
-                    placed[i] = progress = true;
-                    order.push_back(i);
-                    for (const auto& lt : parts[i].get_output_ports()) produced.insert(lt.get_id());
-                }
-            }
-            for (std::size_t i = 0; i < parts.size(); ++i)  // what is left fails below, naming its input
-                if (!placed[i]) order.push_back(i);
-        }
-        std::map<std::size_t, void*> made;  // logical tensor id -> the buffer a partition writes it to
-        for (const auto& [port, pt] : sg.inputs) bound_.push_back(bound(port, pt.lt));
-        std::map<Port, BoundTensor> bound_outputs;
-        order_ = order;
-        VerboseWindow compiling(2);  // the kernel oneDNN picks for each partition, before it runs
-        for (const std::size_t i : order) {
-            const auto& part = parts[i];
-            if (!part.is_supported())
-                throw BackendError(Status::unimplemented,
-                        fmt::format("oneDNN: partition {} of {} ({} ops) is not supported by any backend", i,
-                                parts.size(), part.get_ops_num()));
-            std::vector<logical_tensor> ins = part.get_input_ports(), outs = part.get_output_ports();
-            Step step{part.compile(ins, outs, rt_.engine), {}, {}};
-            for (const auto& lt : ins) {
-                auto it = buffers_.find(lt.get_id());
-                // A graph output that another partition reads (dMask's dS, read by the dQ/dK matmuls).
-                if (it == buffers_.end() && made.count(lt.get_id()) > 0 &&
-                        lt.get_property_type() != logical_tensor::property_type::host_scalar) {
-                    step.ins.emplace_back(lt, rt_.engine, made.at(lt.get_id()));
+        std::set<std::size_t> produced;
+        std::vector<bool> placed(parts.size(), false);
+        for (bool progress = true; progress && order.size() < parts.size();) {
+            progress = false;
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                if (placed[i]) continue;
+                const auto ins = parts[i].get_input_ports();
+                if (!std::all_of(ins.begin(), ins.end(), [&](const dnnl::graph::logical_tensor& lt) {
+                        return buffers_.count(lt.get_id()) > 0 || produced.count(lt.get_id()) > 0;
+                    }))
                     continue;
-                }
-                if (it == buffers_.end()) {
-                    std::string parts_io;
-                    for (std::size_t k = 0; k < parts.size(); ++k) {
-                        std::vector<std::size_t> a, b;
-                        for (const auto& x : parts[k].get_input_ports()) a.push_back(x.get_id());
-                        for (const auto& x : parts[k].get_output_ports()) b.push_back(x.get_id());
-                        parts_io += fmt::format("; partition {} ({} ops, ids {}): [{}] -> [{}]", k, parts[k].get_ops_num(),
-                                fmt::join(parts[k].get_ops(), ","), fmt::join(a, ","), fmt::join(b, ","));
-                    }
-                    throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer{}", i,
-                            lt.get_id(), parts_io));
-                }
-                if (lt.get_property_type() == logical_tensor::property_type::host_scalar)
-                    step.ins.push_back(dnnl::graph::tensor::make_scalar_tensor(lt, it->second.data()));
-                else
-                    step.ins.emplace_back(lt, rt_.engine, it->second.data());
+                placed[i] = progress = true;
+                order.push_back(i);
+                for (const auto& lt : parts[i].get_output_ports()) produced.insert(lt.get_id());
             }
-            for (const auto& lt : outs) {
-                const logical_tensor q = step.cp.query_logical_tensor(lt.get_id());
-                void* handle = nullptr;
-                if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end()) {
-                    const TensorGeom& want = geo.at(*port_role(p_, port->second));
-                    const GraphView v = graph_view(p_, want);
-                    if (q.get_strides() != v.strides)
-                        throw BackendError(Status::unimplemented,
-                                fmt::format("oneDNN would write {} with strides [{}] instead of the requested [{}]",
-                                        want.role, fmt::join(q.get_strides(), ","), fmt::join(v.strides, ",")));
-                    // The bytes oneDNN asks for may exceed the span: the excess is checked as gap.
-                    const auto need = static_cast<std::int64_t>((q.get_mem_size() + size_of(want.type) - 1) / size_of(want.type));
-                    auto [it, _] = outputs_.try_emplace(port->second, GraphOutput{GuardedBuffer(want, need)});
-                    handle = it->second.buffer.data();
-                } else {
-                    auto& b = buffers_[lt.get_id()];
-                    b.assign(q.get_mem_size(), std::byte{0});
-                    handle = b.data();
-                }
-                made[lt.get_id()] = handle;
-                step.outs.emplace_back(q, rt_.engine, handle);
-                if (const auto port = output_ids.find(lt.get_id()); port != output_ids.end())
-                    bound_outputs.emplace(port->second, bound(port->second, q));
-            }
-            notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),
-                    ins.size(), outs.size()));
-            steps_.push_back(std::move(step));
         }
-        compiled_ = onednn::parse_verbose(compiling.finish());
-        for (auto& [port, t] : bound_outputs) bound_.push_back(std::move(t));  // in port order, whatever
-                                                                               // order oneDNN lists them in
-        for (const auto& [port, pt] : sg.outputs)
-            if (!outputs_.count(port))
-                throw BackendError(Status::failed, fmt::format("oneDNN: no partition produces output {}", pt.lt.get_id()));
+        for (std::size_t i = 0; i < parts.size(); ++i)  // what is left fails below, naming its input
+            if (!placed[i]) order.push_back(i);
+        return order;
+    }
+
+    /// Partition `i` compiled with every input and output bound: UNIMPLEMENTED when no backend of
+    /// oneDNN supports it, FAILED for an input nothing produced.
+    Step compile_step(const std::vector<dnnl::graph::partition>& parts, std::size_t i, Binding& bind) {
+        using dnnl::graph::logical_tensor;
+        const auto& part = parts[i];
+        if (!part.is_supported())
+            throw BackendError(Status::unimplemented,
+                    fmt::format("oneDNN: partition {} of {} ({} ops) is not supported by any backend", i,
+                            parts.size(), part.get_ops_num()));
+        std::vector<logical_tensor> ins = part.get_input_ports(), outs = part.get_output_ports();
+        Step step{part.compile(ins, outs, rt_.engine), {}, {}};
+        for (const auto& lt : ins) {
+            auto it = buffers_.find(lt.get_id());
+            // A graph output that another partition reads (dMask's dS, read by the dQ/dK matmuls).
+            if (it == buffers_.end() && bind.made.count(lt.get_id()) > 0 &&
+                    lt.get_property_type() != logical_tensor::property_type::host_scalar) {
+                step.ins.emplace_back(lt, rt_.engine, bind.made.at(lt.get_id()));
+                continue;
+            }
+            if (it == buffers_.end())
+                throw BackendError(Status::failed, fmt::format("oneDNN: partition {} input {} has no producer{}", i,
+                        lt.get_id(), partitions_io(parts)));
+            if (lt.get_property_type() == logical_tensor::property_type::host_scalar)
+                step.ins.push_back(dnnl::graph::tensor::make_scalar_tensor(lt, it->second.data()));
+            else
+                step.ins.emplace_back(lt, rt_.engine, it->second.data());
+        }
+        for (const auto& lt : outs) bind_output(step, lt, bind);
+        notes_.push_back(fmt::format("partition {}: {} ops, {} inputs, {} outputs", i, part.get_ops_num(),
+                ins.size(), outs.size()));
+        return step;
+    }
+
+    /// Binds output `lt` of `step`'s compiled partition: a graph output to its guarded buffer at
+    /// the geometry's strides (UNIMPLEMENTED when oneDNN would write other strides), an
+    /// intermediate to a zeroed host buffer.
+    void bind_output(Step& step, const dnnl::graph::logical_tensor& lt, Binding& bind) {
+        const dnnl::graph::logical_tensor q = step.cp.query_logical_tensor(lt.get_id());
+        void* handle = nullptr;
+        const auto port = bind.output_ids.find(lt.get_id());
+        if (port != bind.output_ids.end()) {
+            const TensorGeom& want = bind.geo.at(*port_role(p_, port->second));
+            const GraphView v = graph_view(p_, want);
+            if (q.get_strides() != v.strides)
+                throw BackendError(Status::unimplemented,
+                        fmt::format("oneDNN would write {} with strides [{}] instead of the requested [{}]",
+                                want.role, fmt::join(q.get_strides(), ","), fmt::join(v.strides, ",")));
+            // The bytes oneDNN asks for may exceed the span: the excess is checked as gap.
+            const auto need = static_cast<std::int64_t>((q.get_mem_size() + size_of(want.type) - 1) / size_of(want.type));
+            auto [it, _] = outputs_.try_emplace(port->second, GraphOutput{GuardedBuffer(want, need)});
+            handle = it->second.buffer.data();
+        } else {
+            auto& b = buffers_[lt.get_id()];
+            b.assign(q.get_mem_size(), std::byte{0});
+            handle = b.data();
+        }
+        bind.made[lt.get_id()] = handle;
+        step.outs.emplace_back(q, rt_.engine, handle);
+        if (port != bind.output_ids.end()) bind.bound_outputs.emplace(port->second, bound(port->second, q));
+    }
+
+    /// "; partition K (N ops, ids ...): [inputs] -> [outputs]" for every partition: the graph as
+    /// split, for the message of an input nothing produces.
+    static std::string partitions_io(const std::vector<dnnl::graph::partition>& parts) {
+        std::string text;
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            std::vector<std::size_t> a, b;
+            for (const auto& x : parts[k].get_input_ports()) a.push_back(x.get_id());
+            for (const auto& x : parts[k].get_output_ports()) b.push_back(x.get_id());
+            text += fmt::format("; partition {} ({} ops, ids {}): [{}] -> [{}]", k, parts[k].get_ops_num(),
+                    fmt::join(parts[k].get_ops(), ","), fmt::join(a, ","), fmt::join(b, ","));
+        }
+        return text;
     }
 
     Problem p_;
@@ -403,11 +433,12 @@ private:
 
 class OnednnBackend final : public Backend {
 public:
-    std::string_view name() const override { return "onednn"; }
+    explicit OnednnBackend(std::string_view name) : name_(name) {}
+    std::string_view name() const override { return name_; }
 
     std::string version() const override {
         const dnnl_version_t* v = dnnl_version();
-        return fmt::format("onednn: oneDNN v{} (commit {}), CPU runtime {}, ISA {}", library_version(), v->hash,
+        return fmt::format("{}: oneDNN v{} (commit {}), CPU runtime {}, ISA {}", name_, library_version(), v->hash,
                 runtime_name(v->cpu_runtime), isa_name(dnnl::get_effective_cpu_isa()));
     }
 
@@ -528,11 +559,12 @@ private:
         }
     }
 
+    std::string name_;
     std::unique_ptr<Runtime> rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_onednn_backend() { return std::make_unique<OnednnBackend>(); }
+std::unique_ptr<Backend> make_onednn_backend(std::string_view name) { return std::make_unique<OnednnBackend>(name); }
 
 }  // namespace sdpa

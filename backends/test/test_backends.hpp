@@ -25,11 +25,19 @@ namespace sdpa {
 /// they are for.
 std::vector<std::string> test_backend_kinds();
 
+/// "test:sleep: a vendor call that hangs (...); test:segv: ...": each test backend's name and
+/// what it is, in test_backend_kinds() order (the --backend knob's help).
+std::string test_backends_help();
+
+/// The test backends that hang or crash a run without --isolate ("test:sleep", "test:segv").
+std::vector<std::string> test_backends_needing_isolate();
+
 /// How many times a test:device backend of this process was asked its device_name(): the check
 /// that a run which forks children never queries a device first (driver/run_context.hpp).
 int test_device_queries();
 
-/// The test backend test:KIND for `kind`, or nullptr when it is not one of test_backend_kinds().
+/// The test backend test:KIND for `kind`, called test:KIND (backends/registry.hpp kTestPrefix), or
+/// nullptr when it is not one of test_backend_kinds().
 std::unique_ptr<Backend> make_test_backend(std::string_view kind);
 
 }  // namespace sdpa

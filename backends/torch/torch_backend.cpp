@@ -28,7 +28,7 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "top-left (is_causal=True keeps key j for query i when j <= i)", "enable_gqa=True (K, V heads repeated)",
         "none (its second output is the attention weights): fwd_t UNIMPLEMENTED",
         "autograd through the composite forward (O and stats inputs unused), with the attn_mask gradient",
-        true, "", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
+        true, true, "", "causal_tl -> is_causal; causal_br with S_q != S_kv, window, padding -> a 0/-inf attn_mask "
         "(plus the bias); bias -> attn_mask; --dmask -> its gradient; --dropout -> dropout_p with dropout_mask",
         "conventions.cases", 0.0f, true},
     {TorchVariant::flash, TorchDevice::cpu, "flash", "at::_scaled_dot_product_flash_attention_for_cpu",
@@ -36,7 +36,7 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "top-left on the CPU", "native: query head h reads key head h / (H_q / H_kv)",
         "[B,H_q,S_q] f32 for every io type; 0 for a fully masked row",
         "the fused backward fed O and the log-sum-exp; Q, K, V, O, dO with last-dimension stride 1 (the dispatcher's rule)",
-        true, "D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
+        true, false, "D_qk = D_v", "as math, without --dmask; --dropout only with p = 0", "conventions.cases", 0.0f,
         true},
     {TorchVariant::efficient, TorchDevice::cuda, "efficient",
         "at::_scaled_dot_product_efficient_attention", "at::_scaled_dot_product_efficient_attention_backward",
@@ -44,25 +44,27 @@ const std::array<TorchVariantInfo, 6> kTorchVariants{{
         "K, V heads repeated by the plugin (repeat_interleave, as enable_gqa does), dK, dV summed per group",
         "[B,H_q,S_q rounded up to 32] f32; -inf for a fully masked row",
         "the fused backward fed O and the log-sum-exp, with the attn_mask gradient; the bias stored with rows "
-        "padded to 16 elements (as scaled_dot_product_attention pads it)", true, "",
+        "padded to 16 elements (as scaled_dot_product_attention pads it)", true, true, "",
         "as math; --dropout only with p = 0", "conventions.cases, conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::cudnn, TorchDevice::cuda, "cudnn", "at::_scaled_dot_product_cudnn_attention",
         "at::_scaled_dot_product_cudnn_attention_backward", "CUDNN_ATTENTION",
         "top-left", "K, V heads repeated by the plugin, dK, dV summed per group",
         "[B,H_q,S_q,1] f32; -inf for a fully masked row", "the fused backward fed O and the log-sum-exp; no mask gradient",
-        false, "", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
+        false, false, "", "as math, without --dmask; --dropout only with p = 0", "conventions_cuda.cases", -INFINITY, false},
     {TorchVariant::math, TorchDevice::cuda, "math:cuda", "at::_scaled_dot_product_attention_math",
         "autograd through at::_scaled_dot_product_attention_math", "MATH",
         "top-left", "enable_gqa=True", "none: fwd_t UNIMPLEMENTED", "autograd through the composite forward",
-        true, "", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
+        true, true, "", "as math on the CPU", "conventions.cases, conventions_cuda.cases", 0.0f, false},
     {TorchVariant::flash, TorchDevice::cuda, "flash:cuda", "at::_scaled_dot_product_flash_attention",
         "at::_scaled_dot_product_flash_attention_backward", "FLASH_ATTENTION",
         "bottom-right (FlashAttention-2: key j visible to query i when j <= i + S_kv - S_q)",
         "native: query head h reads key head h / (H_q / H_kv)", "[B,H_q,S_q] f32; +inf for a fully masked row",
-        "the fused backward fed O and the log-sum-exp; no mask gradient", false, "",
+        "the fused backward fed O and the log-sum-exp; no mask gradient", false, false, "",
         "causal_br, and causal_tl with S_q = S_kv -> is_causal; no attn_mask: bias, window, padding and causal_tl "
         "with S_q != S_kv UNIMPLEMENTED; --dropout only with p = 0", "conventions_cuda.cases", INFINITY, false},
 }};
+
+std::string torch_backend_name(const TorchVariantInfo& v) { return fmt::format("{}{}", kTorchPrefix, v.name); }
 
 std::string torch_operators(const TorchVariantInfo& v) {
     if (v.backward_op == fmt::format("{}_backward", v.forward_op)) return fmt::format("{} (+ _backward)", v.forward_op);
@@ -74,8 +76,9 @@ std::string torch_variant_table_md() {
                     "log-sum-exp | backward | dtypes | knobs | held by (`cases/torch/`) | measured |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const TorchVariantInfo& v : kTorchVariants)
-        t += fmt::format("| `torch:{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {}{}{} | {} | {} | {} |\n",
-                v.name, v.device == TorchDevice::cpu ? "CPU" : "CUDA", torch_operators(v), v.causal, v.gqa, v.lse, v.backward,
+        t += fmt::format("| `{}` | {} | `{}` | {} | {} | 1/sqrt(D_qk) | {} | {} | {}{}{} | {} | {} | {} |\n",
+                torch_backend_name(v), v.device == TorchDevice::cpu ? "CPU" : "CUDA", torch_operators(v), v.causal, v.gqa,
+                v.lse, v.backward,
                 v.takes_f32 ? "f32, bf16, f16" : "bf16, f16", v.dtype_note.empty() ? "" : "; ", v.dtype_note, v.knobs,
                 v.cases, v.measured ? "yes (CPU, CTest e2e.torch.*)" : "not yet: no GPU run");
     return t;
@@ -97,6 +100,14 @@ namespace {
 
 Unsupported unimplemented(std::string reason) { return Unsupported{Status::unimplemented, std::move(reason)}; }
 
+/// The backend names of the rows that output dMask (takes_dmask), "A, B and C".
+std::string dmask_backends() {
+    std::vector<std::string> names;
+    for (const TorchVariantInfo& v : kTorchVariants)
+        if (v.takes_dmask) names.push_back(torch_backend_name(v));
+    return backend_list(names);
+}
+
 }  // namespace
 
 std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVariant v, TorchDevice d) {
@@ -105,16 +116,18 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     const TorchVariantInfo& vi = *row;
     const bool cuda = d == TorchDevice::cuda;
     if (is_fp8(p.dt))
-        return unimplemented(fmt::format("torch:{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
-                "descales (--dt={})", vi.name, p.dt));
+        return unimplemented(fmt::format("{}: PyTorch's SDPA operators take no fp8 tensors with per-tensor "
+                "descales (--dt={})", torch_backend_name(vi), p.dt));
     if (!vi.takes_f32 && p.dt == DType::f32)
-        return unimplemented(fmt::format("torch:{}: {} takes bf16 and f16 inputs only (--dt=f32)", vi.name, torch_operators(vi)));
+        return unimplemented(fmt::format("{}: {} takes bf16 and f16 inputs only (--dt=f32)", torch_backend_name(vi),
+                torch_operators(vi)));
     if (p.ragged)
-        return unimplemented(fmt::format("torch:{}: the dense SDPA operators take no ragged (packed) tensors "
-                "(--ragged=true; PyTorch's varlen path is its nested tensors)", vi.name));
+        return unimplemented(fmt::format("{}: the dense SDPA operators take no ragged (packed) tensors "
+                "(--ragged=true; PyTorch's varlen path is its nested tensors)", torch_backend_name(vi)));
     if (p.dropout && p.dropout->p > 0.f && v != TorchVariant::math)
-        return unimplemented(fmt::format("torch:{}: dropout_p draws PyTorch's own generator, which sdpabench does "
-                "not replicate, and the operator takes no mask (torch:math takes one: --dropout runs there)", vi.name));
+        return unimplemented(fmt::format("{}: dropout_p draws PyTorch's own generator, which sdpabench does "
+                "not replicate, and the operator takes no mask (torch:math takes one: --dropout runs there)",
+                torch_backend_name(vi)));
     if (p.implicit_mask)
         return unimplemented("--mask-form=implicit is the oneDNN graph's GenIndex/Select causal mask; PyTorch's "
                 "own form is is_causal, which --mask=causal_tl (and causal_br with S_q = S_kv) maps to");
@@ -126,23 +139,23 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
         for (const Role r : {Role::Q, Role::K, Role::V, Role::O, Role::dO}) {
             const TensorGeom* t = g.find(r);
             if (t && t->input && t->dims[3] > 1 && t->strides[3] != 1)
-                return unimplemented(fmt::format("torch:{}: {} has stride {} in its last dimension; PyTorch's "
+                return unimplemented(fmt::format("{}: {} has stride {} in its last dimension; PyTorch's "
                         "dispatcher takes flash only for a last-dimension stride of 1 "
-                        "(check_last_dim_stride_equals_1_dense), and the operator misreads others", vi.name, r,
-                        t->strides[3]));
+                        "(check_last_dim_stride_equals_1_dense), and the operator misreads others",
+                        torch_backend_name(vi), r, t->strides[3]));
         }
     if (v == TorchVariant::math && p.dir == Dir::bwd)  // it recomputes O and stats, the reference reads them
         for (const Role r : {Role::O, Role::stats})
             if (!non_overlapping(g.at(r)))
-                return unimplemented(fmt::format("torch:{} recomputes O and stats from Q, K, V, so an aliased {} "
+                return unimplemented(fmt::format("{} recomputes O and stats from Q, K, V, so an aliased {} "
                         "input (a 0 stride or overlapping rows), which the reference backward reads as given, "
-                        "has no counterpart there", vi.name, r));
+                        "has no counterpart there", torch_backend_name(vi), r));
     if (v == TorchVariant::math && p.dir == Dir::fwd_t)
-        return unimplemented(fmt::format("torch:{} returns no log-sum-exp (its second output is the attention "
-                "weights): --dir=fwd_i and --dir=bwd run on it", vi.name));
-    if ((v == TorchVariant::flash || v == TorchVariant::cudnn) && p.dmask)
-        return unimplemented(fmt::format("torch:{}'s backward returns no attn_mask gradient (--dmask runs on "
-                "torch:math and torch:efficient)", vi.name));
+        return unimplemented(fmt::format("{} returns no log-sum-exp (its second output is the attention "
+                "weights): --dir=fwd_i and --dir=bwd run on it", torch_backend_name(vi)));
+    if (p.dmask && !vi.takes_dmask)
+        return unimplemented(fmt::format("{}'s backward returns no attn_mask gradient (--dmask runs on {})",
+                torch_backend_name(vi), dmask_backends()));
     TorchMapping m;
     const bool padded = !p.seq_len_q.empty() || !p.seq_len_kv.empty();
     const bool square = p.dims.S_q == p.dims.S_kv;
@@ -156,8 +169,8 @@ std::variant<TorchMapping, Unsupported> torch_mapping(const Problem& p, TorchVar
     else if (causal)
         m.is_causal = true;
     if (v == TorchVariant::flash && cuda && m.mask != TorchMapping::MaskArg::none)
-        return unimplemented(fmt::format("torch:{}: its operators ({}) take no attn_mask, and this case needs "
-                "one ({}{}; their is_causal is bottom-right)", vi.name, torch_operators(vi), p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}",
+        return unimplemented(fmt::format("{}: its operators ({}) take no attn_mask, and this case needs "
+                "one ({}{}; their is_causal is bottom-right)", torch_backend_name(vi), torch_operators(vi), p.mask == Mask::bias ? "a bias" : fmt::format("--mask={}",
                 p.mask), padded ? " with padding" : ""));
     m.mask_grad = p.dmask;
     if (!p.scale && p.scale_op == ScaleOp::mul && scale_dtype(p) == DType::f32) {
@@ -441,7 +454,7 @@ private:
 
 class TorchBackend final : public Backend {
 public:
-    explicit TorchBackend(const TorchVariantInfo& vi) : vi_(vi), name_(fmt::format("{}{}", kTorchPrefix, vi.name)) {}
+    explicit TorchBackend(const TorchVariantInfo& vi) : vi_(vi), name_(torch_backend_name(vi)) {}
 
     std::string_view name() const override { return name_; }
 

@@ -41,6 +41,9 @@ struct TorchVariantInfo {
     /// The io types the operator takes: bf16 and f16, and f32 when true (cuDNN's and
     /// FlashAttention-2's operators take 16-bit inputs only).
     bool takes_f32;
+    /// The backward outputs the attn_mask gradient (--dmask): math's autograd and efficient's
+    /// grad_bias do; flash's and cudnn's backward operators return none.
+    bool takes_dmask;
     std::string_view dtype_note;  ///< what else the operator requires of its inputs ("" none)
     std::string_view knobs;       ///< which sdpabench knobs map to which operator arguments
     std::string_view cases;       ///< the case files in cases/torch/ that hold the row's claims
@@ -50,6 +53,9 @@ struct TorchVariantInfo {
     /// sources and documentation, not yet run; docs/torch.md says so).
     bool measured;
 };
+
+/// "torch:flash:cuda": the row's --backend name (backends/registry.hpp kTorchPrefix + name).
+std::string torch_backend_name(const TorchVariantInfo& v);
 
 /// "FORWARD_OP (+ _backward)", or the forward operator alone when the backward is not its
 /// "_backward" twin: the operator column of the table and of messages.
@@ -90,7 +96,7 @@ struct TorchMapping {
 
 /// The mapping of `p` onto variant `v` on device `d`, or why it cannot run it: UNIMPLEMENTED for
 /// what the operator has no argument for (dropout: PyTorch's own generator; math has no
-/// log-sum-exp output for fwd_t; flash and cudnn have no mask gradient; CUDA flash has no
+/// log-sum-exp output for fwd_t; a row without takes_dmask has no mask gradient; CUDA flash has no
 /// attn_mask). What the operator itself rejects (flash with D_qk != D_v, a dtype or head size it
 /// lacks) is left to PyTorch, whose message becomes the UNIMPLEMENTED reason when the case runs.
 /// Whether a CUDA device is there is not the mapping's question (the backend asks the plugin).

@@ -155,123 +155,157 @@ at::Tensor efficient_bias(const at::Tensor& bias, const at::Tensor& q, const at:
     return out;
 }
 
-void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
-    at::set_num_threads(c.threads > 0 ? c.threads : 1);
-    const bool cuda = c.device == kSdpaTorchCuda;
-    const at::Device dev = cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-    at::Tensor q = need_on(c.q, dev, "Q"), k = need_on(c.k, dev, "K"), v = need_on(c.v, dev, "V");
-    std::optional<at::Tensor> mask = place(c.mask, dev);
-    const std::optional<at::Tensor> keep = place(c.dropout_mask, dev);  // math: applied for dropout_p > 0
-    const std::optional<double> scale = c.has_scale ? std::optional<double>(c.scale) : std::nullopt;
-    const bool causal = c.is_causal != 0;
-    const std::int64_t group = c.expand_gqa ? q.size(1) / k.size(1) : 1;
-    if (group > 1) {
-        k = k.repeat_interleave(group, 1);
-        v = v.repeat_interleave(group, 1);
+/// One call's inputs on its device (K and V with heads repeated where the call expands GQA, the
+/// mask as the variant takes it) and the timer around its operator.
+struct Placed {
+    const SdpaTorchCall& c;
+    SdpaTorchResult& r;
+    bool cuda;
+    at::Device dev;
+    at::Tensor q, k, v;
+    std::optional<at::Tensor> mask;
+    std::optional<at::Tensor> keep;  ///< math: applied for dropout_p > 0
+    std::optional<double> scale;
+    bool causal;
+    std::int64_t group;                    ///< the query heads per K, V head the call expands (1: none)
+    std::vector<std::int64_t> mask_sizes;  ///< the mask's own shape, before efficient's padding
+    std::chrono::steady_clock::time_point t0;
+
+    Placed(const SdpaTorchCall& call, SdpaTorchResult& result)
+        : c(call), r(result), cuda(call.device == kSdpaTorchCuda),
+          dev(cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU)), q(need_on(call.q, dev, "Q")),
+          k(need_on(call.k, dev, "K")), v(need_on(call.v, dev, "V")), mask(place(call.mask, dev)),
+          keep(place(call.dropout_mask, dev)),
+          scale(call.has_scale ? std::optional<double>(call.scale) : std::nullopt), causal(call.is_causal != 0),
+          group(call.expand_gqa ? q.size(1) / k.size(1) : 1) {
+        if (group > 1) {
+            k = k.repeat_interleave(group, 1);
+            v = v.repeat_interleave(group, 1);
+        }
+        mask_sizes = mask ? mask->sizes().vec() : std::vector<std::int64_t>{};
+        if (mask && c.variant == kSdpaTorchEfficient) mask = efficient_bias(*mask, q, k);
     }
-    const std::vector<std::int64_t> mask_sizes = mask ? mask->sizes().vec() : std::vector<std::int64_t>{};
-    if (mask && c.variant == kSdpaTorchEfficient) mask = efficient_bias(*mask, q, k);
-    auto sync = [&] {
+
+    void sync() const {
         if (cuda) at::detail::getCUDAHooks().deviceSynchronize(dev.index());
-    };
-    using clock = std::chrono::steady_clock;
-    clock::time_point t0;
-    auto start = [&] {
+    }
+    /// Starts the operator's time (after the device finished what was queued before).
+    void start() {
         sync();
-        t0 = clock::now();
-    };
-    auto stop = [&] {
+        t0 = std::chrono::steady_clock::now();
+    }
+    /// Ends it (once the device finished the operator): the result's kernel_ms.
+    void stop() {
         sync();
-        r.kernel_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    };
-    auto say_lse = [&](const at::Tensor& lse) {
+        r.kernel_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    /// Says the log-sum-exp's shape and type in the result's info.
+    void say_lse(const at::Tensor& lse) const {
         std::snprintf(r.info, sizeof r.info, "PyTorch returned its log-sum-exp as %s %s", c10::str(lse.sizes()).c_str(),
                 c10::str(lse.scalar_type()).c_str());
-    };
-    const std::int64_t s_q = q.size(2);
-    if (!c.backward) {
-        const bool want_lse = c.out_lse.data != nullptr;
-        if (c.variant == kSdpaTorchMath) {
-            start();
-            auto [o, weights] = at::_scaled_dot_product_attention_math(q, k, v, mask, c.dropout_p, causal, keep, scale,
-                    c.enable_gqa != 0);
-            stop();
-            deliver(o, c.out_o, "O");
-        } else if (c.variant == kSdpaTorchFlash && !cuda) {
-            start();
-            auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, mask, scale);
-            stop();
-            say_lse(lse);
-            deliver(o, c.out_o, "O");
-            deliver(lse, c.out_lse, "the log-sum-exp");
-        } else {
-            start();
-            const FusedForward f = fused_forward(c.variant, q, k, v, mask, want_lse, causal, scale);
-            stop();
-            deliver(f.o, c.out_o, "O");
-            if (want_lse) {
-                say_lse(f.lse);
-                deliver(lse_rows(f.lse, s_q), c.out_lse, "the log-sum-exp");
-            }
-        }
-        return;
     }
-    const at::Tensor d_o = need_on(c.d_o, dev, "dO");
+};
+
+/// The forward: O, and the log-sum-exp when the call asks for it.
+void run_forward(Placed& x) {
+    const SdpaTorchCall& c = x.c;
+    const bool want_lse = c.out_lse.data != nullptr;
     if (c.variant == kSdpaTorchMath) {
-        // autograd through the composite forward (leaves that alias the inputs).
-        at::Tensor qa = q.detach().requires_grad_(true), ka = k.detach().requires_grad_(true),
-                   va = v.detach().requires_grad_(true);
-        std::optional<at::Tensor> ma;
-        if (mask) ma = c.mask_grad ? mask->detach().requires_grad_(true) : *mask;
-        start();
-        auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, c.dropout_p, causal, keep, scale,
-                c.enable_gqa != 0);
-        std::vector<at::Tensor> wrt{qa, ka, va};
-        if (c.mask_grad && ma) wrt.push_back(*ma);
-        const std::vector<at::Tensor> g = torch::autograd::grad({o}, wrt, {d_o});
-        stop();
-        deliver(g[0], c.out_dq, "dQ");
-        deliver(g[1], c.out_dk, "dK");
-        deliver(g[2], c.out_dv, "dV");
-        if (c.mask_grad && ma) deliver(g[3].sum_to_size(mask_sizes), c.out_dmask, "the mask gradient");
-        return;
+        x.start();
+        auto [o, weights] = at::_scaled_dot_product_attention_math(x.q, x.k, x.v, x.mask, c.dropout_p, x.causal, x.keep,
+                x.scale, c.enable_gqa != 0);
+        x.stop();
+        deliver(o, c.out_o, "O");
+    } else if (c.variant == kSdpaTorchFlash && !x.cuda) {
+        x.start();
+        auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(x.q, x.k, x.v, 0.0, x.causal, x.mask, x.scale);
+        x.stop();
+        x.say_lse(lse);
+        deliver(o, c.out_o, "O");
+        deliver(lse, c.out_lse, "the log-sum-exp");
+    } else {
+        x.start();
+        const FusedForward f = fused_forward(c.variant, x.q, x.k, x.v, x.mask, want_lse, x.causal, x.scale);
+        x.stop();
+        deliver(f.o, c.out_o, "O");
+        if (want_lse) {
+            x.say_lse(f.lse);
+            deliver(lse_rows(f.lse, x.q.size(2)), c.out_lse, "the log-sum-exp");
+        }
     }
-    const at::Tensor o = need_on(c.o, dev, "O"), lse_in = need_on(c.lse, dev, "the log-sum-exp");
-    if (c.variant == kSdpaTorchFlash && !cuda) {
-        start();
-        auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(d_o, q, k, v, o, lse_in, 0.0,
-                causal, mask, scale);
-        stop();
+}
+
+/// math's backward: autograd through the composite forward (leaves that alias the inputs), with
+/// the mask's gradient when the call asks for it.
+void run_math_backward(Placed& x, const at::Tensor& d_o) {
+    const SdpaTorchCall& c = x.c;
+    at::Tensor qa = x.q.detach().requires_grad_(true), ka = x.k.detach().requires_grad_(true),
+               va = x.v.detach().requires_grad_(true);
+    std::optional<at::Tensor> ma;
+    if (x.mask) ma = c.mask_grad ? x.mask->detach().requires_grad_(true) : *x.mask;
+    x.start();
+    auto [o, weights] = at::_scaled_dot_product_attention_math(qa, ka, va, ma, c.dropout_p, x.causal, x.keep, x.scale,
+            c.enable_gqa != 0);
+    std::vector<at::Tensor> wrt{qa, ka, va};
+    if (c.mask_grad && ma) wrt.push_back(*ma);
+    const std::vector<at::Tensor> g = torch::autograd::grad({o}, wrt, {d_o});
+    x.stop();
+    deliver(g[0], c.out_dq, "dQ");
+    deliver(g[1], c.out_dk, "dK");
+    deliver(g[2], c.out_dv, "dV");
+    if (c.mask_grad && ma) deliver(g[3].sum_to_size(x.mask_sizes), c.out_dmask, "the mask gradient");
+}
+
+/// The fused CUDA backward: its forward's other outputs, and the given log-sum-exp in its layout;
+/// dK and dV summed back over the repeated heads, efficient's mask gradient when asked for.
+void run_fused_backward(Placed& x, const at::Tensor& d_o, const at::Tensor& o, const at::Tensor& lse_in) {
+    const SdpaTorchCall& c = x.c;
+    const FusedForward f = fused_forward(c.variant, x.q, x.k, x.v, x.mask, true, x.causal, x.scale);
+    at::Tensor lse = f.lse.clone();
+    lse_rows(lse, x.q.size(2)).copy_(lse_in);
+    x.say_lse(lse);
+    const at::Tensor bias = x.mask ? *x.mask : at::Tensor();
+    at::Tensor dq, dk, dv, dbias;
+    x.start();
+    if (c.variant == kSdpaTorchFlash) {
+        std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_backward(d_o, x.q, x.k, x.v, o, lse, f.cum_seq_q,
+                f.cum_seq_k, f.max_q, f.max_k, 0.0, x.causal, f.philox_seed, f.philox_offset, x.scale);
+    } else if (c.variant == kSdpaTorchEfficient) {
+        std::tie(dq, dk, dv, dbias) = at::_scaled_dot_product_efficient_attention_backward(d_o, x.q, x.k, x.v, bias, o,
+                lse, f.philox_seed, f.philox_offset, 0.0, {true, true, true, c.mask_grad != 0 && x.mask.has_value()},
+                x.causal, x.scale);
+    } else {
+        std::tie(dq, dk, dv) = at::_scaled_dot_product_cudnn_attention_backward(d_o, x.q, x.k, x.v, o, lse,
+                f.philox_seed, f.philox_offset, bias, f.cum_seq_q, f.cum_seq_k, f.max_q, f.max_k, 0.0, x.causal,
+                x.scale);
+    }
+    x.stop();
+    deliver(dq, c.out_dq, "dQ");
+    deliver(sum_groups(dk, x.group), c.out_dk, "dK");
+    deliver(sum_groups(dv, x.group), c.out_dv, "dV");
+    if (c.mask_grad && dbias.defined())
+        deliver(dbias.narrow(3, 0, x.k.size(2)).sum_to_size(x.mask_sizes), c.out_dmask, "the mask gradient");
+}
+
+/// Runs call `c` on its variant and device, writing the outputs and what to say into `r`.
+void run(const SdpaTorchCall& c, SdpaTorchResult& r) {
+    at::set_num_threads(c.threads > 0 ? c.threads : 1);
+    Placed x(c, r);
+    if (!c.backward) return run_forward(x);
+    const at::Tensor d_o = need_on(c.d_o, x.dev, "dO");
+    if (c.variant == kSdpaTorchMath) return run_math_backward(x, d_o);
+    const at::Tensor o = need_on(c.o, x.dev, "O"), lse_in = need_on(c.lse, x.dev, "the log-sum-exp");
+    if (c.variant == kSdpaTorchFlash && !x.cuda) {
+        x.start();
+        auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(d_o, x.q, x.k, x.v, o, lse_in, 0.0,
+                x.causal, x.mask, x.scale);
+        x.stop();
         deliver(dq, c.out_dq, "dQ");
         deliver(dk, c.out_dk, "dK");
         deliver(dv, c.out_dv, "dV");
         return;
     }
-    // The fused CUDA backward: its forward's other outputs, and the given log-sum-exp in its layout.
-    const FusedForward f = fused_forward(c.variant, q, k, v, mask, true, causal, scale);
-    at::Tensor lse = f.lse.clone();
-    lse_rows(lse, s_q).copy_(lse_in);
-    say_lse(lse);
-    const at::Tensor bias = mask ? *mask : at::Tensor();
-    at::Tensor dq, dk, dv, dbias;
-    start();
-    if (c.variant == kSdpaTorchFlash) {
-        std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_backward(d_o, q, k, v, o, lse, f.cum_seq_q,
-                f.cum_seq_k, f.max_q, f.max_k, 0.0, causal, f.philox_seed, f.philox_offset, scale);
-    } else if (c.variant == kSdpaTorchEfficient) {
-        std::tie(dq, dk, dv, dbias) = at::_scaled_dot_product_efficient_attention_backward(d_o, q, k, v, bias, o, lse,
-                f.philox_seed, f.philox_offset, 0.0, {true, true, true, c.mask_grad != 0 && mask.has_value()}, causal,
-                scale);
-    } else {
-        std::tie(dq, dk, dv) = at::_scaled_dot_product_cudnn_attention_backward(d_o, q, k, v, o, lse, f.philox_seed,
-                f.philox_offset, bias, f.cum_seq_q, f.cum_seq_k, f.max_q, f.max_k, 0.0, causal, scale);
-    }
-    stop();
-    deliver(dq, c.out_dq, "dQ");
-    deliver(sum_groups(dk, group), c.out_dk, "dK");
-    deliver(sum_groups(dv, group), c.out_dv, "dV");
-    if (c.mask_grad && dbias.defined())
-        deliver(dbias.narrow(3, 0, k.size(2)).sum_to_size(mask_sizes), c.out_dmask, "the mask gradient");
+    run_fused_backward(x, d_o, o, lse_in);
 }
 
 /// Collects the warnings PyTorch issues on the calling thread (TORCH_WARN: e.g. math's "Dropout

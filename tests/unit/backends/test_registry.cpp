@@ -89,6 +89,40 @@ TEST(Registry, UnknownNamesGiveNoBackendKnownOnesAlwaysOne) {
         }
 }
 
+// A backend answers to the name it was made by (its row's, or PREFIX + KIND): the registry and
+// the family tables are the only places that spell one.
+TEST(Registry, EveryBackendIsCalledByItsRowsName) {
+    for (const BackendRow& r : backend_table()) {
+        const std::vector<std::string> names = r.family ? family_names(r.name) : std::vector<std::string>{r.name};
+        EXPECT_FALSE(names.empty()) << r.name;
+        for (const std::string& n : names) {
+            const auto be = make_backend(n);
+            ASSERT_NE(be, nullptr) << n;
+            EXPECT_EQ(be->name(), n);
+        }
+    }
+}
+
+// The --backend knob's help is written from the rows: every row, every torch variant and every
+// test kind is in it, each prefix's rows once.
+TEST(Registry, BackendKnobHelpComesFromTheRows) {
+    const std::string help(backend_knob_help());
+    for (const BackendRow& r : backend_table()) {
+        EXPECT_NE(help.find(r.what), std::string::npos) << r.name;
+        if (r.prefix.empty()) EXPECT_NE(help.find(r.name + " ("), std::string::npos) << r.name;
+        if (r.family && r.name == kTestPrefix)
+            for (const std::string& n : family_names(r.name)) EXPECT_NE(help.find(n + ": "), std::string::npos) << n;
+        if (!r.family && !r.prefix.empty()) EXPECT_NE(help.find(r.name.substr(r.prefix.size())), std::string::npos) << r.name;
+    }
+    EXPECT_NE(help.find("torch:VARIANT ("), std::string::npos);
+    EXPECT_EQ(help.find("torch:VARIANT", help.find("torch:VARIANT") + 1), std::string::npos);
+    EXPECT_EQ(backend_list({}), "");
+    EXPECT_EQ(backend_list({"a"}), "a");
+    EXPECT_EQ(backend_list({"a", "b"}), "a and b");
+    EXPECT_EQ(backend_list({"a", "b", "c"}), "a, b and c");
+    EXPECT_EQ(backend_list(backends_needing_isolate()), "test:sleep and test:segv");
+}
+
 TEST(Registry, MissingBackendIsSkippedWithItsReason) {
     const auto be = make_missing_backend("cudnn", "configured without the CUDA Toolkit");
     EXPECT_EQ(be->name(), "cudnn");

@@ -93,6 +93,9 @@ TEST(TorchMapping, GqaFlagForMathOnlyAndMaskGradient) {
     dm.dmask = true;
     EXPECT_TRUE(mapped(dm, TorchVariant::math).mask_grad);
     EXPECT_EQ(refused(dm, TorchVariant::flash).status, Status::unimplemented);
+    // The refusal names the rows that take --dmask (kTorchVariants's takes_dmask column).
+    EXPECT_EQ(refused(dm, TorchVariant::flash).reason, "torch:flash's backward returns no attn_mask gradient (--dmask "
+                                                       "runs on torch:math, torch:efficient and torch:math:cuda)");
 }
 
 TEST(TorchMapping, WhatAVariantCannotRunSaysWhy) {
