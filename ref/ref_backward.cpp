@@ -266,9 +266,8 @@ SDPA_REF_INLINE void p_row(const BwdCtx& c, BwdScratch& w, i64 ii, i64 ni, std::
     }
 }
 
-/// dS and W of a tile row t without dropout: dS = P o (dP - D), scaled by the scale op into t.ds
-/// (a division stays a division, as in the vendor graph), unscaled into t.dsu, and
-/// W = |dS| (1 + kappa mag) + P r.
+/// dS and W of a tile row t without dropout: dS = P o (dP - D), scaled by the scale op into t.ds,
+/// unscaled into t.dsu, and W = |dS| (1 + kappa mag) + P r.
 SDPA_REF_INLINE void ds_row(const BwdCtx& c, const TileRow& t) {
     const float* prow = t.p;
     const double* dprow = t.dp;
@@ -300,8 +299,8 @@ SDPA_REF_INLINE void ds_row(const BwdCtx& c, const TileRow& t) {
 
 /// dS and W of a tile row t with dropout (core/dropout.hpp): dS = P o (Z o dP / (1-p) - D) (from
 /// P_d with the ds_dropped fault), written as ds_row does; then P_d = Z o P / (1-p), which enters
-/// dV, replaces P in t.p. Z: the keep mask of row i of head (b, h), keys [j0, j0 + nj) (all 0
-/// unless `valid`: a row past the block).
+/// dV, replaces P in t.p. Z: the keep mask of row i of head (b, h), keys [j0, j0 + nj); all 0
+/// for a row past the block (valid false).
 SDPA_REF_INLINE void ds_row_dropout(const BwdCtx& c, const TileRow& t, i64 b, i64 h, i64 i, i64 j0, i64 nj,
     bool valid) {
     float* prow = t.p;
