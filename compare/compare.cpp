@@ -432,6 +432,91 @@ Partial scan_output(const Scan& s, const std::array<std::int64_t, 4>& dims, cons
     return total;
 }
 
+/// The pass's counts into r: non-finite values, magnitudes and references, saturated and
+/// unchecked elements, the output's `elements` and the reference's zero fraction.
+void take_counts(const Partial& t, std::int64_t elements, OutputCheck& r) {
+    r.nonfinite = t.nonfinite;
+    r.ref_nonfinite = t.ref_nonfinite;
+    r.mag_nonfinite = t.mag_nonfinite;
+    r.saturated = t.saturated;
+    r.unchecked = t.unchecked;
+    r.elements = elements;
+    r.zero_fraction = t.counted > 0 ? static_cast<double>(t.ref_zeros) / t.counted : 0.0;
+}
+
+/// What an OutputCheck says about one element: its index, got, expected (as the pass compared
+/// it: an fp8 reference past the range saturated), err, bound and magnitude.
+struct WorstElement {
+    const OutputRule& rule;
+    const Tensor& got;
+    const RefOutput& ref;
+    const Scan& s;
+
+    /// Makes flat element i r's located element.
+    void set(OutputCheck& r, std::size_t i) const {
+        const Tensor& e = ref.value;
+        r.worst_index = e.index(i);
+        r.got = got.data[i];
+        r.expected = std::fabs(e.data[i]) >= rule.saturate ? static_cast<float>(std::copysign(rule.limit, e.data[i]))
+                                                           : e.data[i];
+        r.err = std::fabs(static_cast<double>(r.got) - r.expected);
+        r.bound = s.bound(ref.mag.data[i]);
+        r.bound_mag = ref.mag.data[i];
+    }
+};
+
+/// The pass's verdict into r, the first that applies: FAILED for unwritten elements, a non-finite
+/// reference, a non-finite magnitude, non-finite values, masked rows that are not the convention,
+/// an error past the bound (each with its reason, and the element where there is one); else
+/// MISTRUSTED when nothing was checked, when fp8 values saturate, or for zero trust of the reference.
+void judge(const Partial& t, const OutputIntegrity& integrity, const WorstElement& worst, OutputCheck& r) {
+    const Output out = r.output;
+    const OutputRule& rule = worst.rule;
+    if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
+        r.pass = false;
+        r.failure = CheckFailure::unwritten;
+        r.reason = fmt::format("{} element(s) of {} not written (still the NaN prefill)", integrity.unwritten, out);
+        r.located = false;
+    } else if (r.ref_nonfinite > 0) {
+        r.pass = false;
+        r.failure = CheckFailure::ref_nonfinite;
+        r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
+    } else if (r.mag_nonfinite > 0) {
+        r.pass = false;
+        worst.set(r, t.first_mag_nonfinite);
+        r.failure = CheckFailure::mag_nonfinite;
+        r.reason = fmt::format("the reference's magnitude is not finite at {} element(s) where the reference is: the "
+                               "bound is not defined there (the inputs overflow f32 in the magnitudes)", r.mag_nonfinite);
+    } else if (r.nonfinite > 0) {
+        r.pass = false;
+        worst.set(r, t.first_nonfinite);
+        r.failure = CheckFailure::nonfinite;
+        r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);
+    } else if (t.masked_bad > 0) {
+        r.pass = false;
+        worst.set(r, t.first_masked_bad);
+        r.failure = CheckFailure::masked_rows;
+        r.reason = out == Output::stats
+                ? fmt::format("{} fully masked row(s) whose stats are not the backend's convention {}",
+                          t.masked_bad, rule.conv.masked_row_stats)
+                : fmt::format("{} element(s) of fully masked rows are not exactly 0", t.masked_bad);
+    } else if (t.worst > 1.0) {
+        r.pass = false;
+        r.failure = CheckFailure::bound;
+        r.reason = "error exceeds the bound";
+    } else if (r.unchecked == static_cast<std::int64_t>(worst.got.size())) {
+        r.mistrusted = true;
+        r.mistrust = fmt::format("{}: nothing checked: every row is absent (ragged) or left unspecified", out);
+    } else if (r.saturated > 0) {
+        r.mistrusted = true;
+        r.mistrust = fmt::format("{}: {} reference value(s) past the {} range at descale {} (largest {:.6g}), expected "
+                                 "saturated (a larger --fp8-descale={}:... tells more)", out, r.saturated, rule.p.dt,
+                rule.descale, rule.limit, out);
+    } else if (r.zero_fraction > kZeroTrust) {
+        r.mistrusted = true;
+    }
+}
+
 }  // namespace
 
 ElementBound element_bound(const OutputRule& rule, const Tensor& mag, std::int64_t reduction_length) {
@@ -478,73 +563,17 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
     std::vector<HeadSquares> heads;
     Partial t = scan_output(s, e.dims, kinds, heads);
     if (zbc.any()) r.zero_by_construction = exclude_zero_by_construction(t, zbc, got, e, kinds);
-    r.nonfinite = t.nonfinite;
-    r.ref_nonfinite = t.ref_nonfinite;
-    r.mag_nonfinite = t.mag_nonfinite;
-    r.saturated = t.saturated;
-    r.unchecked = t.unchecked;
-    r.elements = static_cast<std::int64_t>(got.size());
-    r.zero_fraction = t.counted > 0 ? static_cast<double>(t.ref_zeros) / t.counted : 0.0;
-    auto set_worst = [&](std::size_t i) {
-        r.worst_index = e.index(i);
-        r.got = got.data[i];
-        r.expected = std::fabs(e.data[i]) >= rule.saturate ? static_cast<float>(std::copysign(rule.limit, e.data[i]))
-                                                           : e.data[i];
-        r.err = std::fabs(static_cast<double>(r.got) - r.expected);
-        r.bound = s.bound(ref.mag.data[i]);
-        r.bound_mag = ref.mag.data[i];
-    };
+    take_counts(t, static_cast<std::int64_t>(got.size()), r);
+    const WorstElement worst{rule, got, ref, s};
     r.bound_c = eb.c;
     r.bound_u_eff = eb.u_eff;
     r.bound_floor = eb.floor;
     r.bound_tiny = eb.tiny;
     if (t.worst >= 0) {
         r.worst_ratio = t.worst;
-        set_worst(t.worst_at);
+        worst.set(r, t.worst_at);
     }
-    if (integrity.unwritten > 0 && r.ref_nonfinite == 0) {
-        r.pass = false;
-        r.failure = CheckFailure::unwritten;
-        r.reason = fmt::format("{} element(s) of {} not written (still the NaN prefill)", integrity.unwritten, out);
-        r.located = false;
-    } else if (r.ref_nonfinite > 0) {
-        r.pass = false;
-        r.failure = CheckFailure::ref_nonfinite;
-        r.reason = fmt::format("the reference has {} non-finite value(s): the inputs overflow f32", r.ref_nonfinite);
-    } else if (r.mag_nonfinite > 0) {
-        r.pass = false;
-        set_worst(t.first_mag_nonfinite);
-        r.failure = CheckFailure::mag_nonfinite;
-        r.reason = fmt::format("the reference's magnitude is not finite at {} element(s) where the reference is: the "
-                               "bound is not defined there (the inputs overflow f32 in the magnitudes)", r.mag_nonfinite);
-    } else if (r.nonfinite > 0) {
-        r.pass = false;
-        set_worst(t.first_nonfinite);
-        r.failure = CheckFailure::nonfinite;
-        r.reason = fmt::format("{} non-finite value(s) where the reference is finite", r.nonfinite);
-    } else if (t.masked_bad > 0) {
-        r.pass = false;
-        set_worst(t.first_masked_bad);
-        r.failure = CheckFailure::masked_rows;
-        r.reason = out == Output::stats
-                ? fmt::format("{} fully masked row(s) whose stats are not the backend's convention {}",
-                          t.masked_bad, rule.conv.masked_row_stats)
-                : fmt::format("{} element(s) of fully masked rows are not exactly 0", t.masked_bad);
-    } else if (t.worst > 1.0) {
-        r.pass = false;
-        r.failure = CheckFailure::bound;
-        r.reason = "error exceeds the bound";
-    } else if (r.unchecked == static_cast<std::int64_t>(got.size())) {
-        r.mistrusted = true;
-        r.mistrust = fmt::format("{}: nothing checked: every row is absent (ragged) or left unspecified", out);
-    } else if (r.saturated > 0) {
-        r.mistrusted = true;
-        r.mistrust = fmt::format("{}: {} reference value(s) past the {} range at descale {} (largest {:.6g}), expected "
-                                 "saturated (a larger --fp8-descale={}:... tells more)", out, r.saturated, rule.p.dt,
-                rule.descale, rule.limit, out);
-    } else if (r.zero_fraction > kZeroTrust) {
-        r.mistrusted = true;
-    }
+    judge(t, integrity, worst, r);
     if (out == Output::stats) check_stats_sums(rule, got, e, ref.mag, r);
     else if (r.nonfinite == 0 && r.ref_nonfinite == 0 && r.mag_nonfinite == 0 && r.saturated == 0)
         check_head_norms(heads, e.dims[1], e.dims[2] * e.dims[3], eb.c, eb.u_eff, eb.tiny, r);

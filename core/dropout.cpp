@@ -135,6 +135,99 @@ double binomial_p_value(i64 k, i64 n, double q) {
     return std::min(1.0, 2.0 * std::min(lower, upper));
 }
 
+/// Per head (index bh = b * H_q + h) of a mask over dims d: its kept elements, its equal
+/// neighbour pairs (j = 2k, 2k + 1) and a hash of its bits, rows in order (mask_statistics).
+struct HeadCounts {
+    std::vector<i64> kept, equal;
+    std::vector<u64> hash;
+};
+
+/// The HeadCounts of m over dims d, one head per task (OpenMP).
+HeadCounts head_counts(const Dims& d, const DropoutMask& m) {
+    const i64 heads = d.B * d.H_q;
+    HeadCounts hc{std::vector<i64>(static_cast<std::size_t>(heads)), std::vector<i64>(static_cast<std::size_t>(heads)),
+        std::vector<u64>(static_cast<std::size_t>(heads))};
+#pragma omp parallel for schedule(dynamic, 1)
+    for (i64 bh = 0; bh < heads; ++bh) {
+        std::vector<std::uint8_t> row(static_cast<std::size_t>(d.S_kv));
+        i64 k = 0, e = 0;
+        u64 hsh = 0x243F6A8885A308D3ull;
+        for (i64 i = 0; i < d.S_q; ++i) {
+            m.keep_row(bh / d.H_q, bh % d.H_q, i, 0, d.S_kv, row.data());
+            u64 bits = 0;
+            for (i64 j = 0; j < d.S_kv; ++j) {
+                k += row[static_cast<std::size_t>(j)];
+                bits = (bits << 1) | row[static_cast<std::size_t>(j)];
+                if ((j & 63) == 63 || j == d.S_kv - 1) {
+                    hsh = splitmix64(hsh ^ bits);
+                    bits = 0;
+                }
+            }
+            for (i64 j = 0; j + 1 < d.S_kv; j += 2) e += row[static_cast<std::size_t>(j)] == row[static_cast<std::size_t>(j + 1)];
+        }
+        hc.kept[static_cast<std::size_t>(bh)] = k;
+        hc.equal[static_cast<std::size_t>(bh)] = e;
+        hc.hash[static_cast<std::size_t>(bh)] = hsh;
+    }
+    return hc;
+}
+
+/// The head with the smallest p-value (the first of equals) of count[bh] successes out of
+/// `trials` at probability prob, over the heads bh = b * H_q + h of dims d.
+WorstHead worst_head(const Dims& d, const std::vector<i64>& count, i64 trials, double prob) {
+    WorstHead w;
+    for (i64 bh = 0; bh < static_cast<i64>(count.size()); ++bh) {
+        const i64 c = count[static_cast<std::size_t>(bh)];
+        const double pv = binomial_p_value(c, trials, prob);
+        if (bh > 0 && !(pv < w.p_value)) continue;
+        w = WorstHead{pv, static_cast<double>(c) / static_cast<double>(trials), bh / d.H_q, bh % d.H_q};
+    }
+    return w;
+}
+
+/// Heads of m whose mask repeats an earlier head's, into st (identical_heads and the first such
+/// pair): the masks of heads with equal hashes compared row by row.
+void find_identical_heads(const Dims& d, const DropoutMask& m, const std::vector<u64>& hash, MaskStatistics& st) {
+    std::map<u64, i64> seen;
+    std::vector<std::uint8_t> ra(static_cast<std::size_t>(d.S_kv)), rb(ra.size());
+    for (i64 bh = 0; bh < static_cast<i64>(hash.size()); ++bh) {
+        auto [it, fresh] = seen.emplace(hash[static_cast<std::size_t>(bh)], bh);
+        if (fresh) continue;
+        // Equal hashes: compare the masks themselves.
+        bool same_mask = true;
+        for (i64 i = 0; i < d.S_q && same_mask; ++i) {
+            m.keep_row(bh / d.H_q, bh % d.H_q, i, 0, d.S_kv, ra.data());
+            m.keep_row(it->second / d.H_q, it->second % d.H_q, i, 0, d.S_kv, rb.data());
+            same_mask = ra == rb;
+        }
+        if (!same_mask) continue;
+        if (st.identical_heads++ == 0) {
+            st.first_dup_b = bh / d.H_q;
+            st.first_dup_h = bh % d.H_q;
+            st.first_dup_of_b = it->second / d.H_q;
+            st.first_dup_of_h = it->second % d.H_q;
+        }
+    }
+}
+
+/// The first rule st fails as a sentence (n elements and `pairs` neighbour pairs per head, keep
+/// probability q, probability `same` that a pair is equal), or nullopt.
+std::optional<std::string> mask_failure(const MaskStatistics& st, i64 n, i64 pairs, double q, double same) {
+    if (st.keep.p_value < st.threshold)
+        return fmt::format("dropout mask: head (b,h) = ({},{}) keeps {:.4f} of its {} elements, expected {:.4f} "
+                           "(binomial p-value {:.3g} < {:.3g})",
+                st.keep.b, st.keep.h, st.keep.rate, n, q, st.keep.p_value, st.threshold);
+    if (pairs > 0 && st.pairs.p_value < st.threshold)
+        return fmt::format("dropout mask: head (b,h) = ({},{}) has equal neighbours (j = 2k, 2k+1) in {:.4f} of "
+                           "{} pairs, expected {:.4f} for independent draws (binomial p-value {:.3g} < {:.3g})",
+                st.pairs.b, st.pairs.h, st.pairs.rate, pairs, same, st.pairs.p_value, st.threshold);
+    if (st.identical_heads > 0)
+        return fmt::format("dropout mask: {} head(s) repeat an earlier head's mask, e.g. (b,h) = ({},{}) equals "
+                           "({},{})",
+                st.identical_heads, st.first_dup_b, st.first_dup_h, st.first_dup_of_b, st.first_dup_of_h);
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Dropout> parse_dropout(std::string_view text, std::string* why) {
@@ -225,79 +318,15 @@ MaskStatistics mask_statistics(const Problem& p, const DropoutMask& m) {
     MaskStatistics st;
     st.heads = heads;
     st.threshold = kDropoutFalseAlarm / static_cast<double>(2 * heads);
-    std::vector<i64> kept(static_cast<std::size_t>(heads)), equal(kept.size());
-    std::vector<u64> hash(kept.size());
-#pragma omp parallel for schedule(dynamic, 1)
-    for (i64 bh = 0; bh < heads; ++bh) {
-        std::vector<std::uint8_t> row(static_cast<std::size_t>(d.S_kv));
-        i64 k = 0, e = 0;
-        u64 hsh = 0x243F6A8885A308D3ull;
-        for (i64 i = 0; i < d.S_q; ++i) {
-            m.keep_row(bh / d.H_q, bh % d.H_q, i, 0, d.S_kv, row.data());
-            u64 bits = 0;
-            for (i64 j = 0; j < d.S_kv; ++j) {
-                k += row[static_cast<std::size_t>(j)];
-                bits = (bits << 1) | row[static_cast<std::size_t>(j)];
-                if ((j & 63) == 63 || j == d.S_kv - 1) {
-                    hsh = splitmix64(hsh ^ bits);
-                    bits = 0;
-                }
-            }
-            for (i64 j = 0; j + 1 < d.S_kv; j += 2) e += row[static_cast<std::size_t>(j)] == row[static_cast<std::size_t>(j + 1)];
-        }
-        kept[static_cast<std::size_t>(bh)] = k;
-        equal[static_cast<std::size_t>(bh)] = e;
-        hash[static_cast<std::size_t>(bh)] = hsh;
-    }
-    // The head with the smallest p-value of `count` successes out of `trials` at probability prob.
-    auto worst = [&](WorstHead& w, const std::vector<i64>& count, i64 trials, double prob) {
-        for (i64 bh = 0; bh < heads; ++bh) {
-            const i64 c = count[static_cast<std::size_t>(bh)];
-            const double pv = binomial_p_value(c, trials, prob);
-            if (bh > 0 && !(pv < w.p_value)) continue;
-            w = WorstHead{pv, static_cast<double>(c) / static_cast<double>(trials), bh / d.H_q, bh % d.H_q};
-        }
-    };
-    worst(st.keep, kept, n, q);
-    if (pairs > 0) worst(st.pairs, equal, pairs, same);
+    const HeadCounts counts = head_counts(d, m);
+    st.keep = worst_head(d, counts.kept, n, q);
+    if (pairs > 0) st.pairs = worst_head(d, counts.equal, pairs, same);
     // Identical masks by chance: probability same^n per pair of heads.
     const double chance = chance_masks_agree(p.dropout.value_or(Dropout{}).p, n) * 0.5 * static_cast<double>(heads) *
                           static_cast<double>(heads - 1);
     st.distinct_checked = heads > 1 && chance < 1e-9;
-    if (st.distinct_checked) {
-        std::map<u64, i64> seen;
-        std::vector<std::uint8_t> ra(static_cast<std::size_t>(d.S_kv)), rb(ra.size());
-        for (i64 bh = 0; bh < heads; ++bh) {
-            auto [it, fresh] = seen.emplace(hash[static_cast<std::size_t>(bh)], bh);
-            if (fresh) continue;
-            // Equal hashes: compare the masks themselves.
-            bool same_mask = true;
-            for (i64 i = 0; i < d.S_q && same_mask; ++i) {
-                m.keep_row(bh / d.H_q, bh % d.H_q, i, 0, d.S_kv, ra.data());
-                m.keep_row(it->second / d.H_q, it->second % d.H_q, i, 0, d.S_kv, rb.data());
-                same_mask = ra == rb;
-            }
-            if (!same_mask) continue;
-            if (st.identical_heads++ == 0) {
-                st.first_dup_b = bh / d.H_q;
-                st.first_dup_h = bh % d.H_q;
-                st.first_dup_of_b = it->second / d.H_q;
-                st.first_dup_of_h = it->second % d.H_q;
-            }
-        }
-    }
-    if (st.keep.p_value < st.threshold)
-        st.failure = fmt::format("dropout mask: head (b,h) = ({},{}) keeps {:.4f} of its {} elements, expected {:.4f} "
-                                 "(binomial p-value {:.3g} < {:.3g})",
-                st.keep.b, st.keep.h, st.keep.rate, n, q, st.keep.p_value, st.threshold);
-    else if (pairs > 0 && st.pairs.p_value < st.threshold)
-        st.failure = fmt::format("dropout mask: head (b,h) = ({},{}) has equal neighbours (j = 2k, 2k+1) in {:.4f} of "
-                                 "{} pairs, expected {:.4f} for independent draws (binomial p-value {:.3g} < {:.3g})",
-                st.pairs.b, st.pairs.h, st.pairs.rate, pairs, same, st.pairs.p_value, st.threshold);
-    else if (st.identical_heads > 0)
-        st.failure = fmt::format("dropout mask: {} head(s) repeat an earlier head's mask, e.g. (b,h) = ({},{}) equals "
-                                 "({},{})",
-                st.identical_heads, st.first_dup_b, st.first_dup_h, st.first_dup_of_b, st.first_dup_of_h);
+    if (st.distinct_checked) find_identical_heads(d, m, counts.hash, st);
+    st.failure = mask_failure(st, n, pairs, q, same);
     return st;
 }
 

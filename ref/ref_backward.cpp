@@ -220,6 +220,142 @@ struct BwdScratch {
     }
 };
 
+/// The score magnitudes of the tile of query rows [i0, i0 + ni) and keys [j0, j0 + nj) of head
+/// (b, h) into w.mag: mag_ij = |scale| ||q_i|| ||k_j|| + |bias_ij| (Cauchy-Schwarz: at least
+/// |scale| sum_d |q_d k_d|); a -inf bias entry (an explicit mask) adds nothing.
+SDPA_REF_INLINE void tile_magnitudes(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0, i64 nj) {
+    const Dims& d = c.p.dims;
+    const std::size_t q0 = c.r.dQ.offset(b, h, i0, 0) / static_cast<std::size_t>(d.D_qk);
+    const double* kn = &c.kn[c.r.dK.offset(b, h / c.group, j0, 0) / static_cast<std::size_t>(d.D_qk)];
+    for (i64 ii = 0; ii < ni; ++ii) {
+        float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
+        const double qs = c.gabs * c.qn[q0 + static_cast<std::size_t>(ii)];
+#pragma omp simd
+        for (i64 jj = 0; jj < nj; ++jj) mrow[jj] = static_cast<float>(qs * kn[jj]);
+        if (c.bias) {
+            const float* brow = &c.bias->data[c.bias->broadcast_offset(b, h, i0 + ii, j0)];
+            for (i64 jj = 0; jj < nj; ++jj)  // a -inf entry (an explicit mask) has P = 0: no term
+                if (std::isfinite(brow[jj])) mrow[jj] += std::fabs(brow[jj]);
+        }
+    }
+}
+
+/// One row of a tile (kB keys) as grad_tile forms it: P (w.p's row: P_d after dropout), dP
+/// (f64), the score magnitudes; dS scaled (as it enters the dQ/dK matmuls), dS unscaled (dMask's
+/// terms) and W, written; D_i and r_i (0 for rows past the block).
+struct TileRow {
+    float* p;
+    const double* dp;
+    const float* mag;
+    float *ds, *dsu, *w;
+    double D, r;
+};
+
+/// Row ii of a tile's P from the given stats into w.p: exp(s - stats_i), 0 for rows past ni and
+/// fully masked rows. row0: the row index of the block's first row in the stats.
+SDPA_REF_INLINE void p_row(const BwdCtx& c, BwdScratch& w, i64 ii, i64 ni, std::size_t row0) {
+    const auto at = static_cast<std::size_t>(ii * kB);
+    float* prow = &w.p[at];
+    const float* srow = &w.s[at];
+    const float st = ii < ni ? c.in.stats.data[row0 + static_cast<std::size_t>(ii)] : 0.f;
+    if (ii < ni && std::isfinite(st)) {
+        const v16f sb = v16f{} + st;
+        for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - sb));
+    } else {  // a fully masked row, whatever its stats convention (+inf, -inf, 0): P = 0, dQ = 0
+        std::fill(prow, prow + kB, 0.f);
+    }
+}
+
+/// dS and W of a tile row t without dropout: dS = P o (dP - D), scaled by the scale op into t.ds,
+/// unscaled into t.dsu, and W = |dS| (1 + kappa mag) + P r.
+SDPA_REF_INLINE void ds_row(const BwdCtx& c, const TileRow& t) {
+    const float* prow = t.p;
+    const double* dprow = t.dp;
+    const float* magrow = t.mag;
+    float* dsr = t.ds;
+    float* du = t.dsu;
+    float* wr = t.w;
+    const double Di = t.D, ri = t.r;
+    if (c.mul) {
+#pragma omp simd
+        for (i64 jj = 0; jj < kB; ++jj) {
+            const double pij = prow[jj], dsv = pij * (dprow[jj] - Di);
+            dsr[jj] = static_cast<float>(dsv * c.v);
+            du[jj] = static_cast<float>(dsv);
+            // W_ij = P_ij (|dP_ij - D_i| + r_i) = |dS_ij| + P_ij r_i, and the score errors'
+            // share kappa mag_ij |dS_ij|.
+            wr[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * ri);
+        }
+    } else {
+#pragma omp simd
+        for (i64 jj = 0; jj < kB; ++jj) {
+            const double pij = prow[jj], dsv = pij * (dprow[jj] - Di);
+            dsr[jj] = static_cast<float>(dsv / c.v);  // the division stays a division, as in the vendor graph
+            du[jj] = static_cast<float>(dsv);
+            wr[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * ri);
+        }
+    }
+}
+
+/// dS and W of a tile row t with dropout (core/dropout.hpp): dS = P o (Z o dP / (1-p) - D) (from
+/// P_d with the ds_dropped fault), written as ds_row does; then P_d = Z o P / (1-p), which enters
+/// dV, replaces P in t.p. Z: the keep mask of row i of head (b, h), keys [j0, j0 + nj); all 0
+/// for a row past the block (valid false).
+SDPA_REF_INLINE void ds_row_dropout(const BwdCtx& c, const TileRow& t, i64 b, i64 h, i64 i, i64 j0, i64 nj,
+    bool valid) {
+    float* prow = t.p;
+    const double* dprow = t.dp;
+    const float* magrow = t.mag;
+    std::uint8_t keep[kB] = {};
+    if (valid) c.drop->keep_row(b, h, i, j0, nj, keep);
+    const double iq = c.inv_q;
+    const double g = c.mul ? static_cast<double>(c.v) : 1.0;
+    for (i64 jj = 0; jj < kB; ++jj) {
+        const double pij = prow[jj], dpd = keep[jj] ? dprow[jj] * iq : 0.0;
+        const float pd = keep[jj] ? prow[jj] * c.inv_q : 0.f;
+        const double dsv = (c.ds_dropped ? static_cast<double>(pd) : pij) * (dpd - t.D);
+        t.ds[jj] = static_cast<float>(c.mul ? dsv * g : dsv / c.v);
+        t.dsu[jj] = static_cast<float>(dsv);
+        t.w[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * t.r);
+        prow[jj] = pd;
+    }
+}
+
+/// The rest of tile row t once its dS and W are formed, at offset `at` of the tile: the M_dV
+/// weight P (1 + kappa mag) into w.pm; with f16 intermediates (not for dMask's own pass,
+/// `for_dmask`) the subnormal shares of P and of the scaled dS; under emulation the fp8 maxima
+/// taken, then P (into w.pr) and the scaled dS rounded as the vendor's TypeCast does.
+SDPA_REF_INLINE void finish_row(const BwdCtx& c, BwdScratch& w, const TileRow& t, std::size_t at, bool for_dmask) {
+    const float* prow = t.p;
+    const float* magrow = t.mag;
+    float* dsr = t.ds;
+    float* wr = t.w;
+    float* pmr = &w.pm[at];  // the M_dV weight: P (or P_d) with the score errors' share
+    const float kf = static_cast<float>(c.kappa);
+#pragma omp simd
+    for (i64 jj = 0; jj < kB; ++jj) pmr[jj] = prow[jj] + prow[jj] * kf * magrow[jj];
+    if (c.f16_intermediates && !for_dmask) {
+        // P (P_d) rounded to f16 before the dV matmul, and the scaled dS, |scale dS| <= |scale| W,
+        // before the dQ and dK matmuls: what their subnormal range adds (dMask, an f32 sum of
+        // the unrounded dS, is not affected: dmask_block passes dsu).
+        const float g = static_cast<float>(c.gabs);
+        for (i64 jj = 0; jj < kB; ++jj) {
+            pmr[jj] += f16_subnormal_share(prow[jj]);
+            wr[jj] += f16_subnormal_share(g * wr[jj]) / g;
+        }
+    }
+    if (c.emul) {
+        float* prr = &w.pr[at];
+        for (i64 jj = 0; jj < kB; ++jj) {
+            w.ds_amax = std::max(w.ds_amax, std::fabs(dsr[jj]));
+            w.p_amax = std::max(w.p_amax, prow[jj]);
+            w.ds_wmax = std::max(w.ds_wmax, static_cast<float>(c.gabs * wr[jj]));
+            dsr[jj] = round_scaled(c.p.dt, dsr[jj], c.ds_descale);
+            prr[jj] = round_scaled(c.p.dt, prow[jj], c.p_descale);
+        }
+    }
+}
+
 /// One tile, row-major over (query, key), zero outside the visible part: from the query
 /// block's panels of Q and dO and the K, V panels of the key block, fills w.p (exact P, or P_d
 /// with dropout), w.pr (P or P_d as it enters the dV matmul, under rounding emulation), w.pm
@@ -237,101 +373,20 @@ SDPA_REF_INLINE void grad_tile(const BwdCtx& c, BwdScratch& w, i64 b, i64 h, i64
     gemm_acc(kB, kB, d.D_qk, q, c.Dqkp, c.kt_panel(b, hk, j0), kB, w.s64.data(), kB);
     scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr,
         ni == std::min(kB, d.S_q - i0) ? static_cast<int>(c.vis_of(b, i0, j0 / kB) == 2) : -1);
-    {  // mag = |scale| ||q_i|| ||k_j|| + |bias_ij| (Cauchy-Schwarz: at least |scale| sum_d |q_d k_d|)
-        const std::size_t q0 = c.r.dQ.offset(b, h, i0, 0) / static_cast<std::size_t>(d.D_qk);
-        const double* kn = &c.kn[c.r.dK.offset(b, hk, j0, 0) / static_cast<std::size_t>(d.D_qk)];
-        for (i64 ii = 0; ii < ni; ++ii) {
-            float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
-            const double qs = c.gabs * c.qn[q0 + static_cast<std::size_t>(ii)];
-#pragma omp simd
-            for (i64 jj = 0; jj < nj; ++jj) mrow[jj] = static_cast<float>(qs * kn[jj]);
-            if (c.bias) {
-                const float* brow = &c.bias->data[c.bias->broadcast_offset(b, h, i0 + ii, j0)];
-                for (i64 jj = 0; jj < nj; ++jj)  // a -inf entry (an explicit mask) has P = 0: no term
-                    if (std::isfinite(brow[jj])) mrow[jj] += std::fabs(brow[jj]);
-            }
-        }
-    }
+    tile_magnitudes(c, w, b, h, i0, ni, j0, nj);
     std::fill(w.dp64.begin(), w.dp64.end(), 0.0);
     gemm_acc(kB, kB, d.D_v, dO, c.Dvp, c.vt_panel(b, hk, j0), kB, w.dp64.data(), kB);
     const std::size_t row0 = c.r.dQ.offset(b, h, i0, 0) / static_cast<std::size_t>(d.D_qk);
     float dsu_row[kB];
     for (i64 ii = 0; ii < kB; ++ii) {
         const auto at = static_cast<std::size_t>(ii * kB);
-        float* prow = &w.p[at];
-        const float* srow = &w.s[at];
-        const float st = ii < ni ? c.in.stats.data[row0 + static_cast<std::size_t>(ii)] : 0.f;
-        if (ii < ni && std::isfinite(st)) {
-            const v16f sb = v16f{} + st;
-            for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - sb));
-        } else {  // a fully masked row, whatever its stats convention (+inf, -inf, 0): P = 0, dQ = 0
-            std::fill(prow, prow + kB, 0.f);
-        }
-        const double Di = ii < ni ? c.Dr[row0 + static_cast<std::size_t>(ii)] : 0.0;
-        const double ri = ii < ni ? c.rr[row0 + static_cast<std::size_t>(ii)] : 0.0;
-        const double* dprow = &w.dp64[at];
-        float* dsr = ds + at;
-        float* wr = wm + at;
-        float* du = dsu ? dsu + at : dsu_row;
-        const float* magrow = &w.mag[at];
-        if (c.drop) {
-            // Dropout (core/dropout.hpp): dS = P o (Z o dP / (1-p) - D); P_d = Z o P / (1-p) enters dV.
-            std::uint8_t keep[kB] = {};
-            if (ii < ni) c.drop->keep_row(b, h, i0 + ii, j0, nj, keep);
-            const double iq = c.inv_q;
-            const double g = c.mul ? static_cast<double>(c.v) : 1.0;
-            for (i64 jj = 0; jj < kB; ++jj) {
-                const double pij = prow[jj], dpd = keep[jj] ? dprow[jj] * iq : 0.0;
-                const float pd = keep[jj] ? prow[jj] * c.inv_q : 0.f;
-                const double dsv = (c.ds_dropped ? static_cast<double>(pd) : pij) * (dpd - Di);
-                dsr[jj] = static_cast<float>(c.mul ? dsv * g : dsv / c.v);
-                du[jj] = static_cast<float>(dsv);
-                wr[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * ri);
-                prow[jj] = pd;
-            }
-        } else if (c.mul) {
-#pragma omp simd
-            for (i64 jj = 0; jj < kB; ++jj) {
-                const double pij = prow[jj], dsv = pij * (dprow[jj] - Di);
-                dsr[jj] = static_cast<float>(dsv * c.v);
-                du[jj] = static_cast<float>(dsv);
-                // W_ij = P_ij (|dP_ij - D_i| + r_i) = |dS_ij| + P_ij r_i, and the score errors'
-                // share kappa mag_ij |dS_ij|.
-                wr[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * ri);
-            }
-        } else {
-#pragma omp simd
-            for (i64 jj = 0; jj < kB; ++jj) {
-                const double pij = prow[jj], dsv = pij * (dprow[jj] - Di);
-                dsr[jj] = static_cast<float>(dsv / c.v);  // the division stays a division, as in the vendor graph
-                du[jj] = static_cast<float>(dsv);
-                wr[jj] = static_cast<float>(std::fabs(dsv) * (1.0 + c.kappa * magrow[jj]) + pij * ri);
-            }
-        }
-        float* pmr = &w.pm[at];  // the M_dV weight: P (or P_d) with the score errors' share
-        const float kf = static_cast<float>(c.kappa);
-#pragma omp simd
-        for (i64 jj = 0; jj < kB; ++jj) pmr[jj] = prow[jj] + prow[jj] * kf * magrow[jj];
-        if (c.f16_intermediates && !dsu) {
-            // P (P_d) rounded to f16 before the dV matmul, and the scaled dS, |scale dS| <= |scale| W,
-            // before the dQ and dK matmuls: what their subnormal range adds (dMask, an f32 sum of
-            // the unrounded dS, is not affected: dmask_block passes dsu).
-            const float g = static_cast<float>(c.gabs);
-            for (i64 jj = 0; jj < kB; ++jj) {
-                pmr[jj] += f16_subnormal_share(prow[jj]);
-                wr[jj] += f16_subnormal_share(g * wr[jj]) / g;
-            }
-        }
-        if (c.emul) {
-            float* prr = &w.pr[at];
-            for (i64 jj = 0; jj < kB; ++jj) {
-                w.ds_amax = std::max(w.ds_amax, std::fabs(dsr[jj]));
-                w.p_amax = std::max(w.p_amax, prow[jj]);
-                w.ds_wmax = std::max(w.ds_wmax, static_cast<float>(c.gabs * wr[jj]));
-                dsr[jj] = round_scaled(c.p.dt, dsr[jj], c.ds_descale);
-                prr[jj] = round_scaled(c.p.dt, prow[jj], c.p_descale);
-            }
-        }
+        p_row(c, w, ii, ni, row0);
+        const TileRow t{&w.p[at], &w.dp64[at], &w.mag[at], ds + at, dsu ? dsu + at : dsu_row, wm + at,
+            ii < ni ? c.Dr[row0 + static_cast<std::size_t>(ii)] : 0.0,
+            ii < ni ? c.rr[row0 + static_cast<std::size_t>(ii)] : 0.0};
+        if (c.drop) ds_row_dropout(c, t, b, h, i0 + ii, j0, nj, ii < ni);
+        else ds_row(c, t);
+        finish_row(c, w, t, at, dsu != nullptr);
     }
 }
 
@@ -555,11 +610,9 @@ SDPA_REF_CLONES void dmask_block(const BwdCtx& c, BwdScratch& w, i64 bb, i64 hb,
         }
 }
 
-}  // namespace
-
-RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt) {
-    check_inputs(p, in, true);
-    const Dims& d = p.dims;
+/// The outputs of p's backward, zero, with their roles' dims: dQ, dK, dV and their magnitudes,
+/// and dMask, M_dMask when p asks for dMask.
+RefBackward backward_outputs(const Problem& p) {
     RefBackward r;
     const Geometry g = ref_geometry(p, true);
     // Each built on its own: a zero fill costs less than a copy of one.
@@ -567,6 +620,128 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
              {&r.dV, Role::dV}, {&r.M_dV, Role::dV}})
         *t = Tensor(g.at(role).dims, DType::f32);
     if (p.dmask) r.dMask = r.M_dMask = Tensor(g.at(Role::dMask).dims, DType::f32);
+    return r;
+}
+
+/// Q and K's norms and K's panels for c: a forward's on the same inputs (opt.qk) when its sizes
+/// fit, else c's own, allocated here and computed by prepare_tiles. True for a forward's.
+bool take_qk(BwdCtx& c, const RefOptions& opt) {
+    const Dims& d = c.p.dims;
+    const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
+    const bool shared_qk = opt.qk && opt.qk->qn.size() == n(d.B * d.H_q * d.S_q) &&
+            opt.qk->kn.size() == n(d.B * d.H_kv * d.S_kv) && opt.qk->kt.size() == n(d.B * d.H_kv * c.nkb * d.D_qk * kB);
+    if (shared_qk) {
+        c.qn = opt.qk->qn.data();
+        c.kn = opt.qk->kn.data();
+        c.kt = opt.qk->kt.data();
+    } else {
+        c.own_qn.resize(n(d.B * d.H_q * d.S_q));
+        c.own_kn.resize(n(d.B * d.H_kv * d.S_kv));
+        c.own_kt.allocate(n(d.B * d.H_kv * c.nkb * d.D_qk * kB));
+        c.qn = c.own_qn.data();
+        c.kn = c.own_kn.data();
+        c.kt = c.own_kt.data();
+    }
+    return shared_qk;
+}
+
+/// The work before the tasks, inside the parallel region (worksharing loops): D_i and r_i of
+/// every row, Q and K's norms and K's panels unless shared_qk, V's panels, the tile visibility
+/// and the padded rows of K, Q and dO; a barrier after.
+void prepare_tiles(BwdCtx& c, bool shared_qk) {
+    const Dims& d = c.p.dims;
+    const SdpaInputs& in = c.in;
+    const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
+#pragma omp for schedule(static)
+    for (i64 row = 0; row < d.B * d.H_q * d.S_q; ++row) {
+        const float* dO = &in.dO.data[n(row * d.D_v)];
+        const float* O = &in.O.data[n(row * d.D_v)];
+        double Di = 0.0, r2 = 0.0;
+        for (i64 k = 0; k < d.D_v; ++k) {
+            const double t = static_cast<double>(dO[k]) * static_cast<double>(O[k]);
+            Di += t;
+            r2 += t * t;
+        }
+        c.Dr[n(row)] = Di;
+        c.rr[n(row)] = std::sqrt(r2);
+    }
+    if (!shared_qk) {
+        row_norms(in.Q, c.own_qn.data());
+        row_norms(in.K, c.own_kn.data());
+        transpose_panels(in.K, c.own_kt.data());
+    }
+    transpose_panels(in.V, c.vt.data());
+#pragma omp for collapse(2) schedule(static)
+    for (i64 b = 0; b < d.B; ++b)
+        for (i64 qb = 0; qb < c.nqb; ++qb) tile_visibility(c, b, qb * kB);
+#pragma omp for collapse(2) schedule(static)
+    for (i64 bh = 0; bh < d.B * d.H_kv; ++bh)
+        for (i64 kb = 0; kb < c.nkb; ++kb) c.kp.pack(bh, kb);
+#pragma omp for collapse(2) schedule(static)
+    for (i64 bh = 0; bh < d.B * d.H_q; ++bh)
+        for (i64 qb = 0; qb < c.nqb; ++qb) {
+            c.qp.pack(bh, qb);
+            c.dop.pack(bh, qb);
+        }  // implicit barrier after
+}
+
+/// The chunks' column and row tasks, inside the parallel region. Column tasks own their keys
+/// (dK, dV) and their slots, row tasks their query rows (dQ). Loop i runs chunk i's column
+/// tasks, then chunk i - 1's (shorter) row tasks, which fill the team's tail; the barrier after
+/// each loop orders a chunk's slot writes before its row tasks read them, the carries' stores
+/// before the next chunk's loads, and the reads of a buffer half before the chunk after next
+/// writes it again.
+void run_chunks(BwdCtx& c, BwdScratch& w, const ChunkPlan& plan) {
+    const auto nchunks = static_cast<i64>(plan.chunks.size());
+    for (i64 i = 0; i <= nchunks; ++i) {
+        const Chunk* prev = i > 0 ? &plan.chunks[static_cast<std::size_t>(i - 1)] : nullptr;
+        const Chunk* cur = i < nchunks ? &plan.chunks[static_cast<std::size_t>(i)] : nullptr;
+        const i64 nrow = prev ? (prev->g1 - prev->g0) * prev->nu() : 0;
+        const i64 ncol = cur ? (cur->g1 - cur->g0) * cur->nk() : 0;
+#pragma omp for schedule(dynamic, 1)
+        for (i64 t = 0; t < ncol + nrow; ++t) {
+            if (t < ncol)
+                column_task(c, w, *cur, cur->g0 + t / cur->nk(), cur->k0 + t % cur->nk());
+            else
+                row_task(c, w, *prev, prev->g0 + (t - ncol) / prev->nu(), prev->u0 + (t - ncol) % prev->nu());
+        }
+    }
+}
+
+/// dMask and M_dMask, inside the parallel region: one task per block of dMask elements, each
+/// owning its sums (no races, fixed order). no_reduce: the dmask_no_reduce fault.
+void dmask_blocks(const BwdCtx& c, BwdScratch& w, bool no_reduce) {
+    const auto& md = c.r.dMask.dims;
+    const i64 mqb = md[2] == 1 ? 1 : c.nqb;
+#pragma omp for collapse(4) schedule(dynamic, 1)
+    for (i64 bb = 0; bb < md[0]; ++bb)
+        for (i64 hb = 0; hb < md[1]; ++hb)
+            for (i64 qb = 0; qb < mqb; ++qb)
+                for (i64 kb = 0; kb < c.nkb; ++kb) dmask_block(c, w, bb, hb, qb * kB, kb * kB, no_reduce);
+}
+
+/// fp8: r's {Amax_dQ, Amax_dK, Amax_dV, Amax_dP} and their magnitudes (sdpa_ref.hpp), and p_max,
+/// from the largest |scaled dS|, |scale| W and P over every thread's tiles (BwdScratch).
+void set_amax(const Problem& p, float ds_amax, float ds_wmax, float p_amax, RefBackward& r) {
+    auto amax = [](const Tensor& t) {
+        float m = 0.f;
+        for (const float x : t.data) m = std::max(m, std::fabs(x));
+        return m;
+    };
+    r.amax = Tensor({1, 1, 1, 4}, DType::f32);
+    r.M_amax = r.amax;
+    r.amax.data = {amax(r.dQ), amax(r.dK), amax(r.dV), ds_amax};
+    r.M_amax.data = {amax(r.M_dQ), amax(r.M_dK), amax(r.M_dV),
+        static_cast<float>(ds_wmax * kAmaxRelative / unit_roundoff(p.dt))};
+    r.p_max = p_amax;
+}
+
+}  // namespace
+
+RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt) {
+    check_inputs(p, in, true);
+    const Dims& d = p.dims;
+    RefBackward r = backward_outputs(p);
     const bool mul = p.scale_op == ScaleOp::mul;
     const float v = scale_tensor_value(p);
     const i64 nqb = (d.S_q + kB - 1) / kB, nkb = (d.S_kv + kB - 1) / kB, group = d.H_q / d.H_kv;
@@ -581,28 +756,13 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
     }
     float ds_amax = 0.f, ds_wmax = 0.f, p_amax = 0.f;
     const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
-    // Q and K's norms and K's panels: a forward's on the same inputs when given, else our own.
-    const bool shared_qk = opt.qk && opt.qk->qn.size() == n(d.B * d.H_q * d.S_q) &&
-            opt.qk->kn.size() == n(d.B * d.H_kv * d.S_kv) && opt.qk->kt.size() == n(d.B * d.H_kv * nkb * d.D_qk * kB);
-    if (shared_qk) {
-        c.qn = opt.qk->qn.data();
-        c.kn = opt.qk->kn.data();
-        c.kt = opt.qk->kt.data();
-    } else {
-        c.own_qn.resize(n(d.B * d.H_q * d.S_q));
-        c.own_kn.resize(n(d.B * d.H_kv * d.S_kv));
-        c.own_kt.allocate(n(d.B * d.H_kv * nkb * d.D_qk * kB));
-        c.qn = c.own_qn.data();
-        c.kn = c.own_kn.data();
-        c.kt = c.own_kt.data();
-    }
+    const bool shared_qk = take_qk(c, opt);
     c.vt.allocate(n(d.B * d.H_kv * nkb * d.D_v * kB));
     c.kp.allocate(in.K, c.Dqkp);
     c.qp.allocate(in.Q, c.Dqkp);
     c.dop.allocate(in.dO, c.Dvp);
     c.vis.resize(n(d.B * nqb * nkb));
-    const i64 rows = d.B * d.H_q * d.S_q;
-    c.Dr.resize(n(rows));
+    c.Dr.resize(n(d.B * d.H_q * d.S_q));
     c.rr.resize(c.Dr.size());
     c.kappa = opt.io_scores ? 1.0 : unit_roundoff(DType::f32) / unit_roundoff(p.dt);
     c.f16_intermediates = p.dt == DType::f16;
@@ -619,67 +779,10 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
 
 #pragma omp parallel if (par)
     {
-#pragma omp for schedule(static)
-        for (i64 row = 0; row < rows; ++row) {
-            const float* dO = &in.dO.data[n(row * d.D_v)];
-            const float* O = &in.O.data[n(row * d.D_v)];
-            double Di = 0.0, r2 = 0.0;
-            for (i64 k = 0; k < d.D_v; ++k) {
-                const double t = static_cast<double>(dO[k]) * static_cast<double>(O[k]);
-                Di += t;
-                r2 += t * t;
-            }
-            c.Dr[n(row)] = Di;
-            c.rr[n(row)] = std::sqrt(r2);
-        }
-        if (!shared_qk) {
-            row_norms(in.Q, c.own_qn.data());
-            row_norms(in.K, c.own_kn.data());
-            transpose_panels(in.K, c.own_kt.data());
-        }
-        transpose_panels(in.V, c.vt.data());
-#pragma omp for collapse(2) schedule(static)
-        for (i64 b = 0; b < d.B; ++b)
-            for (i64 qb = 0; qb < nqb; ++qb) tile_visibility(c, b, qb * kB);
-#pragma omp for collapse(2) schedule(static)
-        for (i64 bh = 0; bh < d.B * d.H_kv; ++bh)
-            for (i64 kb = 0; kb < nkb; ++kb) c.kp.pack(bh, kb);
-#pragma omp for collapse(2) schedule(static)
-        for (i64 bh = 0; bh < d.B * d.H_q; ++bh)
-            for (i64 qb = 0; qb < nqb; ++qb) {
-                c.qp.pack(bh, qb);
-                c.dop.pack(bh, qb);
-            }  // implicit barrier after
+        prepare_tiles(c, shared_qk);
         BwdScratch w(c);
-        // Column tasks own their keys (dK, dV) and their slots, row tasks their query rows
-        // (dQ). Loop i runs chunk i's column tasks, then chunk i - 1's (shorter) row tasks,
-        // which fill the team's tail; the barrier after each loop orders a chunk's slot writes
-        // before its row tasks read them, the carries' stores before the next chunk's loads,
-        // and the reads of a buffer half before the chunk after next writes it again.
-        const auto nchunks = static_cast<i64>(plan.chunks.size());
-        for (i64 i = 0; i <= nchunks; ++i) {
-            const Chunk* prev = i > 0 ? &plan.chunks[n(i - 1)] : nullptr;
-            const Chunk* cur = i < nchunks ? &plan.chunks[n(i)] : nullptr;
-            const i64 nrow = prev ? (prev->g1 - prev->g0) * prev->nu() : 0;
-            const i64 ncol = cur ? (cur->g1 - cur->g0) * cur->nk() : 0;
-#pragma omp for schedule(dynamic, 1)
-            for (i64 t = 0; t < ncol + nrow; ++t) {
-                if (t < ncol)
-                    column_task(c, w, *cur, cur->g0 + t / cur->nk(), cur->k0 + t % cur->nk());
-                else
-                    row_task(c, w, *prev, prev->g0 + (t - ncol) / prev->nu(), prev->u0 + (t - ncol) % prev->nu());
-            }
-        }
-        if (p.dmask) {
-            // One task per block of dMask elements: each owns its sums (no races, fixed order).
-            const auto& md = r.dMask.dims;
-            const i64 mqb = md[2] == 1 ? 1 : nqb;
-#pragma omp for collapse(4) schedule(dynamic, 1)
-            for (i64 bb = 0; bb < md[0]; ++bb)
-                for (i64 hb = 0; hb < md[1]; ++hb)
-                    for (i64 qb = 0; qb < mqb; ++qb)
-                        for (i64 kb = 0; kb < nkb; ++kb) dmask_block(c, w, bb, hb, qb * kB, kb * kB, opt.dmask_no_reduce);
-        }
+        run_chunks(c, w, plan);
+        if (p.dmask) dmask_blocks(c, w, opt.dmask_no_reduce);
 #pragma omp critical
         {
             ds_amax = std::max(ds_amax, w.ds_amax);
@@ -687,19 +790,7 @@ RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOption
             p_amax = std::max(p_amax, w.p_amax);
         }
     }
-    if (is_fp8(p.dt)) {  // {Amax_dQ, Amax_dK, Amax_dV, Amax_dP} and their magnitudes (sdpa_ref.hpp)
-        auto amax = [](const Tensor& t) {
-            float m = 0.f;
-            for (const float x : t.data) m = std::max(m, std::fabs(x));
-            return m;
-        };
-        r.amax = Tensor({1, 1, 1, 4}, DType::f32);
-        r.M_amax = r.amax;
-        r.amax.data = {amax(r.dQ), amax(r.dK), amax(r.dV), ds_amax};
-        r.M_amax.data = {amax(r.M_dQ), amax(r.M_dK), amax(r.M_dV),
-            static_cast<float>(ds_wmax * kAmaxRelative / unit_roundoff(p.dt))};
-        r.p_max = p_amax;
-    }
+    if (is_fp8(p.dt)) set_amax(p, ds_amax, ds_wmax, p_amax, r);
     return r;
 }
 

@@ -104,157 +104,187 @@ SDPA_REF_INLINE void score_magnitudes(const FwdCtx& c, FwdScratch& w, i64 b, i64
     }
 }
 
-/// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
-SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0) {
-    const Dims& d = c.p.dims;
-    const i64 ni = std::min(kB, d.S_q - i0), hk = h / c.group;
-    const i64 Dqk = d.D_qk, Dv = d.D_v, Dqkp = c.Dqkp, Dvp = c.Dvp;
-    pack_rows(w.q.data(), Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
-    const double* qn = &c.qk.qn[c.in.Q.offset(b, h, i0, 0) / static_cast<std::size_t>(Dqk)];
+/// Zeroes the running row max (to -inf), sum and M_stats sum, and the O, M_O and score-error
+/// accumulators of w, for a new query block.
+SDPA_REF_INLINE void reset_rows(FwdScratch& w) {
     std::fill(w.msacc.begin(), w.msacc.end(), 0.0);
     std::fill(w.m.begin(), w.m.end(), -kInf);
     std::fill(w.l.begin(), w.l.end(), 0.0);
     std::fill(w.mst.begin(), w.mst.end(), 0.0);
     std::fill(w.acc.begin(), w.acc.end(), 0.0);
     std::fill(w.macc.begin(), w.macc.end(), 0.0);
+}
 
-    // Emulation: a first pass finds the final row max and sum, so that the main pass can
-    // form the normalised P the vendor rounds. The main pass is the same online recurrence
-    // with or without emulation, so stats and magnitudes do not depend on it (bitwise).
-    const bool two_pass = c.emul || c.f16_intermediates;
-    std::vector<float> mf(static_cast<std::size_t>(two_pass ? kB : 0));
-    std::vector<double> inv_lf(mf.size());
-    const int passes = two_pass ? 2 : 1;
-    for (int pass = 0; pass < passes; ++pass) {
-        const bool last = pass == passes - 1;  // the main pass: forms O and the magnitudes
-        if (last && two_pass) {
-            for (i64 ii = 0; ii < kB; ++ii) {
-                mf[ii] = w.m[ii] == -kInf ? 0.f : w.m[ii];
-                inv_lf[ii] = w.l[ii] > 0 ? 1.0 / w.l[ii] : 0.0;
-            }
-            std::fill(w.m.begin(), w.m.end(), -kInf);
-            std::fill(w.l.begin(), w.l.end(), 0.0);
+/// Between the emulation's two passes: mf[ii] and inv_lf[ii] (kB each) get the first pass's final
+/// row max (0 for a row with nothing visible) and 1 / sum (0 for a zero sum); the running max and
+/// sum start again.
+SDPA_REF_INLINE void take_final_rows(FwdScratch& w, float* mf, double* inv_lf) {
+    for (i64 ii = 0; ii < kB; ++ii) {
+        mf[ii] = w.m[ii] == -kInf ? 0.f : w.m[ii];
+        inv_lf[ii] = w.l[ii] > 0 ? 1.0 / w.l[ii] : 0.0;
+    }
+    std::fill(w.m.begin(), w.m.end(), -kInf);
+    std::fill(w.l.begin(), w.l.end(), 0.0);
+}
+
+/// The scores of the tile of query rows [i0, i0 + ni) and keys [j0, j0 + nj) of head (b, h) into
+/// w.s (scores_tile: -inf where masked); on the main pass (last) also their magnitudes (with
+/// RefOptions::magnitudes) and, with dropout, the keep mask Z into w.keep. qn: ||Q_i|| of the
+/// block's rows.
+SDPA_REF_INLINE void tile_scores(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0, i64 ni, i64 j0, i64 nj,
+    const double* qn, bool last) {
+    const Dims& d = c.p.dims;
+    const i64 hk = h / c.group;
+    const float* kt = &c.qk.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * d.D_qk * kB)];
+    std::fill(w.s64.begin(), w.s64.end(), 0.0);
+    gemm_acc(kB, kB, d.D_qk, w.q.data(), c.Dqkp, kt, kB, w.s64.data(), kB);
+    scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr);
+    if (last && c.mags) score_magnitudes(c, w, b, h, i0, ni, j0, nj, qn);
+
+    if (last && c.drop) {
+        std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
+        for (i64 ii = 0; ii < ni; ++ii) c.drop->keep_row(b, h, i0 + ii, j0, nj, &w.keep[static_cast<std::size_t>(ii * kB)]);
+    }
+}
+
+/// Row ii (< ni) of a tile on the second of two passes: P as the vendor's TypeCast sees it,
+/// exp(s - m) / l with the final m = mf and 1 / l = inv_lf (after the Dropout op, Z o P * (1/(1-p))
+/// in f32, when there is one), rounded to the io dtype under emulation, into w.pw; unrounded into
+/// w.pn for f16 intermediates; the row's largest into c.row_pmax (fp8). Row i0 + ii of head (b, h).
+SDPA_REF_INLINE void normalised_p_row(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0, i64 ii, float mf,
+    double inv_lf) {
+    const float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
+    float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
+    float* nrow = c.f16_intermediates ? &w.pn[static_cast<std::size_t>(ii * kB)] : nullptr;
+    const v16f mb = v16f{} + mf;
+    for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
+    float pmax = 0.f;
+    for (i64 jj = 0; jj < kB; ++jj) {
+        float pn = static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf);
+        if (c.drop) pn = w.keep[static_cast<std::size_t>(ii * kB + jj)] ? pn * c.inv_q : 0.f;
+        pmax = std::max(pmax, pn);
+        if (nrow) nrow[jj] = pn;
+        qrow[jj] = c.emul ? round_scaled(c.p.dt, pn, c.p_descale) : pn;
+    }
+    if (c.row_pmax) {
+        float& m = c.row_pmax[c.r.stats.offset(b, h, i0 + ii, 0)];
+        m = std::max(m, pmax);
+    }
+}
+
+/// The main pass's row ii after its running max grew by the factor alpha = exp(m_old - m_new):
+/// O's accumulator (not under emulation, whose P is already normalised) and, with magnitudes,
+/// M_O's, the score errors' and M_stats's sums rescaled by alpha; then M_stats's sum gets
+/// sum_j P_ij mag_ij of the tile.
+SDPA_REF_INLINE void follow_max(const FwdCtx& c, FwdScratch& w, i64 ii, double alpha) {
+    const i64 Dvp = c.Dvp;
+    const float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
+    if (!c.mags) {  // O alone: only its accumulators follow the max
+        if (alpha != 1.0 && !c.emul) {
+            double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+#pragma omp simd
+            for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
         }
-
-        for (i64 j0 = 0; j0 < d.S_kv; j0 += kB) {
-            if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
-            const i64 nj = std::min(kB, d.S_kv - j0);
-            const float* kt = &c.qk.kt[static_cast<std::size_t>(((b * d.H_kv + hk) * c.nkb + j0 / kB) * Dqk * kB)];
-            std::fill(w.s64.begin(), w.s64.end(), 0.0);
-            gemm_acc(kB, kB, Dqk, w.q.data(), Dqkp, kt, kB, w.s64.data(), kB);
-            scores_tile(c.p, c.bias, b, h, i0, ni, j0, nj, c.v, c.mul, w.s64.data(), w.s.data(), nullptr);
-            if (last && c.mags) score_magnitudes(c, w, b, h, i0, ni, j0, nj, qn);
-
-            if (last && c.drop) {
-                std::fill(w.keep.begin(), w.keep.end(), std::uint8_t{0});
-                for (i64 ii = 0; ii < ni; ++ii) c.drop->keep_row(b, h, i0 + ii, j0, nj, &w.keep[static_cast<std::size_t>(ii * kB)]);
-            }
-            for (i64 ii = 0; ii < ni; ++ii) {
-                float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
-                float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
-                if (last && two_pass) {
-                    // P as the vendor's TypeCast sees it: exp(s - m) / l with the final m, l (after
-                    // the Dropout op, Z o P * (1/(1-p)) in f32, when there is one).
-                    float* qrow = &w.pw[static_cast<std::size_t>(ii * kB)];
-                    float* nrow = c.f16_intermediates ? &w.pn[static_cast<std::size_t>(ii * kB)] : nullptr;
-                    const v16f mb = v16f{} + mf[ii];
-                    for (i64 jj = 0; jj < kB; jj += 16) store16(qrow + jj, vexp(load16(srow + jj) - mb));
-                    float pmax = 0.f;
-                    for (i64 jj = 0; jj < kB; ++jj) {
-                        float pn = static_cast<float>(static_cast<double>(qrow[jj]) * inv_lf[ii]);
-                        if (c.drop) pn = w.keep[static_cast<std::size_t>(ii * kB + jj)] ? pn * c.inv_q : 0.f;
-                        pmax = std::max(pmax, pn);
-                        if (nrow) nrow[jj] = pn;
-                        qrow[jj] = c.emul ? round_scaled(c.p.dt, pn, c.p_descale) : pn;
-                    }
-                    if (c.row_pmax && ii < ni) {
-                        float& m = c.row_pmax[c.r.stats.offset(b, h, i0 + ii, 0)];
-                        m = std::max(m, pmax);
-                    }
-                }
-                const float bm = max_n(srow, kB);
-                const float mnew = std::max(w.m[ii], bm);
-                if (mnew == -kInf) {  // nothing visible in this row yet
-                    std::fill(prow, prow + kB, 0.f);
-                    continue;
-                }
-                const double alpha = w.m[ii] == -kInf ? 0.0 : std::exp(static_cast<double>(w.m[ii]) - mnew);
-                const v16f mb = v16f{} + mnew;
-                for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - mb));
-                double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-                for (i64 jj = 0; jj < kB; ++jj) sum += static_cast<double>(prow[jj]);
-                w.l[ii] = w.l[ii] * alpha + sum;
-                w.m[ii] = mnew;
-                if (!last) continue;
-                if (!c.mags) {  // O alone: only its accumulators follow the max
-                    if (alpha != 1.0 && !c.emul) {
-                        double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+        return;
+    }
+    if (alpha != 1.0) {
+        w.mst[ii] *= alpha;
+        double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
+        double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
+        double* msa = &w.msacc[static_cast<std::size_t>(ii * Dvp)];
 #pragma omp simd
-                        for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
-                    }
-                    continue;
-                }
-                if (alpha != 1.0) {
-                    w.mst[ii] *= alpha;
-                    double* a = &w.acc[static_cast<std::size_t>(ii * Dvp)];
-                    double* ma = &w.macc[static_cast<std::size_t>(ii * Dvp)];
-                    double* msa = &w.msacc[static_cast<std::size_t>(ii * Dvp)];
+        for (i64 k = 0; k < Dvp; ++k) ma[k] *= alpha;
 #pragma omp simd
-                    for (i64 k = 0; k < Dvp; ++k) ma[k] *= alpha;
+        for (i64 k = 0; k < Dvp; ++k) msa[k] *= alpha;
+        if (!c.emul) {
 #pragma omp simd
-                    for (i64 k = 0; k < Dvp; ++k) msa[k] *= alpha;
-                    if (!c.emul) {
-#pragma omp simd
-                        for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
-                    }
-                }
-                const float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
-                double ms = 0.0;
-#pragma omp simd reduction(+ : ms)
-                for (i64 jj = 0; jj < kB; ++jj) ms += static_cast<double>(prow[jj]) * static_cast<double>(mrow[jj]);
-                w.mst[ii] += ms;
-            }
-            if (!last) continue;
-            for (i64 ii = ni; ii < kB; ++ii) {
-                std::fill_n(&w.pm[static_cast<std::size_t>(ii * kB)], kB, 0.f);
-                std::fill_n(&w.pw[static_cast<std::size_t>(ii * kB)], kB, 0.f);
-            }
-            // With dropout, P_d = Z o P / (1-p) (unnormalised here, like pm) replaces P in O and M_O.
-            const float* pexact = w.pm.data();
-            if (c.drop) {
-                for (std::size_t e = 0; e < w.pd.size(); ++e) w.pd[e] = w.keep[e] ? w.pm[e] * c.inv_q : 0.f;
-                pexact = w.pd.data();
-            }
-            // f16: M_O's weight also carries each P's f16_subnormal_share, in the online units of
-            // pexact (P_ij = pexact_ij exp(m_final - m_now) / l_final: the same factor for the row).
-            const float* pmag = pexact;
-            if (c.f16_intermediates) {
-                for (i64 ii = 0; ii < kB; ++ii) {
-                    const auto at = static_cast<std::size_t>(ii * kB);
-                    std::copy_n(pexact + at, kB, &w.pmag[at]);
-                    if (ii >= ni || w.m[ii] == -kInf || inv_lf[ii] == 0.0) continue;
-                    const double ratio = std::exp(static_cast<double>(mf[ii]) - w.m[ii]) / inv_lf[ii];
-                    for (i64 jj = 0; jj < kB; ++jj)
-                        if (const float sh = f16_subnormal_share(w.pn[at + static_cast<std::size_t>(jj)]); sh > 0.f)
-                            w.pmag[at + static_cast<std::size_t>(jj)] += static_cast<float>(sh * ratio);
-                }
-                pmag = w.pmag.data();
-            }
-            // O uses P as the vendor's TypeCast rounds it; M_O the exact P. The kernels read the
-            // block's nj rows of V only.
-            const float* vb = c.vrows + static_cast<std::size_t>(((b * d.H_kv + hk) * d.S_kv + j0) * Dvp);
-            // With O's P V, in the same pass over V: M_O's P|V|, and the score errors' share of
-            // O's error, sum_j P_ij mag_ij |V_jd| <= amag_i sum_j P_ij |V_jd| (the other share,
-            // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
-            if (c.mags)
-                gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pmag, kB, vb, Dvp, w.acc.data(), w.macc.data(),
-                    Dvp, w.msacc.data(), w.amag.data());
-            else  // bitwise gemm_acc_pair's first product (ref_kernels.hpp)
-                gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, vb, Dvp, w.acc.data(), Dvp);
+            for (i64 k = 0; k < Dvp; ++k) a[k] *= alpha;
         }
     }
+    const float* mrow = &w.mag[static_cast<std::size_t>(ii * kB)];
+    double ms = 0.0;
+#pragma omp simd reduction(+ : ms)
+    for (i64 jj = 0; jj < kB; ++jj) ms += static_cast<double>(prow[jj]) * static_cast<double>(mrow[jj]);
+    w.mst[ii] += ms;
+}
 
+/// Row ii of a tile in the online recurrence: P = exp(s - m_new) (unnormalised) into w.pm, 0 while
+/// nothing of the row is visible yet; the running max m and sum l updated; on the main pass
+/// (last) the accumulators follow the new max (follow_max).
+SDPA_REF_INLINE void online_row(const FwdCtx& c, FwdScratch& w, i64 ii, bool last) {
+    const float* srow = &w.s[static_cast<std::size_t>(ii * kB)];
+    float* prow = &w.pm[static_cast<std::size_t>(ii * kB)];
+    const float bm = max_n(srow, kB);
+    const float mnew = std::max(w.m[ii], bm);
+    if (mnew == -kInf) {  // nothing visible in this row yet
+        std::fill(prow, prow + kB, 0.f);
+        return;
+    }
+    const double alpha = w.m[ii] == -kInf ? 0.0 : std::exp(static_cast<double>(w.m[ii]) - mnew);
+    const v16f mb = v16f{} + mnew;
+    for (i64 jj = 0; jj < kB; jj += 16) store16(prow + jj, vexp(load16(srow + jj) - mb));
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (i64 jj = 0; jj < kB; ++jj) sum += static_cast<double>(prow[jj]);
+    w.l[ii] = w.l[ii] * alpha + sum;
+    w.m[ii] = mnew;
+    if (last) follow_max(c, w, ii, alpha);
+}
+
+/// f16 intermediates: M_O's weights into w.pmag, pexact plus each P's f16_subnormal_share in the
+/// online units of pexact (P_ij = pexact_ij exp(m_final - m_now) / l_final: the same factor for
+/// the row); mf, inv_lf as in normalised_p_row. Returns w.pmag's data.
+SDPA_REF_INLINE const float* f16_weights(FwdScratch& w, i64 ni, const float* pexact, const float* mf,
+    const double* inv_lf) {
+    for (i64 ii = 0; ii < kB; ++ii) {
+        const auto at = static_cast<std::size_t>(ii * kB);
+        std::copy_n(pexact + at, kB, &w.pmag[at]);
+        if (ii >= ni || w.m[ii] == -kInf || inv_lf[ii] == 0.0) continue;
+        const double ratio = std::exp(static_cast<double>(mf[ii]) - w.m[ii]) / inv_lf[ii];
+        for (i64 jj = 0; jj < kB; ++jj)
+            if (const float sh = f16_subnormal_share(w.pn[at + static_cast<std::size_t>(jj)]); sh > 0.f)
+                w.pmag[at + static_cast<std::size_t>(jj)] += static_cast<float>(sh * ratio);
+    }
+    return w.pmag.data();
+}
+
+/// The main pass's products of the tile of query rows [0, ni) and keys [j0, j0 + nj) of head
+/// (b, h) once its P is formed: O += P V (P as the vendor's TypeCast rounds it under emulation),
+/// and with magnitudes M_O += P |V| (the exact P) and the score errors' share; with dropout P_d
+/// in place of P. mf, inv_lf as in normalised_p_row (f16 intermediates).
+SDPA_REF_INLINE void tile_products(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 ni, i64 j0, i64 nj,
+    const float* mf, const double* inv_lf) {
+    const Dims& d = c.p.dims;
+    const i64 Dvp = c.Dvp;
+    for (i64 ii = ni; ii < kB; ++ii) {
+        std::fill_n(&w.pm[static_cast<std::size_t>(ii * kB)], kB, 0.f);
+        std::fill_n(&w.pw[static_cast<std::size_t>(ii * kB)], kB, 0.f);
+    }
+    // With dropout, P_d = Z o P / (1-p) (unnormalised here, like pm) replaces P in O and M_O.
+    const float* pexact = w.pm.data();
+    if (c.drop) {
+        for (std::size_t e = 0; e < w.pd.size(); ++e) w.pd[e] = w.keep[e] ? w.pm[e] * c.inv_q : 0.f;
+        pexact = w.pd.data();
+    }
+    // f16: M_O's weight also carries each P's f16_subnormal_share.
+    const float* pmag = c.f16_intermediates ? f16_weights(w, ni, pexact, mf, inv_lf) : pexact;
+    // O uses P as the vendor's TypeCast rounds it; M_O the exact P. The kernels read the
+    // block's nj rows of V only.
+    const float* vb = c.vrows + static_cast<std::size_t>(((b * d.H_kv + h / c.group) * d.S_kv + j0) * Dvp);
+    // With O's P V, in the same pass over V: M_O's P|V|, and the score errors' share of
+    // O's error, sum_j P_ij mag_ij |V_jd| <= amag_i sum_j P_ij |V_jd| (the other share,
+    // sum_j P_ij mag_ij |O_i|, is mst |O_i| at the end).
+    if (c.mags)
+        gemm_acc_pair(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, pmag, kB, vb, Dvp, w.acc.data(), w.macc.data(),
+            Dvp, w.msacc.data(), w.amag.data());
+    else  // bitwise gemm_acc_pair's first product (ref_kernels.hpp)
+        gemm_acc(kB, Dvp, nj, c.emul ? w.pw.data() : pexact, kB, vb, Dvp, w.acc.data(), Dvp);
+}
+
+/// O, stats and (with magnitudes) M_O, M_stats of query rows [i0, i0 + ni) of head (b, h) from
+/// the block's final accumulators, row max and sum.
+SDPA_REF_INLINE void write_rows(const FwdCtx& c, const FwdScratch& w, i64 b, i64 h, i64 i0, i64 ni) {
+    const i64 Dv = c.p.dims.D_v, Dvp = c.Dvp;
     for (i64 ii = 0; ii < ni; ++ii) {
         const i64 i = i0 + ii;
         float* o = &c.r.O.data[c.r.O.offset(b, h, i, 0)];
@@ -290,6 +320,38 @@ SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, 
         c.r.stats.data[si] = static_cast<float>(static_cast<double>(w.m[ii]) + std::log(w.l[ii]));
         c.r.M_stats.data[si] = static_cast<float>(1.0 + c.sqrt_skv + w.mst[ii] * f);
     }
+}
+
+/// O, stats, M_O, M_stats of query rows [i0, i0 + kB) of head (b, h).
+SDPA_REF_CLONES void forward_rows(const FwdCtx& c, FwdScratch& w, i64 b, i64 h, i64 i0) {
+    const Dims& d = c.p.dims;
+    const i64 ni = std::min(kB, d.S_q - i0), Dqk = d.D_qk;
+    pack_rows(w.q.data(), c.Dqkp, kB, &c.in.Q.data[c.in.Q.offset(b, h, i0, 0)], Dqk, ni, Dqk);
+    const double* qn = &c.qk.qn[c.in.Q.offset(b, h, i0, 0) / static_cast<std::size_t>(Dqk)];
+    reset_rows(w);
+
+    // Emulation: a first pass finds the final row max and sum, so that the main pass can
+    // form the normalised P the vendor rounds. The main pass is the same online recurrence
+    // with or without emulation, so stats and magnitudes do not depend on it (bitwise).
+    const bool two_pass = c.emul || c.f16_intermediates;
+    std::vector<float> mf(static_cast<std::size_t>(two_pass ? kB : 0));
+    std::vector<double> inv_lf(mf.size());
+    const int passes = two_pass ? 2 : 1;
+    for (int pass = 0; pass < passes; ++pass) {
+        const bool last = pass == passes - 1;  // the main pass: forms O and the magnitudes
+        if (last && two_pass) take_final_rows(w, mf.data(), inv_lf.data());
+        for (i64 j0 = 0; j0 < d.S_kv; j0 += kB) {
+            if (!block_any_visible(c.p, b, i0, i0 + ni, j0, j0 + kB)) continue;
+            const i64 nj = std::min(kB, d.S_kv - j0);
+            tile_scores(c, w, b, h, i0, ni, j0, nj, qn, last);
+            for (i64 ii = 0; ii < ni; ++ii) {
+                if (last && two_pass) normalised_p_row(c, w, b, h, i0, ii, mf[ii], inv_lf[ii]);
+                online_row(c, w, ii, last);
+            }
+            if (last) tile_products(c, w, b, h, ni, j0, nj, mf.data(), inv_lf.data());
+        }
+    }
+    write_rows(c, w, b, h, i0, ni);
 }
 
 }  // namespace

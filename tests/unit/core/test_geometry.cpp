@@ -256,6 +256,93 @@ void expect_same_memory(const Problem& p, const TensorGeom& t, const std::vector
                 }
 }
 
+/// The fill gives dense host tensors with the roles' dims; the memory estimate, the vendor buffers'
+/// bytes and the bytes count agree with the roles' elements, spans and distinct elements; the
+/// shapes validate.
+void expect_fill_and_sizes(const Problem& p, const Geometry& g, const std::string& what) {
+    SdpaInputs in = fill_inputs(p);
+    displace(p, in);
+    double host = 0;
+    for (const TensorGeom* t : g.inputs())
+        if (const Tensor* x = in.of(t->role)) {
+            EXPECT_EQ(x->dims, t->dims) << what << " " << format_as(t->role);
+            host += 4.0 * static_cast<double>(t->elements());
+        }
+    // The memory estimate and the bytes count.
+    EXPECT_EQ(input_host_bytes(p), host) << what;
+    double spans = 0;
+    std::int64_t bytes = 0;
+    for (const TensorGeom* t : g.all())
+        if (t->input || t->output) {
+            spans += static_cast<double>(t->span() * static_cast<std::int64_t>(size_of(t->type)));
+            if (t->role != Role::seq_len_q && t->role != Role::seq_len_kv) {
+                std::int64_t distinct = 1;  // a broadcast (stride-0) dim is read once
+                for (std::size_t k = 0; k < 4; ++k) distinct *= t->strides[k] == 0 ? 1 : t->dims[k];
+                bytes += distinct * static_cast<std::int64_t>(size_of(t->type));
+            }
+        }
+    EXPECT_EQ(vendor_buffer_bytes(p), spans) << what;
+    EXPECT_EQ(bytes_moved(p), bytes) << what;
+    EXPECT_EQ(validate_shapes(shapes_of(p)), std::nullopt) << what;
+}
+
+/// Every port of the graph description `desc` of p that has a role lies on that role's memory,
+/// the bias among its inputs; with oneDNN, the logical tensors built from it have its dims and
+/// strides.
+void expect_graph_ports(const Problem& p, const Geometry& g, const SdpaGraphDesc& desc, const std::string& what) {
+    for (const auto* ports : {&desc.inputs, &desc.outputs})
+        for (const auto& [port, t] : *ports)
+            if (const auto role = port_role(p, port))
+                expect_same_memory(p, g.at(*role), t.dims, t.strides, what + " port " + fmt::format("{}", *role));
+    EXPECT_EQ(desc.inputs.count(GraphPort::mask), 1u) << what;  // the bias, with its strides
+    EXPECT_EQ(port_role(p, GraphPort::mask), Role::bias) << what;
+#ifdef SDPABENCH_HAVE_ONEDNN
+    const onednn::SdpaGraph og = onednn::build_sdpa_graph(p, dnnl::engine::kind::cpu);
+    for (const auto* ports : {&og.inputs, &og.outputs})
+        for (const auto& [port, t] : *ports) {
+            const GraphTensor& want = desc.inputs.count(port) ? desc.inputs.at(port) : desc.outputs.at(port);
+            EXPECT_EQ(t.lt.get_dims(), want.dims) << what;
+            EXPECT_EQ(t.lt.get_strides(), want.strides) << what;
+        }
+#endif
+}
+
+/// The JSON export j of p writes every port of `desc` that has a role with its role's shape and
+/// strides.
+void expect_json_ports(const Problem& p, const Geometry& g, const SdpaGraphDesc& desc, const json& j,
+        const std::string& what) {
+    std::map<std::size_t, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> written;
+    for (const json& op : j["graph"])
+        for (const char* side : {"inputs", "outputs"})
+            for (const json& t : op[side])
+                written[t["id"].get<std::size_t>()] = {t["shape"].get<std::vector<std::int64_t>>(),
+                    t["stride"].get<std::vector<std::int64_t>>()};
+    for (const auto* ports : {&desc.inputs, &desc.outputs})
+        for (const auto& [port, t] : *ports)
+            if (const auto role = port_role(p, port))
+                expect_same_memory(p, g.at(*role), written.at(t.id).first, written.at(t.id).second, what + " JSON");
+}
+
+/// Reading the JSON export j back gives the geometry g for every strided role (a fatal failure
+/// when the import fails).
+void expect_json_import(const json& j, const Geometry& g, const std::string& what) {
+    const GraphImport imp = import_onednn_json_text(j.dump(), "g.json", {}, 1);
+    ASSERT_TRUE(imp.prb) << what << ": " << imp.error;
+    const Geometry back = geometry(*imp.prb);
+    for (const Role r : kStridedRoles)
+        if (g.has(r)) {
+            EXPECT_EQ(back.at(r).strides, g.at(r).strides) << what << " import " << format_as(r);
+        }
+}
+
+/// The cuDNN mapping of p describes every input and output with its role's geometry in g.
+void expect_cudnn_mapping(const Problem& p, const Geometry& g, const std::string& what) {
+    const cudnn::GraphDesc cg = cudnn::describe_graph(p);
+    for (const auto* list : {&cg.inputs, &cg.outputs})
+        for (const cudnn::TensorDesc& t : *list) EXPECT_EQ(t.geom, g.at(t.geom.role)) << what;
+    EXPECT_EQ(cg.inputs.size() + cg.outputs.size(), g.inputs().size() + g.outputs().size()) << what;
+}
+
 TEST(Geometry, EveryConsumerReadsTheModel) {
     const Dims forms[] = {{2, 4, 4, 8, 12, 16, 16}, {2, 4, 2, 8, 12, 16, 16}, {2, 4, 1, 8, 12, 16, 16}};  // MHA, GQA, MQA
     int checked = 0;
@@ -269,74 +356,15 @@ TEST(Geometry, EveryConsumerReadsTheModel) {
                     const std::string what = fmt::format("{} {} {}", lc.name, knobs(p), descriptor(p.dims));
                     ASSERT_EQ(validate(p), std::nullopt) << what;
                     const Geometry g = geometry(p);
-                    // The fill: dense host tensors with the roles' dims.
-                    SdpaInputs in = fill_inputs(p);
-                    displace(p, in);
-                    double host = 0;
-                    for (const TensorGeom* t : g.inputs())
-                        if (const Tensor* x = in.of(t->role)) {
-                            EXPECT_EQ(x->dims, t->dims) << what << " " << format_as(t->role);
-                            host += 4.0 * static_cast<double>(t->elements());
-                        }
-                    // The memory estimate and the bytes count.
-                    EXPECT_EQ(input_host_bytes(p), host) << what;
-                    double spans = 0;
-                    std::int64_t bytes = 0;
-                    for (const TensorGeom* t : g.all())
-                        if (t->input || t->output) {
-                            spans += static_cast<double>(t->span() * static_cast<std::int64_t>(size_of(t->type)));
-                            if (t->role != Role::seq_len_q && t->role != Role::seq_len_kv) {
-                                std::int64_t distinct = 1;  // a broadcast (stride-0) dim is read once
-                                for (std::size_t k = 0; k < 4; ++k) distinct *= t->strides[k] == 0 ? 1 : t->dims[k];
-                                bytes += distinct * static_cast<std::int64_t>(size_of(t->type));
-                            }
-                        }
-                    EXPECT_EQ(vendor_buffer_bytes(p), spans) << what;
-                    EXPECT_EQ(bytes_moved(p), bytes) << what;
-                    EXPECT_EQ(validate_shapes(shapes_of(p)), std::nullopt) << what;
+                    expect_fill_and_sizes(p, g, what);
                     // The graph description (oneDNN's graph and the JSON export are built from it).
                     const SdpaGraphDesc desc = describe_sdpa_graph(p);
-                    for (const auto* ports : {&desc.inputs, &desc.outputs})
-                        for (const auto& [port, t] : *ports)
-                            if (const auto role = port_role(p, port))
-                                expect_same_memory(p, g.at(*role), t.dims, t.strides, what + " port " + fmt::format("{}", *role));
-                    EXPECT_EQ(desc.inputs.count(GraphPort::mask), 1u) << what;  // the bias, with its strides
-                    EXPECT_EQ(port_role(p, GraphPort::mask), Role::bias) << what;
-#ifdef SDPABENCH_HAVE_ONEDNN
-                    const onednn::SdpaGraph og = onednn::build_sdpa_graph(p, dnnl::engine::kind::cpu);
-                    for (const auto* ports : {&og.inputs, &og.outputs})
-                        for (const auto& [port, t] : *ports) {
-                            const GraphTensor& want = desc.inputs.count(port) ? desc.inputs.at(port) : desc.outputs.at(port);
-                            EXPECT_EQ(t.lt.get_dims(), want.dims) << what;
-                            EXPECT_EQ(t.lt.get_strides(), want.strides) << what;
-                        }
-#endif
-                    // The JSON export: every port's shape and stride.
+                    expect_graph_ports(p, g, desc, what);
+                    // The JSON export: every port's shape and stride, and reading it back.
                     const json j = json::parse(onednn_graph_json(p));
-                    std::map<std::size_t, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> written;
-                    for (const json& op : j["graph"])
-                        for (const char* side : {"inputs", "outputs"})
-                            for (const json& t : op[side])
-                                written[t["id"].get<std::size_t>()] = {t["shape"].get<std::vector<std::int64_t>>(),
-                                    t["stride"].get<std::vector<std::int64_t>>()};
-                    for (const auto* ports : {&desc.inputs, &desc.outputs})
-                        for (const auto& [port, t] : *ports)
-                            if (const auto role = port_role(p, port))
-                                expect_same_memory(p, g.at(*role), written.at(t.id).first, written.at(t.id).second,
-                                        what + " JSON");
-                    // ... and reading it back gives the same geometry for every strided role.
-                    const GraphImport imp = import_onednn_json_text(j.dump(), "g.json", {}, 1);
-                    ASSERT_TRUE(imp.prb) << what << ": " << imp.error;
-                    const Geometry back = geometry(*imp.prb);
-                    for (const Role r : kStridedRoles)
-                        if (g.has(r)) {
-                            EXPECT_EQ(back.at(r).strides, g.at(r).strides) << what << " import " << format_as(r);
-                        }
-                    // The cuDNN mapping.
-                    const cudnn::GraphDesc cg = cudnn::describe_graph(p);
-                    for (const auto* list : {&cg.inputs, &cg.outputs})
-                        for (const cudnn::TensorDesc& t : *list) EXPECT_EQ(t.geom, g.at(t.geom.role)) << what;
-                    EXPECT_EQ(cg.inputs.size() + cg.outputs.size(), g.inputs().size() + g.outputs().size()) << what;
+                    expect_json_ports(p, g, desc, j, what);
+                    ASSERT_NO_FATAL_FAILURE(expect_json_import(j, g, what));
+                    expect_cudnn_mapping(p, g, what);
                     ++checked;
                 }
     EXPECT_EQ(checked, 3 * 5 * 3 * 8);
