@@ -191,7 +191,7 @@ PY
 "$py" - "$src/scripts" "$tmp/kinds" >"$tmp/out" 2>&1 <<'PY' || fail "write_page with every kind"
 import math, sys, types
 sys.path.insert(0, sys.argv[1])
-from history_page import write_page
+from sdpabench_history.page import write_page
 pts = []
 def point(run, case, machine, rev, ms, status="PASSED", noisy_run=False, outputs=None):
     pts.append(types.SimpleNamespace(run=run, case=f"--backend=ref b1hq2sq64d16n={case}", backend="ref", machine=machine,

@@ -23,8 +23,9 @@ import textwrap
 from collections import defaultdict
 from datetime import datetime, timezone
 
+from .store import TIMING_METRICS  # the metrics' units and labels
+
 STATUS_ORDER = ["PASSED", "EXECUTED", "MISTRUSTED", "SKIPPED", "UNIMPLEMENTED", "INVALID_ARGUMENTS", "FAILED", "LISTED"]
-from sdpabench_history import TIMING_METRICS  # noqa: E402 (the metrics' units and labels)
 
 UNITS = {k: m["unit"] for k, m in TIMING_METRICS.items()}
 AXIS_LABELS = {**{k: m["what"] for k, m in TIMING_METRICS.items()}, "status": "status"}
