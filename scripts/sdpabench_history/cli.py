@@ -146,7 +146,8 @@ def main(argv=None):
                        help="Otava's window_len, >= 2 (default %(default)s)")
     otava.add_argument("--method", choices=("robust", "otava"), default="robust",
                        help="robust: outliers named, a robust step test with Otava's change points as candidates "
-                            "(scripts/sdpabench_history/detect.py); otava: Otava's analysis alone (default %(default)s)")
+                            "(scripts/sdpabench_history/detect.py); otava: Otava's analysis alone "
+                            "(default %(default)s)")
     p = sub.add_parser("ingest", help="store JSONL reports")
     p.add_argument("--db", required=True, help="the store: sqlite:PATH or postgresql:URL")
     p.add_argument("files", nargs="+", help="JSONL reports (--report=jsonl:PATH)")

@@ -116,7 +116,7 @@ class Point:
     status: str
     noisy: bool
     repro: str
-    median_ms: float = None
+    median_ms: float = None  # the timing metrics: a field per TIMING_METRICS key, set by load from its table
     tflops: float = None
     cv: float = None
     attributes: dict = field(default_factory=dict)  # the context facts "what else changed" compares
@@ -168,9 +168,9 @@ def load(db, order_by=None, include_incomplete=False, notes=None):
         for k, p, c, e in rows(conn, f"SELECT run_key, part, context, {ends} FROM run_parts"):
             contexts[(k, p)] = as_dict(json_column(c))
             end_noise[(k, p)] = as_dict(as_dict(as_dict(json_column(e)).get("noise")).get("end"))
+        timings = ", ".join(f"record -> 'perf' ->> '{m}'" for m in TIMING_METRICS)
         cases = rows(conn, "SELECT run_key, case_id, part, status, backend, noisy, record ->> 'repro', "
-                           "record -> 'perf' ->> 'median_ms', record -> 'perf' ->> 'tflops', "
-                           "record -> 'perf' ->> 'cv' FROM cases")
+                           f"record -> 'perf' ->> 'cv', {timings} FROM cases")
         outputs = defaultdict(dict)
         for k, c, o, p, w in rows(conn, "SELECT run_key, case_id, output, pass, worst_ratio FROM case_outputs"):
             w = number(w)
@@ -202,17 +202,18 @@ def load(db, order_by=None, include_incomplete=False, notes=None):
         notes.append(f"{order_by} values that are not numbers ({', '.join(words[:5])}{', ...' if len(words) > 5 else ''}) "
                      "order every run as text, number runs of digits by value")
     points, bad = [], 0
-    for run, case, part, status, backend, noisy, repro, median, tflops, cv in cases:
+    for run, case, part, status, backend, noisy, repro, cv, *timings in cases:
         if (run, part) not in orders:
             continue
-        bad += (median is not None and positive(median) is None) + (tflops is not None and positive(tflops) is None)
+        bad += sum(v is not None and positive(v) is None for v in timings)
         ctx = contexts[(run, part)]
         rev = orders[(run, part)]
         noise = {"start": as_dict(as_dict(ctx.get("noise")).get("start")), "end": end_noise.get((run, part))}
         points.append(Point(run=run, case=case, backend=backend, machine=machine_of(ctx), rev=rev,
                             order=(float(rev) if numeric else natural_key(rev), str(ctx.get("start", "")), run),
-                            status=status, noisy=flag(noisy), repro=repro or "", median_ms=positive(median),
-                            tflops=positive(tflops), cv=number(cv), attributes=attributes_of(ctx, order_by),
+                            status=status, noisy=flag(noisy), repro=repro or "", cv=number(cv),
+                            **{m: positive(v) for m, v in zip(TIMING_METRICS, timings)},
+                            attributes=attributes_of(ctx, order_by),
                             outputs=outputs.get((run, case), {}), noise={k: v for k, v in noise.items() if v},
                             threads=int(number(ctx.get("threads")) or 0), cpus=int(number(ctx.get("cpus")) or 0)))
     if bad:
