@@ -4,6 +4,7 @@ import json
 
 
 def fmt_num(v, digits=4):
+    """v with `digits` significant digits; "" for None."""
     return "" if v is None else f"{v:.{digits}g}"
 
 
@@ -14,6 +15,7 @@ def table(items, columns, **options):
 
 
 def changed_text(f):
+    """The "context changed" column: each changed field as "FIELD BEFORE -> AFTER", or "nothing"."""
     return "; ".join(f"{c['field']} {c['before']} -> {c['after']}" for c in f["context_changes"]) or "nothing"
 
 
@@ -28,6 +30,8 @@ def finding_text(f):
 
 
 def size_text(f):
+    """The size column of `changes`: a change's levels and ratio, an outlier's value against the
+    typical one, a noisy run's reasons."""
     if f["kind"] == "change":
         return f"{fmt_num(f['before'])} -> {fmt_num(f['after'])} {f['metric']} (x{fmt_num(f['ratio'], 3)})"
     if f["kind"] == "outlier":
@@ -61,10 +65,13 @@ FLAKY_COLUMNS = [
 
 
 def public(items):
+    """The findings as --json prints them: without their internal "index"."""
     return [{k: v for k, v in i.items() if k != "index"} for i in items]
 
 
 def report(a, items, columns, what, flagged):
+    """Prints the findings `items` (a JSON list with --json, else a table of `columns`, or "no
+    WHAT"); the exit status: 1 when flagged(item) holds for one, else 0."""
     if a.json:
         print(json.dumps(public(items), indent=1))
     elif items:

@@ -70,6 +70,7 @@ def as_dict(v):
 
 
 def rows(conn, sql):
+    """Every row of query `sql` on the connection `conn`, as tuples."""
     cur = conn.cursor()
     cur.execute(sql)
     return cur.fetchall()
@@ -228,6 +229,7 @@ def natural_key(text):
 
 
 def is_number(v):
+    """True when v (an order tag's value) reads as a finite number."""
     try:
         return math.isfinite(float(v))
     except ValueError:
