@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-FILLS = ["exact", "normal", "peaky", "sparse", "lse_underflow", "spike_k", "tile_spikes"]
+from sdpabench_tables import TableError, executable, knob
+
 SEQ = [1, 2, 3, 7, 16, 17, 31, 32, 33, 63, 64, 65, 96, 97, 113, 127, 128, 129, 160, 192]
 HEAD = [8, 16, 32, 64, 72, 80, 96, 128]
 
@@ -34,7 +35,9 @@ DMASK_SHAPES = ["1x1xSqxSkv", "Bx1xSqxSkv", "BxHqxSqxSkv", "1xHqxSqxSkv", "1x1x1
 FP8 = ("e4m3", "e5m2")
 
 
-def draw(rng, dmask=False, dts=("f32", "bf16", "f16")):
+def draw(rng, fills, dmask=False, dts=("f32", "bf16", "f16")):
+    """One random correct case as a line of the case language; `fills` the fill policies to draw
+    from (the fill knob's choices)."""
     while True:
         dt = rng.choice(dts)
         direction = rng.choice(["fwd_t", "bwd"])
@@ -50,7 +53,7 @@ def draw(rng, dmask=False, dts=("f32", "bf16", "f16")):
         heads = [16, 32, 64, 128] if dt in FP8 else HEAD
         dqk = rng.choice(heads)
         dv = dqk if rng.random() < 0.7 else rng.choice(heads)
-        knobs = [f"--dir={direction}", f"--dt={dt}", f"--mask={mask}", f"--fill={rng.choice(FILLS)}",
+        knobs = [f"--dir={direction}", f"--dt={dt}", f"--mask={mask}", f"--fill={rng.choice(fills)}",
                  f"--seed={rng.randrange(1, 1 << 31)}"]
         if mask == "bias":
             knobs.append(f"--mask-shape={shape}")
@@ -62,6 +65,63 @@ def draw(rng, dmask=False, dts=("f32", "bf16", "f16")):
         return " ".join(["--reset"] + knobs + [desc])
 
 
+def report_order(cases):
+    """The outputs in the order sdpabench reports them, from `cases`: [(direction's rank, [its
+    outputs as its margin lines came])], a case printing its outputs in that order. An output goes
+    after every output some case printed before it; outputs no case relates (a fwd_t case's O, a
+    bwd case's dQ) go by the rank of the first direction they were seen in (the dir knob's order:
+    forward first), then by when they were first seen."""
+    after, first = collections.defaultdict(set), {}
+    for rank, outs in cases:
+        for i, out in enumerate(outs):
+            first[out] = min(first.get(out, (rank, len(first))), (rank, len(first)))
+            after[out].update(outs[:i])
+    order = []
+    while len(order) < len(first):
+        order.append(min((o for o in first if o not in order and after[o] <= set(order)), key=first.get))
+    return order
+
+
+def read_run(stdout, dirs):
+    """The margins of a `sdpabench -v` run's output: ({(output, dt): {check: [ratio]}}, Counter of
+    statuses, [lines of the cases that did not pass], the outputs in report order). `dirs`: the
+    dir knob's row of the knob table (its choices in order, its default for a repro without
+    --dir)."""
+    status_re = re.compile(r"^(\d+):([A-Z_]+)(.*)__REPRO: (.*)$")
+    margin_re = re.compile(r"^\s+(\w+): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
+    ranks = dirs["choices"].split("|")
+    per = collections.defaultdict(lambda: collections.defaultdict(list))
+    statuses = collections.Counter()
+    bad, cases = [], []
+    dt = None
+    for line in stdout.splitlines():
+        m = status_re.match(line)
+        if m:
+            statuses[m.group(2)] += 1
+            repro = m.group(4)
+            d, direction = re.search(r"--dt=(\w+)", repro), re.search(r"--dir=(\w+)", repro)
+            direction = direction.group(1) if direction else dirs["default"]
+            cases.append((ranks.index(direction) if direction in ranks else len(ranks), []))
+            dt = d.group(1) if d else "f32"
+            if m.group(2) in ("XFAIL", "XPASS"):  # a known vendor bug's case: its margins say nothing about
+                dt = None                           # the tolerance (an XPASS is one where it stayed under it)
+                continue
+            if m.group(2) != "PASSED":
+                bad.append(line[:400])
+            continue
+        m = margin_re.match(line)
+        if m and cases:
+            cases[-1][1].append(m.group(1))
+        if m and dt:
+            out = m.group(1)
+            per[(out, dt)]["elem"].append(float(m.group(2)))
+            if out == "stats":
+                per[(out, dt)]["sum"].append(float(m.group(4)))
+            else:
+                per[(out, dt)]["norm"].append(float(m.group(3)))
+    return per, statuses, bad, report_order(cases)
+
+
 def pct(values, q):
     s = sorted(values)
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
@@ -69,7 +129,8 @@ def pct(values, q):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--exe", default="build/release/sdpabench")
+    ap.add_argument("--exe", default=executable(), help="the sdpabench binary (default $SDPABENCH, else "
+                    "build/release/sdpabench)")
     ap.add_argument("--backend", default="onednn")
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=2026)
@@ -81,48 +142,27 @@ def main():
                          "padding, windows, dropout) instead of this script's draw")
     args = ap.parse_args()
 
+    try:
+        fills, dirs = knob("fill", args.exe)["choices"].split("|"), knob("dir", args.exe)
+    except TableError as e:
+        print(f"calibrate: {e}", file=sys.stderr)
+        return 2
     rng = random.Random(args.seed)
     if args.random:
         lines = [f"--seed={args.seed} --random={args.cases}"]
     else:
-        lines = [draw(rng, args.dmask, tuple(args.dt.split(","))) for _ in range(args.cases)]
+        lines = [draw(rng, fills, args.dmask, tuple(args.dt.split(","))) for _ in range(args.cases)]
     with tempfile.NamedTemporaryFile("w", suffix=".cases", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         batch = f.name
     cmd = [args.exe, "-v", "--no-progress", "--expect=cases/known/expected.jsonl", f"--backend={args.backend}",
            f"--batch={batch}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    status_re = re.compile(r"^(\d+):([A-Z_]+)(.*)__REPRO: (.*)$")
-    margin_re = re.compile(r"^\s+(O|stats|dQ|dK|dV|dMask|amax): worst \|err\|/bound (\S+) .* norm (\S+) sum (\S+)")
-    per = collections.defaultdict(lambda: collections.defaultdict(list))
-    statuses = collections.Counter()
-    bad = []
-    dt = None
-    for line in proc.stdout.splitlines():
-        m = status_re.match(line)
-        if m:
-            statuses[m.group(2)] += 1
-            repro = m.group(4)
-            d = re.search(r"--dt=(\w+)", repro)
-            dt = d.group(1) if d else "f32"
-            if m.group(2) in ("XFAIL", "XPASS"):  # a known vendor bug's case: its margins say nothing about
-                dt = None                           # the tolerance (an XPASS is one where it stayed under it)
-                continue
-            if m.group(2) != "PASSED":
-                bad.append(line[:400])
-            continue
-        m = margin_re.match(line)
-        if m and dt:
-            out = m.group(1)
-            per[(out, dt)]["elem"].append(float(m.group(2)))
-            if out == "stats":
-                per[(out, dt)]["sum"].append(float(m.group(4)))
-            else:
-                per[(out, dt)]["norm"].append(float(m.group(3)))
+    per, statuses, bad, order = read_run(proc.stdout, dirs)
     print(f"calibrate: {args.cases} cases, seed {args.seed}, backend {args.backend}, exit {proc.returncode}")
     print("statuses: " + " ".join(f"{k}:{v}" for k, v in sorted(statuses.items())))
     print(f"{'output':6} {'dt':5} {'check':5} {'n':>5} {'max':>9} {'p99.9':>9} {'p99':>9}")
-    for (out, dt) in sorted(per, key=lambda k: (["O", "stats", "dQ", "dK", "dV", "dMask", "amax"].index(k[0]), k[1])):
+    for (out, dt) in sorted(per, key=lambda k: (order.index(k[0]), k[1])):
         for check, vals in per[(out, dt)].items():
             print(f"{out:6} {dt:5} {check:5} {len(vals):5d} {max(vals):9.3g} {pct(vals, 0.999):9.3g} "
                   f"{pct(vals, 0.99):9.3g}")

@@ -72,6 +72,7 @@ import re
 import shlex
 import sys
 from collections import defaultdict
+from types import SimpleNamespace
 
 from sdpabench_report import ReportError, read_report
 
@@ -249,6 +250,9 @@ def refuse(warnings, diffs, a, what):
 
 
 def compare(a):
+    """OLD against NEW (a.old, a.new): the cases joined, the runs' contexts checked, each joined
+    case judged and printed, and the summary; the exit status (summarize's, or EXIT_NOT_COMPARED
+    for an unreadable report or runs that are not comparable)."""
     try:
         (octx, ocases), (nctx, ncases) = load(a.old), load(a.new)
     except ReportError as e:
@@ -280,56 +284,74 @@ def compare(a):
     if refuse(warnings, diffs, a, "runs"):
         return EXIT_NOT_COMPARED
 
-    rows, ratios, slower, unsure = [], [], [], []
-    mwu, tested, bad_samples = "unloaded", 0, []
-    unreachable = []  # cases whose samples can never reach --alpha
+    j = judge(joined, old, new, a)
+    if j.bad_samples:
+        print(f"compare_runs: warning: perf.samples_ms is not a list of times in {name_cases(j.bad_samples)}: "
+              "judged by the threshold alone", file=sys.stderr)
+    if j.unreachable:
+        print(f"compare_runs: warning: too few samples to reach --alpha {a.alpha:g} in {name_cases(j.unreachable)} "
+              "(more timed runs, e.g. --fix-times=10, or a larger --alpha): judged by the threshold alone",
+              file=sys.stderr)
+    print_rows(j.rows, only_old, only_new)
+    return summarize(j, a, len(joined))
+
+
+def u_test_column(key, so, sn, a, j):
+    """One timed case's U test (new slower than old) on its samples `so` and `sn` (samples():
+    False when unusable): (p or None when not tested, the table's p column). Counts in `j`
+    (judge's) the cases tested and those whose samples can never reach --alpha, and loads the
+    test on the first case with samples."""
+    if so is False or sn is False:
+        bad = [label for label, s in (("old", so), ("new", sn)) if s is False]
+        return None, f"threshold only (samples_ms unusable in {' and '.join(bad)})"
+    if not so or not sn:
+        lacking = [label for label, s in (("old", so), ("new", sn)) if not s]
+        return None, f"threshold only (no samples in {' or '.join(lacking)})"
+    if min(len(so), len(sn)) < MIN_SAMPLES:
+        return None, f"threshold only (old {len(so)}, new {len(sn)} samples, fewer than {MIN_SAMPLES})"
+    if 1 / math.comb(len(so) + len(sn), len(so)) >= a.alpha:
+        # The exact test's smallest p: no result could ever be significant at --alpha.
+        j.unreachable.append(key)
+        return None, (f"threshold only (old {len(so)}, new {len(sn)} samples: the U test's smallest p "
+                      f"{1 / math.comb(len(so) + len(sn), len(so)):.3g} is not below --alpha {a.alpha:g})")
+    if j.mwu == "unloaded":
+        j.mwu = u_test()  # imported on the first case with samples (the note, if any, once)
+    if j.mwu is None:
+        return None, "threshold only (no SciPy)"
+    p = float(j.mwu(sn, so, alternative="greater").pvalue)  # nan: not significant
+    j.tested += 1
+    return p, f"{p:.3g}"
+
+
+def judge(joined, old, new, a):
+    """Each case of `joined` (keys of both `old` and `new`) judged: a namespace of its rows (key,
+    old time, new time, ratio, verdict, p column), the ratios of the cases timed in both, the keys
+    slower (past --threshold and significant, or untested) and unsure (past it, not significant),
+    the count tested, and the cases whose samples were unusable or too few to reach --alpha."""
+    j = SimpleNamespace(rows=[], ratios=[], slower=[], unsure=[], tested=0, bad_samples=[], unreachable=[],
+                        mwu="unloaded")
     for key in joined:
         o, n = old[key], new[key]
         to, tn = timing(o, a.stat), timing(n, a.stat)
         if to is None or tn is None:
-            rows.append((key, to, tn, None, not_timed(o if to is None else None, n if tn is None else None), ""))
+            j.rows.append((key, to, tn, None, not_timed(o if to is None else None, n if tn is None else None), ""))
             continue
         r = tn / to
-        ratios.append(r)
+        j.ratios.append(r)
         so, sn = samples(o), samples(n)
-        bad_samples += [f"{label} {key}" for label, s in (("OLD", so), ("NEW", sn)) if s is False]
-        p = None
-        if so is False or sn is False:
-            bad = [label for label, s in (("old", so), ("new", sn)) if s is False]
-            test = f"threshold only (samples_ms unusable in {' and '.join(bad)})"
-        elif not so or not sn:
-            lacking = [label for label, s in (("old", so), ("new", sn)) if not s]
-            test = f"threshold only (no samples in {' or '.join(lacking)})"
-        elif min(len(so), len(sn)) < MIN_SAMPLES:
-            test = f"threshold only (old {len(so)}, new {len(sn)} samples, fewer than {MIN_SAMPLES})"
-        elif 1 / math.comb(len(so) + len(sn), len(so)) >= a.alpha:
-            # The exact test's smallest p: no result could ever be significant at --alpha.
-            test = (f"threshold only (old {len(so)}, new {len(sn)} samples: the U test's smallest p "
-                    f"{1 / math.comb(len(so) + len(sn), len(so)):.3g} is not below --alpha {a.alpha:g})")
-            unreachable.append(key)
-        else:
-            if mwu == "unloaded":
-                mwu = u_test()  # imported on the first case with samples (the note, if any, once)
-            if mwu is None:
-                test = "threshold only (no SciPy)"
-            else:
-                p = float(mwu(sn, so, alternative="greater").pvalue)  # nan: not significant
-                tested += 1
-                test = f"{p:.3g}"
+        j.bad_samples += [f"{label} {key}" for label, s in (("OLD", so), ("NEW", sn)) if s is False]
+        p, test = u_test_column(key, so, sn, a, j)
         if r > 1 + a.threshold:
             verdict = "SLOWER" if p is None or p < a.alpha else "slower?"
-            (slower if verdict == "SLOWER" else unsure).append(key)
+            (j.slower if verdict == "SLOWER" else j.unsure).append(key)
         else:
             verdict = "faster" if r < 1 - a.threshold else "same"
-        rows.append((key, to, tn, r, verdict, test))
-    if bad_samples:
-        print(f"compare_runs: warning: perf.samples_ms is not a list of times in {name_cases(bad_samples)}: "
-              "judged by the threshold alone", file=sys.stderr)
-    if unreachable:
-        print(f"compare_runs: warning: too few samples to reach --alpha {a.alpha:g} in {name_cases(unreachable)} "
-              "(more timed runs, e.g. --fix-times=10, or a larger --alpha): judged by the threshold alone",
-              file=sys.stderr)
+        j.rows.append((key, to, tn, r, verdict, test))
+    return j
 
+
+def print_rows(rows, only_old, only_new):
+    """The per-case table (judge's rows), then the cases of one report only."""
     fmt_ms = lambda v: f"{v:.4g}" if v is not None else "-"  # noqa: E731
     width = max([len(r[0]) for r in rows] + [4])
     print(f"{'case':<{width}}  {'old ms':>10}  {'new ms':>10}  {'ratio':>7}  {'verdict':<7}  p (U test: new slower)")
@@ -340,20 +362,25 @@ def compare(a):
         print(f"only in {label}: {len(keys)}")
         for key in keys:
             print(f"  {key}")
-    if not ratios:
+
+
+def summarize(j, a, joined):
+    """The geometric mean and the verdict's lines; the exit status: EXIT_SLOWER when a case is
+    slower, EXIT_NOT_COMPARED when none of the `joined` cases is timed in both reports, else 0."""
+    if not j.ratios:
         print("geometric-mean ratio: no case timed in both reports")
-        print(f"compare_runs: no case is timed in both reports ({len(joined)} joined, none with "
+        print(f"compare_runs: no case is timed in both reports ({joined} joined, none with "
               f"perf.{a.stat} in both): nothing compared (exit 2)", file=sys.stderr)
         return EXIT_NOT_COMPARED
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    print(f"geometric-mean ratio (new/old {a.stat}) over {len(ratios)} case(s): {geo:.4f}")
-    print(f"significance (U test, alpha {a.alpha:g}): tested on {tested} of {len(ratios)} case(s); "
-          f"{len(ratios) - tested} by the threshold alone")
-    if unsure:
-        print(f"{len(unsure)} case(s) past {a.threshold:.1%} but not significant (p >= {a.alpha:g}): "
+    geo = math.exp(sum(math.log(r) for r in j.ratios) / len(j.ratios))
+    print(f"geometric-mean ratio (new/old {a.stat}) over {len(j.ratios)} case(s): {geo:.4f}")
+    print(f"significance (U test, alpha {a.alpha:g}): tested on {j.tested} of {len(j.ratios)} case(s); "
+          f"{len(j.ratios) - j.tested} by the threshold alone")
+    if j.unsure:
+        print(f"{len(j.unsure)} case(s) past {a.threshold:.1%} but not significant (p >= {a.alpha:g}): "
               "not counted as slower")
-    if slower:
-        print(f"{len(slower)} case(s) slower than {a.threshold:.1%}")
+    if j.slower:
+        print(f"{len(j.slower)} case(s) slower than {a.threshold:.1%}")
         return EXIT_SLOWER
     print(f"no case slower than {a.threshold:.1%}")
     return 0

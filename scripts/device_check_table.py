@@ -46,85 +46,107 @@ def ours(reports, mode):
     return out
 
 
+def time_ms(fn, flush, reps=15):
+    """The median CUDA-event time (ms) of `reps` calls of fn after two warm-up calls; `flush` (a
+    buffer larger than L2, zeroed before each call) makes every call start with a cold L2, None
+    leaves it warm."""
+    import torch
+    fn()
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        if flush is not None:
+            flush.zero_()
+        # The GPU waits ~1 ms while Python enqueues fn: the events time the kernels, not the launch
+        # overhead (the gate sdpabench's EventTimer uses, backends/cuda/cuda_runtime.hpp).
+        torch.cuda._sleep(2_000_000)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
+def time_backend(name, mode, label, backend, qkvdo, group, flush):
+    """PyTorch's fwd and bwd times (ms) of case `name` on one SDPA backend (`label` its name,
+    `backend` an SDPBackend) with Q, K, V, dO `qkvdo` and `group` query heads per K/V head:
+    (fwd, bwd, how K and V went in). enable_gqa first; a backend that refuses it gets K and V
+    with their heads repeated (outside the timed calls), so the row still exists and says so.
+    (None, None, note) when the backend refuses both, each refusal a printed line."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+    q, k, v, do = qkvdo
+    for note in ("enable_gqa", "K, V heads repeated"):
+        if note == "enable_gqa":
+            kk, vv, gqa = k, v, True
+        else:
+            kk = k.detach().repeat_interleave(group, dim=1).requires_grad_()
+            vv = v.detach().repeat_interleave(group, dim=1).requires_grad_()
+            gqa = False
+
+        def fwd():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, kk, vv, is_causal=True, enable_gqa=gqa)
+
+        try:
+            t_f = time_ms(fwd, flush)
+            o = fwd()
+            return t_f, time_ms(lambda: torch.autograd.grad(o, (q, kk, vv), do, retain_graph=True), flush), note
+        except Exception as e:  # a backend PyTorch refuses for this shape is a line
+            print(f"{name}: torch {label} ({mode}, {note}): {type(e).__name__}: "
+                  f"{(str(e).splitlines() or [''])[0][:160]}")
+    return None, None, note
+
+
+def shape_rows(name, prb, mode, us, flush):
+    """The table's rows of case `name` (shape `prb`): for each PyTorch backend (cuDNN, flash) that
+    runs it, one per direction sdpabench timed (`us`: ours()), bf16 inputs of seed 1."""
+    import torch
+    from torch.nn.attention import SDPBackend
+    B, Hq, Hkv, S, D = shape(prb)
+    g = torch.Generator(device="cuda").manual_seed(1)
+
+    def mk(h):
+        return torch.randn(B, h, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    q, k, v, do = mk(Hq).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hq)
+    rows = []
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        t_f, t_b, note = time_backend(name, mode, label, backend, (q, k, v, do), Hq // Hkv, flush)
+        if t_f is None:
+            continue
+        for d, t in (("fwd_t", t_f), ("bwd", t_b)):
+            r = us.get((name, d))
+            if not r or not r["ms"]:
+                continue
+
+            def tflops(ms):
+                return r["flops"] / (ms * 1e-3) / 1e12
+
+            rows.append(dict(case=name, dir=d, cache=mode, torch_backend=label, torch_ms=t, sdpabench_ms=r["ms"],
+                             torch_tflops=tflops(t), sdpabench_tflops=tflops(r["ms"]), ratio=t / r["ms"],
+                             pct_peak=100 * tflops(r["ms"]) / r["peak"] if r["peak"] else None, torch_note=note))
+    del q, k, v, do
+    torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[2] not in ("warm", "cold"):
         sys.exit(__doc__)
     reports, mode = sys.argv[1], sys.argv[2]
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     cold = mode == "cold"
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda") if cold else None  # > 2x the H200's 60 MB L2
-
-    def time_ms(fn, reps=15):
-        fn()
-        fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            if cold:
-                flush.zero_()
-            # The GPU waits ~1 ms while Python enqueues fn: the events time the kernels, not the launch
-            # overhead (the gate sdpabench's EventTimer uses, backends/cuda/cuda_runtime.hpp).
-            torch.cuda._sleep(2_000_000)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b))
-        return statistics.median(ts)
-
     us = ours(reports, mode)
     rows = []
     for name, prb in sorted({(n, v["prb"]) for (n, _), v in us.items()}):
-        B, Hq, Hkv, S, D = shape(prb)
-        g = torch.Generator(device="cuda").manual_seed(1)
-
-        def mk(h):
-            return torch.randn(B, h, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
-
-        q, k, v, do = mk(Hq).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hkv).requires_grad_(), mk(Hq)
-        for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-            # enable_gqa first; a backend that refuses it gets K and V with their heads repeated (outside
-            # the timed calls), so the row still exists and says so.
-            for note in ("enable_gqa", "K, V heads repeated"):
-                if note == "enable_gqa":
-                    kk, vv, gqa = k, v, True
-                else:
-                    kk = k.detach().repeat_interleave(Hq // Hkv, dim=1).requires_grad_()
-                    vv = v.detach().repeat_interleave(Hq // Hkv, dim=1).requires_grad_()
-                    gqa = False
-
-                def fwd():
-                    with sdpa_kernel(backend):
-                        return F.scaled_dot_product_attention(q, kk, vv, is_causal=True, enable_gqa=gqa)
-
-                try:
-                    t_f = time_ms(fwd)
-                    o = fwd()
-                    t_b = time_ms(lambda: torch.autograd.grad(o, (q, kk, vv), do, retain_graph=True))
-                    break
-                except Exception as e:  # a backend PyTorch refuses for this shape is a line
-                    print(f"{name}: torch {label} ({mode}, {note}): {type(e).__name__}: "
-                          f"{(str(e).splitlines() or [''])[0][:160]}")
-                    t_f = t_b = None
-            if t_f is None:
-                continue
-            for d, t in (("fwd_t", t_f), ("bwd", t_b)):
-                r = us.get((name, d))
-                if not r or not r["ms"]:
-                    continue
-
-                def tflops(ms):
-                    return r["flops"] / (ms * 1e-3) / 1e12
-
-                rows.append(dict(case=name, dir=d, cache=mode, torch_backend=label, torch_ms=t, sdpabench_ms=r["ms"],
-                                 torch_tflops=tflops(t), sdpabench_tflops=tflops(r["ms"]), ratio=t / r["ms"],
-                                 pct_peak=100 * tflops(r["ms"]) / r["peak"] if r["peak"] else None, torch_note=note))
-        del q, k, v, do
-        torch.cuda.empty_cache()
+        rows += shape_rows(name, prb, mode, us, flush)
 
     print(f"| case | dir | L2 | sdpabench TFLOP/s | % of bf16 peak | torch backend | torch TFLOP/s | "
           f"torch ms / sdpabench ms | torch inputs |")

@@ -27,6 +27,7 @@
 # Usage: history_e2e.sh SDPABENCH_EXE SOURCE_DIR PG_URL_FILE
 set -uo pipefail
 exe=$1 src=$2
+export SDPABENCH=$exe  # plot reads its status table
 pg=$(cat "$3") || { echo "E2E FAIL (history): no PostgreSQL URL in $3 (scripts/pg_cluster.sh start)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

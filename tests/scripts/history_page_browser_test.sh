@@ -16,11 +16,14 @@
 # --dump-dom prints after --virtual-time-budget.
 # Screenshots of the two good pages go to OUTDIR (history_page.store.png, history_page.kinds.png).
 # Skips (77) without a chromium binary or without plotly in scripts/setup.sh's venv.
-# Usage: history_page_browser_test.sh SOURCE_DIR OUTDIR [SDPABENCH_STORE_EXE]
+# The page stacks a flaky case's statuses as sdpabench's status table says (SDPABENCH_EXE
+# --list-statuses=json).
+# Usage: history_page_browser_test.sh SOURCE_DIR OUTDIR [SDPABENCH_STORE_EXE [SDPABENCH_EXE]]
 set -uo pipefail
 src=$(cd "$1" && pwd)
 outdir=$2
 export SDPABENCH_STORE=${3:-${SDPABENCH_STORE:-$src/build/release/sdpabench-store}}
+export SDPABENCH=${4:-${SDPABENCH:-$src/build/release/sdpabench}}
 chrome=""
 for c in chromium chromium-browser google-chrome; do
   if command -v "$c" >/dev/null; then chrome=$(command -v "$c"); break; fi
@@ -191,7 +194,7 @@ PY
 "$py" - "$src/scripts" "$tmp/kinds" >"$tmp/out" 2>&1 <<'PY' || fail "write_page with every kind"
 import math, sys, types
 sys.path.insert(0, sys.argv[1])
-from history_page import write_page
+from sdpabench_history.page import write_page
 pts = []
 def point(run, case, machine, rev, ms, status="PASSED", noisy_run=False, outputs=None):
     pts.append(types.SimpleNamespace(run=run, case=f"--backend=ref b1hq2sq64d16n={case}", backend="ref", machine=machine,

@@ -192,4 +192,12 @@ PY
 "$SDPABENCH_STORE" ingest --db="$odd" "$tmp/endstr.jsonl" "$tmp/nowhere.jsonl" >"$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "ingest: a missing file is bad usage (exit 2)"
 "$SDPABENCH_STORE" ingest --db="$odd" "$tmp/endstr.jsonl" >"$tmp/out" 2>&1 || fail "ingest: an end record with an odd count"
+# plot's status charts stack sdpabench's statuses (--list-statuses=json of $SDPABENCH) in its
+# table's order, the errors last; without an sdpabench that prints the table, plot exits 2 saying so.
+printf '%s\n' '#!/bin/sh' "echo '[{\"name\": \"B_ERR\", \"what\": \"\", \"error\": true}, {\"name\": \"A_OK\", \"what\": \"\", \"error\": false}, {\"name\": \"C_OK\", \"what\": \"\", \"error\": false}]'" >"$tmp/statuses"
+chmod +x "$tmp/statuses"
+SDPABENCH=$tmp/statuses python3 -c "import sys; sys.path.insert(0, sys.argv[1]); from sdpabench_history.page import status_order; \
+assert status_order() == ['A_OK', 'C_OK', 'B_ERR'], status_order()" "$src/scripts" >"$tmp/out" 2>&1 || fail "plot's status order"
+SDPABENCH=$tmp/nowhere "$history" plot --db="$db" --out="$tmp/page" >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q "nowhere --list-statuses=json): cannot run it" "$tmp/out" || fail "plot without sdpabench must exit 2 saying so"
 echo "history: passed"

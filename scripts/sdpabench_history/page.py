@@ -23,8 +23,10 @@ import textwrap
 from collections import defaultdict
 from datetime import datetime, timezone
 
-STATUS_ORDER = ["PASSED", "EXECUTED", "MISTRUSTED", "SKIPPED", "UNIMPLEMENTED", "INVALID_ARGUMENTS", "FAILED", "LISTED"]
-from sdpabench_history import TIMING_METRICS  # noqa: E402 (the metrics' units and labels)
+from sdpabench_tables import TableError, statuses as status_table
+
+from .store import TIMING_METRICS  # the metrics' units and labels
+
 
 UNITS = {k: m["unit"] for k, m in TIMING_METRICS.items()}
 AXIS_LABELS = {**{k: m["what"] for k, m in TIMING_METRICS.items()}, "status": "status"}
@@ -52,16 +54,25 @@ def flagged(kind, f):
     return kind == "flaky"
 
 
+def status_order(exe=None):
+    """sdpabench's status names in the order a status chart stacks them from the bottom: its
+    table's order (--list-statuses=json of `exe`, default sdpabench_tables.executable()), the
+    statuses that are errors (they fail a run) after the others, so that the worst is on top.
+    Raises sdpabench_tables.TableError when sdpabench cannot say."""
+    rows = status_table(exe)
+    return [r["name"] for r in rows if not r.get("error")] + [r["name"] for r in rows if r.get("error")]
+
+
 def _num(v, digits=3):
     return "?" if v is None else f"{v:.{digits}g}"
 
 
-def value_of(metric):
+def value_of(metric, statuses):
     """The function giving a point's y value in the series of `metric` (median_ms, tflops,
-    worst_ratio:OUTPUT of a passing output, or status as its index in STATUS_ORDER); None: the
-    point is not in the series."""
+    worst_ratio:OUTPUT of a passing output, or status as its index in `statuses`, status_order());
+    None: the point is not in the series."""
     if metric == "status":
-        return lambda p: STATUS_ORDER.index(p.status) if p.status in STATUS_ORDER else len(STATUS_ORDER)
+        return lambda p: statuses.index(p.status) if p.status in statuses else len(statuses)
     if metric.startswith("worst_ratio:"):
         out = metric.split(":", 1)[1]
 
@@ -80,8 +91,9 @@ def metric_of(kind, f):
     return f["metric"]
 
 
-def headline(kind, f, order_by):
-    """The chart's title: what happened, where, and how much."""
+def headline(kind, f, order_by, statuses):
+    """The chart's title: what happened, where, and how much (a flaky case's statuses in the order
+    of `statuses`, status_order())."""
     at = f"at {order_by} {f.get('rev')}"
     if f.get("first_rev") not in (None, f.get("rev")):
         at = f"at {order_by} {f['first_rev']} or {f['rev']}"
@@ -94,7 +106,7 @@ def headline(kind, f, order_by):
         return (f"{f['output']} margin {f['direction']} {at}: worst_ratio {_num(f['before'])} → "
                 f"{_num(f['after'])} ({rule})")
     if kind == "flaky":
-        seen = sorted({s for _, s in f["statuses"]}, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else 99)
+        seen = sorted({s for _, s in f["statuses"]}, key=lambda s: statuses.index(s) if s in statuses else 99)
         return f"flaky: {f['flips']} flip(s) between {', '.join(seen)}"
     if kind == "outlier":
         unit = UNITS.get(f["metric"], "")
@@ -127,11 +139,12 @@ def y_range(values, margin=False):
     return bottom, hi + pad
 
 
-def chart(kind, f, points, outliers, order_by):
+def chart(kind, f, points, outliers, order_by, statuses):
     """Everything both renderers draw for finding f: a dict (see the module's docstring).
-    `outliers`: the outlier findings keyed by (case, backend, machine, metric)."""
+    `outliers`: the outlier findings keyed by (case, backend, machine, metric); `statuses`: the
+    status names a status chart stacks (status_order())."""
     metric = metric_of(kind, f)
-    value = value_of(metric)
+    value = value_of(metric, statuses)
     timing = metric in UNITS
     mine = [p for p in points if p.case == f["case"] and p.backend == f["backend"] and value(p) is not None]
     revs = []
@@ -150,7 +163,7 @@ def chart(kind, f, points, outliers, order_by):
     unit = UNITS.get(metric, "")
 
     def shown(y):
-        return STATUS_ORDER[y] if metric == "status" and y < len(STATUS_ORDER) else f"{y:.4g} {unit}".strip()
+        return statuses[y] if metric == "status" and y < len(statuses) else f"{y:.4g} {unit}".strip()
 
     series = []
     for machine, pts in sorted(by_machine.items(), key=lambda kv: (kv[0] != f["machine"], kv[0])):
@@ -174,40 +187,55 @@ def chart(kind, f, points, outliers, order_by):
                       + (", outlier" if own and p.rev in {o["rev"] for o in marks} else ""),
                       "noisy_run": bool(getattr(p, "noisy_run", False)), "odd": own and p.rev in odd} for p in pts]})
     own_runs = next((s["runs"] for s in series if s["flagged"]), [])
-    c = {"kind": kind, "title": headline(kind, f, order_by), "subtitle": subtitle(f), "revs": revs,
+    c = {"kind": kind, "title": headline(kind, f, order_by, statuses), "subtitle": subtitle(f), "revs": revs,
          "xlabel": order_by, "ylabel": AXIS_LABELS.get(metric) or f"worst_ratio of {f.get('output', metric)} (|err|/bound)",
          "series": series, "yrange": None, "ycats": None, "change_x": None, "change_span": None, "change_label": None,
          "bound": None, "noisy_x": sorted({x_of[r["rev"]] for r in own_runs if r["noisy_run"]}),
          "marks": [{"x": x_of[o["rev"]], "y": o["value"]} for o in marks if o.get("value") is not None]}
-    if metric == "status":
-        used = sorted({r["y"] for s in series for r in s["runs"]})
-        c["ycats"] = [STATUS_ORDER[i] if i < len(STATUS_ORDER) else "other" for i in used]
-        c["ycat_values"] = used
-    else:
-        # The scale rule: the flagged machine's points (on a change's chart without its outliers'
-        # revisions, which are drawn at the edge when off it), and the change's levels.
-        scale = ([r["y"] for r in own_runs if not r["odd"]] or [r["y"] for r in own_runs]
-                 or [r["y"] for s in series for r in s["runs"]] or [0.0])
-        scale += [m["y"] for m in c["marks"] if kind == "outlier"]
-        if kind == "change":
-            scale += [v for v in (f.get("before"), f.get("after")) if v is not None]
-        c["yrange"] = y_range(scale, margin=metric.startswith("worst_ratio:"))
-        lo, hi = c["yrange"]
-        for r in own_runs + c["marks"]:
-            r["clipped"] = "above" if r["y"] > hi else "below" if r["y"] < lo else None
-        for s in series:
-            s["off_scale"] = not s["flagged"] and all(not lo <= r["y"] <= hi for r in s["runs"])
-        if metric.startswith("worst_ratio:") and hi >= 1.0:
-            c["bound"] = 1.0
+    _y_axis(c, kind, f, metric, statuses)
     for s in series:  # the legend's name of each machine
         s["label"] = s["machine"] + (" (flagged)" if s["flagged"] else " (off the scale)" if s.get("off_scale") else "")
+    _change_line(c, kind, f)
+    return c
+
+
+def _y_axis(c, kind, f, metric, statuses):
+    """Sets chart c's y axis: a status chart's categories (of `statuses`), else the range by the
+    scale rule, the flagged machine's points off it, the machines off it and a margin's bound."""
+    series = c["series"]
+    if metric == "status":
+        used = sorted({r["y"] for s in series for r in s["runs"]})
+        c["ycats"] = [statuses[i] if i < len(statuses) else "other" for i in used]
+        c["ycat_values"] = used
+        return
+    # The scale rule: the flagged machine's points (on a change's chart without its outliers'
+    # revisions, which are drawn at the edge when off it), and the change's levels.
+    own_runs = next((s["runs"] for s in series if s["flagged"]), [])
+    scale = ([r["y"] for r in own_runs if not r["odd"]] or [r["y"] for r in own_runs]
+             or [r["y"] for s in series for r in s["runs"]] or [0.0])
+    scale += [m["y"] for m in c["marks"] if kind == "outlier"]
+    if kind == "change":
+        scale += [v for v in (f.get("before"), f.get("after")) if v is not None]
+    c["yrange"] = y_range(scale, margin=metric.startswith("worst_ratio:"))
+    lo, hi = c["yrange"]
+    for r in own_runs + c["marks"]:
+        r["clipped"] = "above" if r["y"] > hi else "below" if r["y"] < lo else None
+    for s in series:
+        s["off_scale"] = not s["flagged"] and all(not lo <= r["y"] <= hi for r in s["runs"])
+    if metric.startswith("worst_ratio:") and hi >= 1.0:
+        c["bound"] = 1.0
+
+
+def _change_line(c, kind, f):
+    """Sets chart c's dashed line before the revision of a change or a margin step, and the span
+    before it where the change may start already (outliers between)."""
+    x_of = {r: i for i, r in enumerate(c["revs"])}
     if kind in ("change", "margin") and f.get("rev") in x_of:
         c["change_x"] = x_of[f["rev"]] - 0.5
         first = f.get("first_rev") or f["rev"]
         if first != f["rev"] and first in x_of:  # it may start at first_rev already: outliers between
             c["change_span"] = (x_of[first] - 0.5, c["change_x"])
         c["change_label"] = f"{f.get('finding') or f['direction']} at {f['rev']}"
-    return c
 
 
 def _clip(y, c):
@@ -469,8 +497,9 @@ def write_page(a, points, findings, notes):
     chart. `findings`: {"changes", "margins", "flaky", "outliers", "context", "noisy_runs"}: lists
     of finding dicts (docs/tracking.md), any missing or empty; `points`: the cases' points (run,
     case, backend, machine, rev, status, repro, median_ms, tflops, cv, outputs, noisy_run), in run
-    order. Returns 1 when something is flagged (a slower or
-    less accurate change, a worse margin, a flaky case), else 0; 2 without matplotlib or plotly."""
+    order. Returns 1 when something is flagged (a slower or less accurate change, a worse margin,
+    a flaky case), else 0; 2 without matplotlib or plotly, or without an sdpabench that prints its
+    status table ($SDPABENCH, else build/release/sdpabench: status_order())."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -481,6 +510,11 @@ def write_page(a, points, findings, notes):
     except ImportError as e:
         print(f"history plot: needs matplotlib and plotly ({e}): run scripts/history (the venv of scripts/setup.sh "
               "has them)", file=sys.stderr)
+        return 2
+    try:
+        statuses = status_order()
+    except TableError as e:
+        print(f"history plot: {e}", file=sys.stderr)
         return 2
     order_by = getattr(a, "order_by", None) or "rev"
     os.makedirs(a.out, exist_ok=True)
@@ -504,7 +538,7 @@ def write_page(a, points, findings, notes):
         body = []
         for f in items:
             n += 1
-            c = chart(kind, f, points, outliers, order_by)
+            c = chart(kind, f, points, outliers, order_by, statuses)
             png = f"{n:03d}-{kind}.png"
             draw_png(plt, c, os.path.join(a.out, png))
             div = pio.to_html(plotly_figure(go, c), full_html=False, include_plotlyjs=False, div_id=f"chart-{n}",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """How well scripts/history finds changes: a detection-power benchmark on synthetic nightly series.
 
 Run it as scripts/history bench [--series=N] [--seed=S] [--methods=robust,otava] [--check] (with
@@ -9,7 +8,7 @@ machines, one case, 6-60 revisions, one run a night, noise of the given CV (Gaus
 t with 3 degrees of freedom scaled to that CV for "heavy"), and what the class plants: steps of a
 given size up or down on one machine or all, single outlier runs (one point 1.3-3x), slow drifts,
 a run slowed on all its cases together (a CPU burner). The stores go through the same analysis
-as `scripts/history changes` (sdpabench_history.analyze), once with --method=robust (the default)
+as `scripts/history changes` (findings.py's analyze), once with --method=robust (the default)
 and once with --method=otava (Otava's analysis alone, as before), and the table says per class:
 
   found      the share of planted steps reported at their revision (or within the revisions a
@@ -39,11 +38,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sdpabench_history as h  # noqa: E402
+from .findings import analyze
+from .options import at_least
+from .store import Point
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(os.path.dirname(HERE), "tests", "data", "history", "real_series.json")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, "tests", "data", "history", "real_series.json")
 
 # name, targeted (checked by --check), and the draw: cv range, noise kind, revisions range,
 # machines range, step size range (None: no step), step on all machines or one, outlier (None,
@@ -140,9 +140,9 @@ def points_of(store):
     for (m, c), values in store["values"].items():
         for i, v in enumerate(values):
             run = f"m{m}-r{i + 1}"
-            pts.append(h.Point(run=run, case=f"c{c}", backend="ref", machine=f"m{m}", rev=str(i + 1),
-                               order=(float(i + 1), "", run), status="EXECUTED", noisy=False, repro=f"c{c}",
-                               median_ms=v))
+            pts.append(Point(run=run, case=f"c{c}", backend="ref", machine=f"m{m}", rev=str(i + 1),
+                             order=(float(i + 1), "", run), status="EXECUTED", noisy=False, repro=f"c{c}",
+                             median_ms=v))
     pts.sort(key=lambda p: p.order)
     return pts
 
@@ -191,7 +191,7 @@ def run_class(index, name, spec, n, seed, method):
     total = {}
     for _ in range(n):
         store = draw(rng, spec)
-        t = score(store, h.analyze(points_of(store), options(method)))
+        t = score(store, analyze(points_of(store), options(method)))
         for k, v in t.items():
             total[k] = total.get(k, 0) + v
     total["stores"] = n
@@ -209,7 +209,7 @@ def fixtures(method):
     out = []
     for s in data["series"]:
         store = {"values": {(0, 0): s["values"]}}
-        found = h.analyze(points_of(store), options(method))
+        found = analyze(points_of(store), options(method))
         out.append((s["name"], s["change_rev"], found))
     return out
 
@@ -217,8 +217,8 @@ def fixtures(method):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/history bench", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--series", type=h._at_least(1, int), default=500, help="stores per class, >= 1 (default %(default)s)")
-    ap.add_argument("--seed", type=h._at_least(0, int), default=20261206,
+    ap.add_argument("--series", type=at_least(1, int), default=500, help="stores per class, >= 1 (default %(default)s)")
+    ap.add_argument("--seed", type=at_least(0, int), default=20261206,
                     help="the generator's seed, >= 0 (default %(default)s)")
     ap.add_argument("--methods", default="robust,otava",
                     help="methods to compare, a comma-separated list of robust and otava (default %(default)s)")

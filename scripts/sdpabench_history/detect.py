@@ -32,7 +32,7 @@ robust statistics of the points themselves:
    and the first after it leave its revision uncertain: `first` is the earliest revision it may
    start at.
 
-The thresholds were chosen on scripts/history_bench.py's synthetic series (docs/tracking.md#detection
+The thresholds were chosen on bench.py's synthetic series (docs/tracking.md#detection
 gives its table); scipy.stats.mannwhitneyu gives each change's p-value.
 """
 import math
