@@ -40,14 +40,16 @@ std::optional<std::string> difference(const TensorGeom& t, const std::vector<std
 
 std::optional<std::string> modified_input(const Problem& q, const SdpaInputs& in, const std::vector<InputBuffer>& now) {
     const Geometry geo = geometry(q);
+    std::string all;
     for (const InputBuffer& b : now) {
         const Tensor* host = in.of(b.role);
         const TensorGeom* t = geo.find(b.role);
         if (!host || host->empty() || !t || !float_type(t->type)) continue;
         const auto packed = pack_input(*t, *host, static_cast<std::int64_t>(b.bytes.size() / size_of(t->type)));
-        if (auto d = difference(*t, packed, b)) return d;
+        if (auto d = difference(*t, packed, b)) all += (all.empty() ? "" : "; input ") + *d;
     }
-    return std::nullopt;
+    if (all.empty()) return std::nullopt;
+    return all;
 }
 
 }  // namespace sdpa

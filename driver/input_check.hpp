@@ -16,11 +16,12 @@
 
 namespace sdpa {
 
-/// The first of `now` (the plan's input buffers after its run) that differs from what prepare()
-/// packed from `in` for problem `q`: "dO: 12 element(s) modified by the vendor, first at element
-/// offset 5 ((b,h,s,d) = (0,0,0,5) ...): was 0.5, now 0" (gaps and padding count as elements of
-/// the buffer: their offsets are named the same way), or "dO: the buffer has 100 elements, 96 were
-/// packed"; nullopt when every buffer is as packed. A role without a host tensor in `in` is skipped.
+/// Each of `now` (the plan's input buffers after its run, in their order) that differs from what
+/// prepare() packed from `in` for problem `q`: "dO: 12 element(s) modified by the vendor, first at
+/// element offset 5 ((b,h,s,d) = (0,0,0,5) ...): was 0.5, now 0" (gaps and padding count as
+/// elements of the buffer: their offsets are named the same way), or "dO: the buffer has 100
+/// elements, 96 were packed", joined by "; input "; nullopt when every buffer is as packed. A role
+/// without a floating host tensor in `in` (the padding lengths) is skipped.
 std::optional<std::string> modified_input(const Problem& q, const SdpaInputs& in, const std::vector<InputBuffer>& now);
 
 }  // namespace sdpa

@@ -32,6 +32,7 @@ enum class FaultKind {
     fp8_qk_descales_dropped,    ///< fp8: the scores miss descale_Q x descale_K (S = scale Q_code K_code^T)
     dq_nondeterministic,        ///< dQ one ulp off on alternate elements, the others on the next run
     dmask_nondeterministic,     ///< dMask one ulp off on alternate elements, the others on the next run
+    writes_input,               ///< Q and dO used as scratch once read: their first 16 bytes overwritten after the run
     /// not a bug to catch: O, dQ, dK, dV off by a set fraction of each element's bound (a kernel
     /// that got numerically worse but still passes; the margins of scripts/history)
     bound_fraction,
@@ -61,6 +62,7 @@ inline constexpr auto kFaultNames = std::to_array<EnumName<FaultKind>>({
     {FaultKind::fp8_qk_descales_dropped, "fp8_qk_descales_dropped"},
     {FaultKind::dq_nondeterministic, "dq_nondeterministic"},
     {FaultKind::dmask_nondeterministic, "dmask_nondeterministic"},
+    {FaultKind::writes_input, "writes_input"},
     {FaultKind::bound_fraction, "bound_fraction"},
 });
 inline std::string_view format_as(FaultKind v) { return enum_name(kFaultNames, v); }

@@ -318,6 +318,14 @@ FaultSettings fault_settings(std::string_view name) {
     return s;
 }
 
+/// writes_input: the first 16 bytes of Q's and dO's buffers overwritten with 0xff (a NaN in every
+/// float type, which no fill makes), as a kernel that reuses its inputs as scratch after reading
+/// them leaves them; the outputs, computed before, are right.
+void scratch_inputs(Role r, std::vector<std::byte>& bytes) {
+    if (r != Role::Q && r != Role::dO) return;
+    std::fill_n(bytes.begin(), std::min<std::size_t>(bytes.size(), 16), std::byte{0xff});
+}
+
 /// The reference kernel with fault `kind` injected at the step where that bug lives, computing
 /// its outputs s.repeat times per run. `plan` is the plan's number among the backend's plans (the
 /// nondeterministic faults start each plan in the phase after the last one's).
@@ -358,6 +366,9 @@ RefKernel faulty_kernel(FaultKind kind, const FaultSettings& s, i64 plan) {
             break;
         case FaultKind::stride_gap_write:
             k.after_write = [](Role, GuardedBuffer& buf) { write_past_rows(buf); };
+            break;
+        case FaultKind::writes_input:
+            k.after_run = scratch_inputs;
             break;
         case FaultKind::fp8_scale_o_dropped:
             k.write_as = [](const Geometry& g, Role r) {
