@@ -1,5 +1,6 @@
 #include "driver/cli.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -8,12 +9,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "backends/torch/torch_backend.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/parse_number.hpp"
+#include "core/status.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
 
@@ -43,6 +46,16 @@ std::string exit_codes_text() {
     return s;
 }
 
+/// One "NAME  what" line per status of kStatuses, in table order, each starting with `indent`
+/// and the names padded to one column: --list-statuses=text and --help's list.
+std::string status_lines(std::string_view indent) {
+    std::size_t width = 0;
+    for (const StatusRow& s : kStatuses) width = std::max(width, s.name.size());
+    std::string out;
+    for (const StatusRow& s : kStatuses) out += fmt::format("{}{:<{}}  {}\n", indent, s.name, width, s.what);
+    return out;
+}
+
 std::string footer() {
     return fmt::format(
             "\n{}\n"
@@ -58,16 +71,15 @@ std::string footer() {
             "  tensors as bound; the reports' impl, ref_fallback, ref_parts fields). benchdnn's option names\n"
             "  work where sdpabench has the option (--max-ms-per-prb, --fix-times-per-prb, --repeats-per-prb,\n"
             "  -vN, --start, --match, --impl, --skip-impl; docs/benchdnn.md).\n"
-            "  Statuses: PASSED (checked and right), EXECUTED (ran without a check: --mode=P), MISTRUSTED\n"
-            "  (matches, but the reference is mostly zeros), SKIPPED (platform cannot run it), UNIMPLEMENTED\n"
-            "  (no kernel, or a graph sdpabench does not model), INVALID_ARGUMENTS (case breaks a rule), FAILED\n"
-            "  (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED. With\n"
-            "  --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
+            "  Statuses (--list-statuses prints them; docs/output.md#statuses):\n"
+            "{}"
+            "  With --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
             "  (PASSED where the entry's platform requirements do not hold).\n"
             "EXIT: {}. The lowest that applies wins.\n",
             case_language_help(), fmt::join(backend_names(), ", "),
             missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
-            fmt::join(family_names(kFaultyPrefix), ", "), fmt::join(family_names(kTestPrefix), ", "), exit_codes_text());
+            fmt::join(family_names(kFaultyPrefix), ", "), fmt::join(family_names(kTestPrefix), ", "), status_lines("    "),
+            exit_codes_text());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.
@@ -228,8 +240,9 @@ std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>&
 /// What some options hold as given, before finish_run_options and finish_perf_options check it
 /// into GlobalOptions, and the --list-* options (each prints a table and exits).
 struct OptionText {
-    std::string list_knobs;   ///< --list-knobs=md|tsv
-    bool list_torch = false;  ///< --list-torch-variants
+    std::string list_knobs;     ///< --list-knobs=md|tsv
+    std::string list_statuses;  ///< --list-statuses[=text|json]
+    bool list_torch = false;    ///< --list-torch-variants
     std::string perf_template{kDefaultPerfTemplate};
     std::vector<std::string> reports;
     std::vector<std::string> tags;
@@ -256,6 +269,10 @@ void add_general_options(CLI::App& app, GlobalOptions& o, OptionText& t) {
             "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
             "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob)")
         ->check(CLI::IsMember({"md", "tsv"}));
+    app.add_option("--list-statuses", t.list_statuses,
+            "Print the per-case statuses and exit: text (NAME and what it means, one per line; the default), json "
+            "(an array of {name, what, error} per status, in table order; error: a case wrong or not tested as asked, which fails the run by default)")
+        ->expected(0, 1)->default_str("text")->check(CLI::IsMember({"text", "json"}));
     app.add_flag("--list-torch-variants", t.list_torch,
             "Print the PyTorch backend's variant table (each torch:VARIANT's operator and conventions, "
             "README's) as markdown and exit");
@@ -392,23 +409,39 @@ std::string empty_value(CLI::App& app, const std::vector<std::string>& args) {
 std::optional<int> print_listing(const CLI::App& app, const OptionText& t) {
     const std::vector<std::string> rest = app.remaining();
     if (t.list_torch) {
-        if (!rest.empty() || !t.list_knobs.empty())
+        if (!rest.empty() || !t.list_knobs.empty() || !t.list_statuses.empty())
             return usage_error(fmt::format("--list-torch-variants prints the variant table and runs nothing; got '{}' "
-                    "too", t.list_knobs.empty() ? rest.front() : "--list-knobs"));
+                    "too", !t.list_knobs.empty() ? "--list-knobs" : !t.list_statuses.empty() ? "--list-statuses" : rest.front()));
         fmt::print("{}", torch_variant_table_md());
         return kExitOk;
     }
     if (!t.list_knobs.empty()) {
-        if (!rest.empty())
+        if (!rest.empty() || !t.list_statuses.empty())
             return usage_error(fmt::format("--list-knobs={} prints the knob table and runs nothing; got '{}' too",
-                    t.list_knobs, rest.front()));
+                    t.list_knobs, !t.list_statuses.empty() ? "--list-statuses" : rest.front()));
         fmt::print("{}", *knob_table_text(t.list_knobs));
+        return kExitOk;
+    }
+    if (!t.list_statuses.empty()) {
+        if (!rest.empty())
+            return usage_error(fmt::format("--list-statuses={} prints the status table and runs nothing; got '{}' too",
+                    t.list_statuses, rest.front()));
+        fmt::print("{}", *status_table_text(t.list_statuses));
         return kExitOk;
     }
     return std::nullopt;
 }
 
 }  // namespace
+
+std::optional<std::string> status_table_text(std::string_view format) {
+    if (format == "text") return status_lines("");
+    if (format != "json") return std::nullopt;
+    nlohmann::ordered_json statuses = nlohmann::ordered_json::array();
+    for (const StatusRow& s : kStatuses)
+        statuses.push_back({{"name", s.name}, {"what", s.what}, {"error", is_error(s.value)}});
+    return statuses.dump(2) + "\n";
+}
 
 RunLimits run_limits(const GlobalOptions& opts) { return RunLimits{opts.max_memory, opts.impls, opts.max_device_memory}; }
 

@@ -66,6 +66,11 @@ TEST(Expect, LoadsEntriesAndNamesBadLines) {
     EXPECT_NE(load_error(R"(["a"])").find("one JSON object per line"), std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "PASSED", "reason": "r"})").find("\"PASSED\" cannot be expected"),
             std::string::npos);
+    // The statuses it can expect come from the status table, in its order.
+    EXPECT_NE(load_error(R"({"match": "x", "status": "LISTED", "reason": "r"})")
+                      .find("\"LISTED\" cannot be expected (use MISTRUSTED, SKIPPED, UNIMPLEMENTED, INVALID_ARGUMENTS "
+                            "or FAILED)"),
+            std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED"})").find("\"reason\""), std::string::npos);
     EXPECT_NE(load_error(R"({"status": "FAILED", "reason": "r"})").find("\"match\""), std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "reason": "r"})").find("\"status\""), std::string::npos);
