@@ -240,7 +240,7 @@ std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>&
 /// What some options hold as given, before finish_run_options and finish_perf_options check it
 /// into GlobalOptions, and the --list-* options (each prints a table and exits).
 struct OptionText {
-    std::string list_knobs;     ///< --list-knobs=md|tsv
+    std::string list_knobs;     ///< --list-knobs=md|tsv|json
     std::string list_statuses;  ///< --list-statuses[=text|json]
     bool list_torch = false;    ///< --list-torch-variants
     std::string perf_template{kDefaultPerfTemplate};
@@ -267,8 +267,9 @@ void add_general_options(CLI::App& app, GlobalOptions& o, OptionText& t) {
     app.add_flag("--version", o.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
     app.add_option("--list-knobs", t.list_knobs,
             "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
-            "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob)")
-        ->check(CLI::IsMember({"md", "tsv"}));
+            "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob), json (an array of {name, choices, default, what, run_knob, "
+            "scope} per knob, in table order)")
+        ->check(CLI::IsMember({"md", "tsv", "json"}));
     app.add_option("--list-statuses", t.list_statuses,
             "Print the per-case statuses and exit: text (NAME and what it means, one per line; the default), json "
             "(an array of {name, what, error} per status, in table order; error: a case wrong or not tested as asked, which fails the run by default)")
@@ -419,7 +420,7 @@ std::optional<int> print_listing(const CLI::App& app, const OptionText& t) {
         if (!rest.empty() || !t.list_statuses.empty())
             return usage_error(fmt::format("--list-knobs={} prints the knob table and runs nothing; got '{}' too",
                     t.list_knobs, !t.list_statuses.empty() ? "--list-statuses" : rest.front()));
-        fmt::print("{}", *knob_table_text(t.list_knobs));
+        fmt::print("{}", t.list_knobs == "json" ? knob_table_json() : *knob_table_text(t.list_knobs));
         return kExitOk;
     }
     if (!t.list_statuses.empty()) {

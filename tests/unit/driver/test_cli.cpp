@@ -1,5 +1,6 @@
 // The lists the command line prints from the tables (driver/cli.hpp): --list-statuses and --help's
-// statuses from core/status.hpp kStatuses, each row once and in table order.
+// statuses from core/status.hpp kStatuses, --list-knobs=json from the knob table, each row once and
+// in table order.
 #include "driver/cli.hpp"
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.hpp"
+#include "driver/knobs.hpp"
 
 namespace sdpa {
 namespace {
@@ -116,6 +118,31 @@ TEST(Help, ListsEachStatusOnceFromTheTable) {
         EXPECT_EQ(count, 1u) << s.name;
     }
     EXPECT_NE(p.out.find("--list-statuses"), std::string::npos);
+}
+
+TEST(ListKnobs, JsonIsTheTsvFormsValuesInTableOrder) {
+    const Printed p = printed({"--list-knobs=json"});
+    EXPECT_EQ(p.exit_code, 0);
+    EXPECT_EQ(p.out, knob_table_json());
+    const auto j = nlohmann::json::parse(p.out);
+    ASSERT_TRUE(j.is_array());
+    const auto tsv = lines(*knob_table_text("tsv"));
+    ASSERT_EQ(j.size(), knob_table().size());
+    ASSERT_EQ(j.size(), tsv.size());
+    for (std::size_t k = 0; k < j.size(); ++k) {
+        const Knob& row = knob_table()[k];
+        SCOPED_TRACE(std::string(row.name));
+        const std::string from_json = fmt::format("{}\t{}\t{}", j[k].at("name").get<std::string>(),
+                j[k].at("choices").get<std::string>(), j[k].at("default").get<std::string>());
+        EXPECT_EQ(from_json, tsv[k]);
+        EXPECT_EQ(j[k].at("what"), std::string(row.what));
+        EXPECT_EQ(j[k].at("run_knob"), row.run_knob);
+        EXPECT_TRUE(j[k].at("scope") == "descriptor" || j[k].at("scope") == "graph" || j[k].at("scope") == "both");
+    }
+    EXPECT_EQ(j[0], (nlohmann::json{{"name", "dir"}, {"choices", "fwd_i|fwd_t|bwd|fwd_bwd"}, {"default", "fwd_t"},
+                         {"what", std::string(knob(KnobId::dir).what)}, {"run_knob", false}, {"scope", "descriptor"}}));
+    EXPECT_EQ(j[static_cast<std::size_t>(KnobId::backend)].at("run_knob"), true);
+    EXPECT_EQ(j[static_cast<std::size_t>(KnobId::mb)].at("scope"), "graph");
 }
 
 }  // namespace
