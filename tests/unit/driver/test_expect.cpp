@@ -1,5 +1,7 @@
 // What CI sees: --expect entries and their outcomes, the
 // summary's counts, --fail-on and the exit-code table, the case ids, the run context record.
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,8 +23,12 @@
 namespace sdpa {
 namespace {
 
+/// Writes `text` to the file `name` in a folder of this process's own: ctest -j runs the tests of
+/// this file in processes side by side (and other checkouts' tests may share the temp folder).
 std::string write_file(const std::string& name, const std::string& text) {
-    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    const auto dir = std::filesystem::temp_directory_path() / ("sdpabench_test_expect_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto path = (dir / name).string();
     std::ofstream(path) << text;
     return path;
 }
