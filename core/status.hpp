@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string_view>
 
 #include "core/enum_table.hpp"
@@ -12,10 +13,34 @@ namespace sdpa {
 /// and right"; a case that ran without a check (--mode=P) is EXECUTED (benchdnn's name for it).
 enum class Status { passed, mistrusted, skipped, unimplemented, invalid_arguments, failed, listed, executed };
 
-inline constexpr std::array<EnumName<Status>, 8> kStatusNames{{{Status::passed, "PASSED"},
-    {Status::mistrusted, "MISTRUSTED"}, {Status::skipped, "SKIPPED"},
-    {Status::unimplemented, "UNIMPLEMENTED"}, {Status::invalid_arguments, "INVALID_ARGUMENTS"},
-    {Status::failed, "FAILED"}, {Status::listed, "LISTED"}, {Status::executed, "EXECUTED"}}};
+/// One status: its spelling and what it means, in one short phrase.
+struct StatusRow {
+    Status value;
+    std::string_view name;  ///< as printed: "PASSED"
+    std::string_view what;  ///< its meaning, for --help and --list-statuses
+};
+
+/// Every status, in Status order: the one list of them. --help, --list-statuses, --fail-on, the
+/// summary's counts and the reports derive theirs from it (docs/output.md#statuses says more).
+inline constexpr auto kStatuses = std::to_array<StatusRow>({
+    {Status::passed, "PASSED", "checked and right"},
+    {Status::mistrusted, "MISTRUSTED", "matches, but too little signal to trust (a mostly-zero reference, a saturated "
+        "fp8 value)"},
+    {Status::skipped, "SKIPPED", "the platform cannot run it (the reason says why)"},
+    {Status::unimplemented, "UNIMPLEMENTED", "no kernel, or a graph sdpabench does not model"},
+    {Status::invalid_arguments, "INVALID_ARGUMENTS", "the case breaks a rule"},
+    {Status::failed, "FAILED", "mismatch (output, worst element (b,h,i,j), got, expected, |err|, bound), crash or "
+        "timeout"},
+    {Status::listed, "LISTED", "listed, not run (--mode=L)"},
+    {Status::executed, "EXECUTED", "ran without a check (--mode=P)"},
+});
+
+/// kStatuses's spellings as an enum table (core/enum_table.hpp): parsing and printing.
+inline constexpr auto kStatusNames = [] {
+    std::array<EnumName<Status>, kStatuses.size()> names{};
+    for (std::size_t i = 0; i < kStatuses.size(); ++i) names[i] = {kStatuses[i].value, kStatuses[i].name};
+    return names;
+}();
 
 inline std::string_view format_as(Status v) { return enum_name(kStatusNames, v); }
 

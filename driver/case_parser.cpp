@@ -195,15 +195,7 @@ public:
         const std::string_view value = has_value ? tok.substr(eq + 1) : std::string_view{};
         if (name == "reset") {
             if (has_value) return error(loc, fmt::format("--reset takes no value (got '{}')", tok));
-            KnobState fresh = default_state();
-            const auto& table = knob_table();
-            for (std::size_t k = 0; k < table.size(); ++k)
-                if (table[k].run_knob) {
-                    fresh[k] = st[k];
-                    fresh.given[k] = st.given[k];
-                }
-            st = std::move(fresh);
-            return;
+            return reset(st);
         }
         if (name == "batch") {
             if (value.empty()) return error(loc, "--batch needs a file name (--batch=FILE)");
@@ -225,67 +217,110 @@ public:
             if (table[k].name != name) continue;
             if (!has_value)
                 return error(loc, fmt::format("--{} needs a value (--{}={})", name, name, table[k].choices));
-            std::vector<KnobValue> values;
-            std::size_t pos = 0;
-            while (true) {  // comma list; every element must be accepted, else the knob is unchanged
-                std::size_t comma = value.find(',', pos);
-                std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
-                if (table[k].range != Knob::Range::none && v.find(':') != v.npos) {  // a range: its values
-                    std::string why;
-                    const auto range = expand_range(v, table[k].range == Knob::Range::integer, &why);
-                    // A bad value costs only the problems after it, on the command line too (parse_cases).
-                    if (!range) return error(loc, fmt::format("--{}: {}", name, why), false);
-                    for (const std::string& x : *range) {
-                        Knob::Setter set = table[k].parse(x);
-                        if (!set) {
-                            const std::string e = table[k].explain ? table[k].explain(x) : std::string();
-                            return error(loc, !e.empty() ? e : fmt::format("--{}: range '{}' gives '{}', which is not a "
-                                    "value (accepted: {})", name, v, x, table[k].choices), false);
-                        }
-                        values.push_back({x, std::move(set)});
-                    }
-                    if (comma == value.npos) break;
-                    pos = comma + 1;
-                    continue;
-                }
-                if (const auto xs = table[k].expand ? table[k].expand(v) : std::vector<std::string>{}; !xs.empty()) {
-                    for (const std::string& x : xs) values.push_back({x, table[k].parse(x)});  // --cpu-isa=all
-                    if (comma == value.npos) break;
-                    pos = comma + 1;
-                    continue;
-                }
-                Knob::Setter set = table[k].parse(v);
-                // A value may itself hold commas (window:L,R): join pieces until one is accepted.
-                for (std::size_t c2 = comma; !set && c2 != value.npos;) {
-                    c2 = value.find(',', c2 + 1);
-                    v = value.substr(pos, c2 == value.npos ? value.npos : c2 - pos);
-                    if ((set = table[k].parse(v))) comma = c2;
-                }
-                if (!set) {
-                    v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
-                    if (v.starts_with("window:") && comma != value.npos) {  // the whole window:L,R that was meant
-                        const std::size_t next = value.find(',', comma + 1);
-                        v = value.substr(pos, next == value.npos ? value.npos : next - pos);
-                    }
-                    if (table[k].explain)
-                        if (std::string why = table[k].explain(v); !why.empty()) return error(loc, why, false);
-                    auto near = did_you_mean(v, value_names(table[k].choices));
-                    if (near.size() > 2) near.clear();  // 'Q' is as near to C, L, P and B: no suggestion
-                    return error(loc, fmt::format("unknown value '{}' for --{} ({}accepted: {})", v, name,
-                                          near.empty() ? std::string() : fmt::format("did you mean {}? ", fmt::join(near, " or ")),
-                                          table[k].choices), false);
-                }
-                values.push_back({std::string(v), std::move(set)});
-                if (comma == value.npos) break;
-                pos = comma + 1;
-            }
-            st[k] = std::move(values);
+            auto values = knob_values(table[k], value, loc);
+            if (!values) return;
+            st[k] = std::move(*values);
             st.given[k] = true;
             return;
         }
         error(loc, unknown_name("unknown knob", tok.substr(0, eq), tok.substr(0, eq)));
     }
 
+private:
+    /// --reset: every problem knob back to its default; the run knobs keep their values.
+    static void reset(KnobState& st) {
+        KnobState fresh = default_state();
+        const auto& table = knob_table();
+        for (std::size_t k = 0; k < table.size(); ++k)
+            if (table[k].run_knob) {
+                fresh[k] = st[k];
+                fresh.given[k] = st.given[k];
+            }
+        st = std::move(fresh);
+    }
+
+    /// The values of knob `knob`'s comma list `value`, in order: a range element gives each of its
+    /// values, an expanding one (--cpu-isa=all) the values it stands for. Every element must be
+    /// accepted: else nullopt, after the error of the first one that is not (the knob stays as it
+    /// was). A bad value costs only the problems after it, on the command line too (parse_cases).
+    std::optional<std::vector<KnobValue>> knob_values(const Knob& knob, std::string_view value, const Loc& loc) {
+        std::vector<KnobValue> values;
+        std::size_t pos = 0;
+        while (true) {
+            std::size_t comma = value.find(',', pos);
+            const std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+            if (knob.range != Knob::Range::none && v.find(':') != v.npos) {  // a range: its values
+                if (!range_values(knob, v, loc, values)) return std::nullopt;
+            } else if (const auto xs = knob.expand ? knob.expand(v) : std::vector<std::string>{}; !xs.empty()) {
+                for (const std::string& x : xs) values.push_back({x, knob.parse(x)});  // --cpu-isa=all
+            } else if (!one_value(knob, value, pos, comma, loc, values)) {
+                return std::nullopt;
+            }
+            if (comma == value.npos) break;
+            pos = comma + 1;
+        }
+        return values;
+    }
+
+    /// Appends the values of the range `v` (START:END[:STEP]) of `knob` to `values`; false after
+    /// the error when the range or one of its values is not accepted.
+    bool range_values(const Knob& knob, std::string_view v, const Loc& loc, std::vector<KnobValue>& values) {
+        std::string why;
+        const auto range = expand_range(v, knob.range == Knob::Range::integer, &why);
+        if (!range) {
+            error(loc, fmt::format("--{}: {}", knob.name, why), false);
+            return false;
+        }
+        for (const std::string& x : *range) {
+            Knob::Setter set = knob.parse(x);
+            if (!set) {
+                const std::string e = knob.explain ? knob.explain(x) : std::string();
+                error(loc, !e.empty() ? e : fmt::format("--{}: range '{}' gives '{}', which is not a "
+                        "value (accepted: {})", knob.name, v, x, knob.choices), false);
+                return false;
+            }
+            values.push_back({x, std::move(set)});
+        }
+        return true;
+    }
+
+    /// Appends the value of `knob`'s list `value` that starts at `pos` and ends at `comma` to
+    /// `values`. A value may itself hold commas (window:L,R): pieces are joined until one is
+    /// accepted, and `comma` moves past them. False after the error when none is accepted.
+    bool one_value(const Knob& knob, std::string_view value, std::size_t pos, std::size_t& comma, const Loc& loc,
+            std::vector<KnobValue>& values) {
+        std::string_view v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+        Knob::Setter set = knob.parse(v);
+        for (std::size_t c2 = comma; !set && c2 != value.npos;) {
+            c2 = value.find(',', c2 + 1);
+            v = value.substr(pos, c2 == value.npos ? value.npos : c2 - pos);
+            if ((set = knob.parse(v))) comma = c2;
+        }
+        if (!set) {
+            v = value.substr(pos, comma == value.npos ? value.npos : comma - pos);
+            if (v.starts_with("window:") && comma != value.npos) {  // the whole window:L,R that was meant
+                const std::size_t next = value.find(',', comma + 1);
+                v = value.substr(pos, next == value.npos ? value.npos : next - pos);
+            }
+            error(loc, unknown_value(knob, v), false);
+            return false;
+        }
+        values.push_back({std::string(v), std::move(set)});
+        return true;
+    }
+
+    /// Why `knob` refused `v`: its own explanation when it has one, else "unknown value" with the
+    /// nearest accepted values (one or two) and the accepted ones.
+    static std::string unknown_value(const Knob& knob, std::string_view v) {
+        if (knob.explain)
+            if (std::string why = knob.explain(v); !why.empty()) return why;
+        auto near = did_you_mean(v, value_names(knob.choices));
+        if (near.size() > 2) near.clear();  // 'Q' is as near to C, L, P and B: no suggestion
+        return fmt::format("unknown value '{}' for --{} ({}accepted: {})", v, knob.name,
+                near.empty() ? std::string() : fmt::format("did you mean {}? ", fmt::join(near, " or ")), knob.choices);
+    }
+
+public:
     /// Reads one file with its own copy of the knob state (changes end with the file). Tokens
     /// are joined as benchdnn's batch reader joins them: a token ending in '\' is continued by
     /// the next token (the '\' dropped; a lone '\' joins the tokens either side of it), over
@@ -297,90 +332,107 @@ public:
     /// of its own that names the knob ("not run"): it would run with a knob value the author did
     /// not ask for. Nothing is dropped unreported.
     void file(const std::string& path, KnobState st) {
-        struct Pending {
-            std::string text;
-            Loc loc;
-            std::size_t group = 0;  ///< the logical line
-            std::string err;        ///< when set, the token is this error instead
-        };
-        std::optional<Pending> pend;
-        std::optional<Pending> dangling;      // the last knob after the last problem, --case or --batch
-        bool cont = false;                    // the pending token continues into the next one
-        Loc cont_at;                          // where its last '\' is
-        std::size_t group = 0, last_line = 0;
-        std::optional<Pending> bad_knob;  // the knob error of the logical line being read
-        auto flush = [&] {
-            if (!pend) return;
-            const std::string_view t = pend->text;
-            const bool target = !t.starts_with("--") || t.starts_with("--batch=") || t.starts_with("--case=") ||
-                                t.starts_with("--random=");
-            if (bad_knob && bad_knob->group != pend->group) bad_knob.reset();
-            if (bad_knob && target) {
-                error(pend->loc, fmt::format("'{}' not run: the knob '{}' before it on its line ({}) did not parse",
-                        t, bad_knob->text, bad_knob->loc.position()));
-                dangling.reset();
-                return;
-            }
-            const std::size_t before = errors_;
-            if (!pend->err.empty()) error(pend->loc, pend->err);
-            else token(pend->text, st, pend->loc);
-            if (errors_ != before && !target && !t.empty()) bad_knob = pend;
-            if (!pend->err.empty() || errors_ != before || !t.starts_with("--") || t.starts_with("--batch=") ||
-                    t.starts_with("--case=") || t.starts_with("--random="))
-                dangling.reset();
-            else
-                dangling = pend;
-        };
+        FileReading f{std::move(st)};
         std::ifstream in(path);
         std::string line;
         for (std::size_t n = 1; std::getline(in, line); ++n) {
             std::string_view text = line;
             if (n == 1 && text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
             if (const auto hash = text.find('#'); hash != text.npos) text = text.substr(0, hash);
-            for (const auto& [tok, col] : split_tokens(text)) {
-                const bool lone = tok == "\\";
-                if (cont) {
-                    pend->text += tok;
-                } else if (!lone || !pend) {
-                    if (pend && pend->err.empty() && n == last_line && !lone)
-                        if (auto m = spaced_value(pend->text, tok)) {  // the value is part of its knob's error
-                            pend->err = *m;
-                            pend->text += " " + std::string(tok);
-                            flush();
-                            pend.reset();
-                            last_line = n;
-                            continue;
-                        }
-                    flush();
-                    if (n != last_line) ++group;
-                    pend = Pending{lone ? std::string() : std::string(tok), Loc{path, n, col}, group,
-                        lone ? "a line continuation with no token before it in the file to continue" : ""};
-                }
-                last_line = n;
-                if (lone && !cont) {
-                    cont = true;  // a lone '\' joins the pending token with the next one
-                } else {
-                    cont = pend->text.ends_with('\\');
-                    if (cont) pend->text.pop_back();
-                }
-                if (cont) cont_at = Loc{path, n, col + tok.size() - 1};
-            }
+            for (const auto& [tok, col] : split_tokens(text)) file_token(f, tok, Loc{path, n, col});
         }
-        if (cont && pend) {  // reported even when the logical line had an error before
-            const std::string_view t = pend->text;
-            pend->err = fmt::format("the file ends in a line continuation: nothing follows to be joined with '{}'",
+        if (f.cont && f.pend) {  // reported even when the logical line had an error before
+            const std::string_view t = f.pend->text;
+            f.pend->err = fmt::format("the file ends in a line continuation: nothing follows to be joined with '{}'",
                     t.size() > 60 ? fmt::format("{}...", t.substr(0, 60)) : std::string(t));
-            pend->loc = cont_at;
-            pend->group = ++group;
+            f.pend->loc = f.cont_at;
+            f.pend->group = ++f.group;
         }
-        flush();
-        if (dangling)  // the same rule as on the command line, as an error of this file
-            error(dangling->loc, fmt::format("'{}' comes after the last problem of the file and would apply to "
-                                             "nothing (knobs apply to the problems, --case and --batch files after "
-                                             "them, and end with the file)", dangling->text));
+        flush(f);
+        if (f.dangling)  // the same rule as on the command line, as an error of this file
+            error(f.dangling->loc, fmt::format("'{}' comes after the last problem of the file and would apply to "
+                                               "nothing (knobs apply to the problems, --case and --batch files after "
+                                               "them, and end with the file)", f.dangling->text));
     }
 
 private:
+    /// A token of a file, joined over its line continuations, waiting to be handled.
+    struct Pending {
+        std::string text;
+        Loc loc;
+        std::size_t group = 0;  ///< the logical line
+        std::string err;        ///< when set, the token is this error instead
+    };
+
+    /// What file() carries from one token of its file to the next.
+    struct FileReading {
+        KnobState st;                       ///< the file's own copy of the knob state
+        std::optional<Pending> pend{};      ///< the token being joined
+        std::optional<Pending> dangling{};  ///< the last knob after the last problem, --case or --batch
+        bool cont = false;                  ///< the pending token continues into the next one
+        Loc cont_at{};                      ///< where its last '\' is
+        std::size_t group = 0, last_line = 0;
+        std::optional<Pending> bad_knob{};  ///< the knob error of the logical line being read
+    };
+
+    /// Takes the token `tok` at `at` of a file: joins it to the pending token (a continuation),
+    /// or handles the pending one (flush) and makes `tok` the pending one.
+    void file_token(FileReading& f, std::string_view tok, const Loc& at) {
+        const bool lone = tok == "\\";
+        if (f.cont) {
+            f.pend->text += tok;
+        } else if (!lone || !f.pend) {
+            if (f.pend && f.pend->err.empty() && at.line == f.last_line && !lone)
+                if (auto m = spaced_value(f.pend->text, tok)) {  // the value is part of its knob's error
+                    f.pend->err = *m;
+                    f.pend->text += " " + std::string(tok);
+                    flush(f);
+                    f.pend.reset();
+                    f.last_line = at.line;
+                    return;
+                }
+            flush(f);
+            if (at.line != f.last_line) ++f.group;
+            f.pend = Pending{lone ? std::string() : std::string(tok), at, f.group,
+                lone ? "a line continuation with no token before it in the file to continue" : ""};
+        }
+        f.last_line = at.line;
+        if (lone && !f.cont) {
+            f.cont = true;  // a lone '\' joins the pending token with the next one
+        } else {
+            f.cont = f.pend->text.ends_with('\\');
+            if (f.cont) f.pend->text.pop_back();
+        }
+        if (f.cont) f.cont_at = Loc{at.file, at.line, at.col + tok.size() - 1};
+    }
+
+    /// Handles the pending token of a file: as a token, or as its error; a problem, --batch,
+    /// --case or --random after a knob of its logical line that did not parse is an error that
+    /// names that knob instead.
+    void flush(FileReading& f) {
+        if (!f.pend) return;
+        const Pending& pend = *f.pend;
+        const std::string_view t = pend.text;
+        const bool target = !t.starts_with("--") || t.starts_with("--batch=") || t.starts_with("--case=") ||
+                            t.starts_with("--random=");
+        if (f.bad_knob && f.bad_knob->group != pend.group) f.bad_knob.reset();
+        if (f.bad_knob && target) {
+            error(pend.loc, fmt::format("'{}' not run: the knob '{}' before it on its line ({}) did not parse",
+                    t, f.bad_knob->text, f.bad_knob->loc.position()));
+            f.dangling.reset();
+            return;
+        }
+        const std::size_t before = errors_;
+        if (!pend.err.empty()) error(pend.loc, pend.err);
+        else token(pend.text, f.st, pend.loc);
+        if (errors_ != before && !target && !t.empty()) f.bad_knob = pend;
+        if (!pend.err.empty() || errors_ != before || !t.starts_with("--") || t.starts_with("--batch=") ||
+                t.starts_with("--case=") || t.starts_with("--random="))
+            f.dangling.reset();
+        else
+            f.dangling = pend;
+    }
+
     std::vector<std::string> chain_;  ///< display paths of the files being read
     std::vector<fs::path> canon_;     ///< the same, canonical, for cycle detection
     std::size_t errors_ = 0;          ///< errors of the line being read (not of its includes)
@@ -551,99 +603,135 @@ private:
         return std::nullopt;
     }
 
+    /// Which knobs --random draws and which the input gave (st.given), as rows of knob_table().
+    struct RandomKnobs {
+        std::size_t seed_k = 0;            ///< --seed's row: N problems per value
+        std::vector<std::size_t> run_k;    ///< the run knobs' rows: expanded as for a descriptor
+        std::size_t runs = 1;              ///< the run knobs' combinations
+        std::vector<std::size_t> given_k;  ///< the problem knobs the input gave: one of their values per case
+        std::vector<KnobId> given;         ///< the same knobs, by id
+    };
+
+    /// The rows of `st` as --random reads them (the graph-scope ones are refused before it:
+    /// graph_rewrite_given).
+    static RandomKnobs random_knobs(const KnobState& st) {
+        const auto& table = knob_table();
+        RandomKnobs rk;
+        for (std::size_t k = 0; k < table.size(); ++k) {
+            if (table[k].id == KnobId::seed) {
+                rk.seed_k = k;
+            } else if (table[k].run_knob) {
+                rk.run_k.push_back(k);
+                rk.runs *= st[k].size();
+            } else if (st.given[k] && table[k].scope != Knob::Scope::graph) {  // graph ones: checked above
+                rk.given_k.push_back(k);
+                rk.given.push_back(table[k].id);
+            }
+        }
+        return rk;
+    }
+
     /// --random=N (driver/random_cases.hpp): for each --seed value, N problems drawn from it; a
     /// problem knob the input gave takes one of its values (drawn per case) instead of a drawn
     /// one; the run knobs (--backend, --mode) expand as for a descriptor.
     void random(std::size_t n, const KnobState& st, const Loc& loc) {
         const std::string tok = fmt::format("--random={}", n);
         if (auto why = graph_rewrite_given(st, tok)) return error(loc, *why);
-        const auto& table = knob_table();
-        std::size_t seed_k = 0, runs = 1;
-        std::vector<std::size_t> run_k, given_k;
-        std::vector<KnobId> given;
-        for (std::size_t k = 0; k < table.size(); ++k) {
-            if (table[k].id == KnobId::seed) {
-                seed_k = k;
-            } else if (table[k].run_knob) {
-                run_k.push_back(k);
-                runs *= st[k].size();
-            } else if (st.given[k] && table[k].scope != Knob::Scope::graph) {  // graph ones: checked above
-                given_k.push_back(k);
-                given.push_back(table[k].id);
-            }
-        }
+        const RandomKnobs rk = random_knobs(st);
         std::size_t expands = n, total = 0;
-        bool over = __builtin_mul_overflow(expands, st[seed_k].size(), &expands) ||
-                    __builtin_mul_overflow(expands, runs, &expands) || __builtin_add_overflow(cases_, expands, &total);
+        bool over = __builtin_mul_overflow(expands, st[rk.seed_k].size(), &expands) ||
+                    __builtin_mul_overflow(expands, rk.runs, &expands) || __builtin_add_overflow(cases_, expands, &total);
         if (over || total > kMaxCases)
             return error(loc, fmt::format("'{}' draws {} cases with the current --seed, --backend and --mode lists, "
                                           "which brings the run to {} cases, past the limit of {} cases per run", tok,
                                           over ? std::string("too many") : fmt::format("{}", expands),
                                           over ? std::string("more than that") : fmt::format("{}", total), kMaxCases));
         cases_ = total;
-        for (const KnobValue& seed_value : st[seed_k]) {
+        for (const KnobValue& seed_value : st[rk.seed_k]) {
             Case seeded;
             seed_value.set(seeded);
             const std::uint64_t seed = seeded.prb.seed;
             const RandomDraws draws(seed, n);
             for (std::size_t i = 0; i < n; ++i) {
-                Case c;
-                c.prb = random_problem(seed, n, i);
-                const Mask drawn_mask = c.prb.mask;
-                const auto apply_given = [&] {  // a given list: one of its values, drawn per case
-                    for (const std::size_t k : given_k) {
-                        const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
-                        st[k][static_cast<std::size_t>(v)].set(c);
-                    }
-                };
-                apply_given();
-                Problem& p = c.prb;
-                bring_prerequisites(p, given, draws, i);
-                if (p.mask != drawn_mask) {  // the mask kind changed: its own knobs drawn for it, the given ones kept
-                    draw_mask_details(seed, n, i, p);
-                    apply_given();
-                }
-                for (const bool q : {true, false}) {  // a given list of lengths sets B (and S at least its longest)
-                    const auto& lens = q ? p.seq_len_q : p.seq_len_kv;
-                    if (lens.empty() || !st.given[static_cast<std::size_t>(q ? KnobId::seq_len_q : KnobId::seq_len_kv)] ||
-                            (q ? c.random_seq_len_q : c.random_seq_len_kv))
-                        continue;
-                    p.dims.B = static_cast<std::int64_t>(lens.size());
-                    std::int64_t& full = q ? p.dims.S_q : p.dims.S_kv;
-                    full = std::max(full, *std::max_element(lens.begin(), lens.end()));
-                }
-                for (auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {  // drawn lengths follow that B and S
-                    if (lens->empty()) continue;
-                    const std::int64_t full = lens == &p.seq_len_q ? p.dims.S_q : p.dims.S_kv;
-                    lens->resize(static_cast<std::size_t>(p.dims.B), full);
-                    for (auto& v : *lens) v = std::min(v, full);
-                }
-                if (c.random_seq_len_q) p.seq_len_q = random_seq_lens(p.seed, 1, p.dims.B, p.dims.S_q);
-                if (c.random_seq_len_kv) p.seq_len_kv = random_seq_lens(p.seed, 2, p.dims.B, p.dims.S_kv);
-                c.random_seq_len_q = c.random_seq_len_kv = false;
-                if (p.mask != Mask::window) p.window_left = p.window_right = 0;
-                if (p.mask != Mask::bias) {  // the bias knobs mean nothing without a bias
-                    p.bias_shape = Problem{}.bias_shape;
-                    p.mask_fill = Problem{}.mask_fill;
-                }
-                canonicalize_layouts(p);
-                if (auto why = make_valid(p, given)) {
+                Case c = drawn_case(seed, n, i, draws, st, rk);
+                if (auto why = make_valid(c.prb, rk.given)) {
                     error(loc, fmt::format("{} (--seed={}): draw {} with the given knobs is not a valid problem: {}",
                                   tok, seed, i, *why));
                     continue;
                 }
-                canonicalize_layouts(p);
+                canonicalize_layouts(c.prb);
                 c.where = loc.position();
-                std::vector<std::size_t> idx(run_k.size(), 0);
-                while (true) {  // the run knobs' cross product
-                    Case run = c;
-                    for (std::size_t j = 0; j < run_k.size(); ++j) st[run_k[j]][idx[j]].set(run);
-                    entries.push_back(CaseEntry{std::move(run), {}, false});
-                    std::size_t j = run_k.size();
-                    while (j > 0 && ++idx[j - 1] == st[run_k[j - 1]].size()) idx[--j] = 0;
-                    if (j == 0) break;
-                }
+                emit_runs(c, st, rk.run_k);
             }
+        }
+    }
+
+    /// Draw `i` of `n` from `seed` with the given knobs' values (one of each list, drawn per case)
+    /// in place of drawn ones, their prerequisites brought, and what the mask kind does not use
+    /// cleared: not yet made valid (make_valid).
+    static Case drawn_case(std::uint64_t seed, std::size_t n, std::size_t i, const RandomDraws& draws,
+            const KnobState& st, const RandomKnobs& rk) {
+        Case c;
+        c.prb = random_problem(seed, n, i);
+        const Mask drawn_mask = c.prb.mask;
+        const auto apply_given = [&] {  // a given list: one of its values, drawn per case
+            for (const std::size_t k : rk.given_k) {
+                const auto v = draws.uniform(i, 0x1000 + k, 0, static_cast<std::int64_t>(st[k].size()) - 1);
+                st[k][static_cast<std::size_t>(v)].set(c);
+            }
+        };
+        apply_given();
+        Problem& p = c.prb;
+        bring_prerequisites(p, rk.given, draws, i);
+        if (p.mask != drawn_mask) {  // the mask kind changed: its own knobs drawn for it, the given ones kept
+            draw_mask_details(seed, n, i, p);
+            apply_given();
+        }
+        fit_seq_lens(c, st);
+        if (p.mask != Mask::window) p.window_left = p.window_right = 0;
+        if (p.mask != Mask::bias) {  // the bias knobs mean nothing without a bias
+            p.bias_shape = Problem{}.bias_shape;
+            p.mask_fill = Problem{}.mask_fill;
+        }
+        canonicalize_layouts(p);
+        return c;
+    }
+
+    /// The padding lengths of a drawn case: a given list of lengths sets B (and S at least its
+    /// longest), drawn lengths follow that B and S, and --seq-len-*=random ones are drawn now.
+    static void fit_seq_lens(Case& c, const KnobState& st) {
+        Problem& p = c.prb;
+        for (const bool q : {true, false}) {  // a given list of lengths sets B (and S at least its longest)
+            const auto& lens = q ? p.seq_len_q : p.seq_len_kv;
+            if (lens.empty() || !st.given[static_cast<std::size_t>(q ? KnobId::seq_len_q : KnobId::seq_len_kv)] ||
+                    (q ? c.random_seq_len_q : c.random_seq_len_kv))
+                continue;
+            p.dims.B = static_cast<std::int64_t>(lens.size());
+            std::int64_t& full = q ? p.dims.S_q : p.dims.S_kv;
+            full = std::max(full, *std::max_element(lens.begin(), lens.end()));
+        }
+        for (auto* lens : {&p.seq_len_q, &p.seq_len_kv}) {  // drawn lengths follow that B and S
+            if (lens->empty()) continue;
+            const std::int64_t full = lens == &p.seq_len_q ? p.dims.S_q : p.dims.S_kv;
+            lens->resize(static_cast<std::size_t>(p.dims.B), full);
+            for (auto& v : *lens) v = std::min(v, full);
+        }
+        if (c.random_seq_len_q) p.seq_len_q = random_seq_lens(p.seed, 1, p.dims.B, p.dims.S_q);
+        if (c.random_seq_len_kv) p.seq_len_kv = random_seq_lens(p.seed, 2, p.dims.B, p.dims.S_kv);
+        c.random_seq_len_q = c.random_seq_len_kv = false;
+    }
+
+    /// Emits `c` once per combination of the values of the run knobs (rows `run_k`; the last
+    /// varies fastest).
+    void emit_runs(const Case& c, const KnobState& st, const std::vector<std::size_t>& run_k) {
+        std::vector<std::size_t> idx(run_k.size(), 0);
+        while (true) {
+            Case run = c;
+            for (std::size_t j = 0; j < run_k.size(); ++j) st[run_k[j]][idx[j]].set(run);
+            entries.push_back(CaseEntry{std::move(run), {}, false});
+            std::size_t j = run_k.size();
+            while (j > 0 && ++idx[j - 1] == st[run_k[j - 1]].size()) idx[--j] = 0;
+            if (j == 0) break;
         }
     }
 

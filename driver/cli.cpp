@@ -1,18 +1,22 @@
 #include "driver/cli.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <regex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/backend.hpp"
 #include "backends/registry.hpp"
 #include "backends/torch/torch_backend.hpp"
 #include "core/memory_estimate.hpp"
 #include "core/parse_number.hpp"
+#include "core/status.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
 
@@ -42,6 +46,16 @@ std::string exit_codes_text() {
     return s;
 }
 
+/// One "NAME  what" line per status of kStatuses, in table order, each starting with `indent`
+/// and the names padded to one column: --list-statuses=text and --help's list.
+std::string status_lines(std::string_view indent) {
+    std::size_t width = 0;
+    for (const StatusRow& s : kStatuses) width = std::max(width, s.name.size());
+    std::string out;
+    for (const StatusRow& s : kStatuses) out += fmt::format("{}{:<{}}  {}\n", indent, s.name, width, s.what);
+    return out;
+}
+
 std::string footer() {
     return fmt::format(
             "\n{}\n"
@@ -57,17 +71,15 @@ std::string footer() {
             "  tensors as bound; the reports' impl, ref_fallback, ref_parts fields). benchdnn's option names\n"
             "  work where sdpabench has the option (--max-ms-per-prb, --fix-times-per-prb, --repeats-per-prb,\n"
             "  -vN, --start, --match, --impl, --skip-impl; docs/benchdnn.md).\n"
-            "  Statuses: PASSED (checked and right), EXECUTED (ran without a check: --mode=P), MISTRUSTED\n"
-            "  (matches, but the reference is mostly zeros), SKIPPED (platform cannot run it), UNIMPLEMENTED\n"
-            "  (no kernel, or a graph sdpabench does not model), INVALID_ARGUMENTS (case breaks a rule), FAILED\n"
-            "  (mismatch: output, worst element (b,h,i,j), got, expected, |err| and bound), LISTED. With\n"
-            "  --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
+            "  Statuses (--list-statuses prints them; docs/output.md#statuses):\n"
+            "{}"
+            "  With --expect: XFAIL (the expected status came), XPASS (an expected failure PASSED), NOT_APPLICABLE\n"
             "  (PASSED where the entry's platform requirements do not hold).\n"
             "EXIT: {}. The lowest that applies wins.\n",
             case_language_help(), fmt::join(backend_names(), ", "),
             missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
             fmt::join(family_names(kFaultyPrefix), ", "), backend_list(backends_needing_isolate()),
-            fmt::join(family_names(kTestPrefix), ", "), exit_codes_text());
+            fmt::join(family_names(kTestPrefix), ", "), status_lines("    "), exit_codes_text());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.
@@ -225,7 +237,212 @@ std::string finish_run_options(GlobalOptions& o, const std::vector<std::string>&
     return "";
 }
 
+/// What some options hold as given, before finish_run_options and finish_perf_options check it
+/// into GlobalOptions, and the --list-* options (each prints a table and exits).
+struct OptionText {
+    std::string list_knobs;     ///< --list-knobs=md|tsv|json
+    std::string list_statuses;  ///< --list-statuses[=text|json]
+    bool list_torch = false;    ///< --list-torch-variants
+    std::string perf_template{kDefaultPerfTemplate};
+    std::vector<std::string> reports;
+    std::vector<std::string> tags;
+    std::string shard;
+    std::string fail_on = "default";
+};
+
+/// -v, --version and the --list-* options.
+void add_general_options(CLI::App& app, GlobalOptions& o, OptionText& t) {
+    app.add_flag("-v,--verbose", o.verbose, "Per case: the implementation the vendor ran (and the ones inside it, "
+            "with their times), every tensor's dims and strides as bound, backend notes and the worst |err|/bound of every "
+            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one. "
+            "-v2 adds the bound's terms at each output's worst element, -v3 every timed run's time, -v4 the vendors' own "
+            "logs (oneDNN's verbose lines, the cuDNN frontend's log); higher levels are -v4 (docs/output.md#verbosity)")
+            ->check(CLI::Validator(
+                    [](std::string& s) -> std::string {  // a plain -v gives "true"
+                        if (s == "true" || (!s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos))
+                            return {};
+                        return fmt::format("'{}' is not a verbosity level (0 to 99)", s);
+                    },
+                    "N"));
+    app.add_flag("--version", o.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
+    app.add_option("--list-knobs", t.list_knobs,
+            "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
+            "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob), json (an array of {name, choices, default, what, run_knob, "
+            "scope} per knob, in table order)")
+        ->check(CLI::IsMember({"md", "tsv", "json"}));
+    app.add_option("--list-statuses", t.list_statuses,
+            "Print the per-case statuses and exit: text (NAME and what it means, one per line; the default), json "
+            "(an array of {name, what, error} per status, in table order; error: a case wrong or not tested as asked, which fails the run by default)")
+        ->expected(0, 1)->default_str("text")->check(CLI::IsMember({"text", "json"}));
+    app.add_flag("--list-torch-variants", t.list_torch,
+            "Print the PyTorch backend's variant table (each torch:VARIANT's operator and conventions, "
+            "README's) as markdown and exit");
+}
+
+/// --emit-onednn-json, the memory guards, a results store's waiting and --timeout-per-case.
+void add_resource_options(CLI::App& app, GlobalOptions& o) {
+    app.add_option("--emit-onednn-json", o.emit_onednn_json,
+            "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
+            "into DIR (named after the case; fwd_bwd: NAME_fwd.json and NAME_bwd.json; run it with 'benchdnn --graph "
+            "--case=FILE' or '--case=FILE' here)")
+        ->option_text("DIR");
+
+    app.add_option("--max-memory", o.max_memory,
+               "Memory guard: SKIP a case whose estimated host memory exceeds this many bytes (whole "
+               "numbers with binary units: 8G, 512M, 1536M; 0: no limit). Default: 80% of MemAvailable (and of ulimit -v/-d)")
+            ->transform(CLI::AsSizeValue(false));
+    app.add_option("--max-device-memory", o.max_device_memory,
+               "Device-memory guard of the GPU backends: SKIP a case whose estimated device memory exceeds this many "
+               "bytes (as --max-memory). Default: 90% of the device's free memory when the case runs. A device out of "
+               "memory during a case is SKIPPED too")
+            ->transform(CLI::AsSizeValue(false));
+    app.add_option("--store-wait", o.report_options.store_wait_s,
+               "Seconds a results store (--report=sqlite|postgresql) may be away before a case goes to its spool file; "
+               "it is retried with backoff meanwhile, then every SECONDS (also SQLite's busy timeout and the "
+               "PostgreSQL connect, lock and statement timeouts; at most a day; docs/tracking.md)")
+            ->check(seconds_check(86400, "from 0 to 86400 (a day; "))
+            ->capture_default_str();
+    app.add_option("--store-spool", o.report_options.spool_dir,
+               "The folder of a results store's spool file (the cases it could not take; load with "
+               "'sdpabench-store ingest'). Default: the folder of the first csv, jsonl or junit report, else the "
+               "working directory")
+            ->option_text("DIR");
+    app.add_option("--timeout-per-case", o.timeout_per_case,
+               "Seconds a case may take; a case past it is killed and FAILED (timeout). Runs each case in a "
+               "child process, as --isolate does (0: no timeout)")
+            ->check(seconds_check(INFINITY, ">= 0 ("));
+}
+
+/// --expect, --tags, --shard, --fail-on, --minimize and --minimize-max-runs: what CI runs set.
+void add_ci_options(CLI::App& app, GlobalOptions& o, OptionText& t) {
+    app.add_option("--expect", o.expect_file,
+            "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"backend\": GLOB "
+            "(optional), \"status\": \"FAILED\", \"failure\": GLOB over its OUTPUT:CHECK failures (optional: XFAIL only "
+            "when every failure matches), \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": "
+            "\"amx_bf16\", \"onednn\": \"3.13\"}, \"allow_xpass\": false}; the expected status is XFAIL (does not fail "
+            "the run), a PASS (or MISTRUSTED where FAILED was expected) is XPASS (fails it unless allowed), a PASS "
+            "where \"requires\" does not hold is NOT_APPLICABLE")
+        ->option_text("FILE");
+    app.add_option("--tags", t.tags,
+            "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
+            "written to the jsonl context record, the csv comment lines and the JUnit properties. For the results "
+            "store and scripts/history (docs/tracking.md): rev:N orders runs, machine:NAME names the machine, run:ID "
+            "names the run (the same in every shard of one run)")
+        ->delimiter(',')->allow_extra_args(false)->option_text("KEY:VALUE");
+    app.add_option("--shard", t.shard,
+            "Run only shard I of N of the expanded cases (0 <= I < N), balanced by estimated cost and "
+            "deterministic: N processes with --shard=0/N ... --shard=N-1/N run every case once; ids and "
+            "indices stay those of the whole run; scripts/merge_reports.py joins their reports")
+        ->option_text("I/N");
+    app.add_option("--fail-on", t.fail_on,
+            fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
+                        "'default' = failed,invalid_arguments,unimplemented,xpass; e.g. --fail-on=default,skipped,mistrusted",
+                    fail_on_names()))
+        ->capture_default_str()->option_text("LIST");
+    CLI::Option* minimize = app.add_flag("--minimize", o.minimize,
+            "Shrink every FAILED case (not a timeout, a crash or an XFAIL) to the smallest case that still fails "
+            "the same way (the same output and check): sizes first, then knobs toward the plainest case; prints "
+            "'minimized (N runs ...): REPRO' under the case and reports it (jsonl 'minimized', JUnit __MINIMIZED)");
+    app.add_option("--minimize-max-runs", o.minimize_max_runs,
+            "Cases one minimization may run before it stops with what it has (default 400; needs --minimize)")
+        ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")
+        ->needs(minimize);
+}
+
+/// --result-fd, --threads, --serve-cases, --isolate and --no-rerun-failed: the processes cases run in.
+void add_process_options(CLI::App& app, GlobalOptions& o) {
+    app.add_option("--result-fd", o.result_fd,
+            "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (for a "
+            "program that runs one case per process and reads its result; the run must have exactly one case)")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
+    app.add_option("--threads", o.threads,
+            "Run on N cores: the vendor's threads (oneDNN's TBB, libtorch's OpenMP) and the reference's alike, by "
+            "narrowing the process's CPU affinity to N of its CPUs (as taskset does) and setting OMP_NUM_THREADS; the "
+            "run context records N and each vendor's runtime and the concurrency it reports, each result the cores "
+            "its vendor kept busy (vendor_cpu_util). Default: every CPU of the process's affinity mask")
+        ->check(CLI::Validator(
+                [](std::string& s) -> std::string {
+                    const auto n = parse_number<int>(s);
+                    if (!n || *n < 1) return fmt::format("'{}' is not a number of threads (a whole number >= 1)", s);
+                    return {};
+                },
+                "N"))
+        ->option_text("N");
+    app.add_option("--serve-cases", o.serve_fd, "Internal: run as a case worker on this socket (driver/worker.hpp)")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->group("");
+    app.add_flag("--isolate", o.isolate,
+            "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
+            "the run goes on");
+    app.add_flag("--no-rerun-failed", o.no_rerun_failed,
+            "Do not rerun a FAILED case of a longer run alone in a fresh process (by default each one is, to tell a "
+            "failure of its own from one that depends on the cases before it; each rerun starts the vendor "
+            "library again, seconds on a GPU); alone_status stays empty");
+}
+
+/// Prints "command line: error: MSG" on stderr; returns kExitUsage.
+int usage_error(std::string_view msg) {
+    fmt::print(stderr, "command line: error: {}\n", msg);
+    return kExitUsage;
+}
+
+/// `args` with benchdnn's -vN spelled --verbose=N (CLI11 would read -v2 as -v -2).
+std::vector<std::string> with_verbose_levels(std::vector<std::string> args) {
+    for (std::string& a : args)
+        if (a.size() > 2 && a.starts_with("-v") && a.find_first_not_of("0123456789", 2) == std::string::npos)
+            a = "--verbose=" + a.substr(2);
+    return args;
+}
+
+/// The first argument after argv[0] that is "--OPTION=" with nothing after the '=', OPTION one of
+/// `app`'s; "" when none is. CLI11 would take the next argument as its value (an unset shell
+/// variable): "--perf-template= --backend=ref" must not run onednn with a template "--backend=ref".
+std::string empty_value(CLI::App& app, const std::vector<std::string>& args) {
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string_view a = args[i];
+        if (a.starts_with("--") && a.ends_with("=") && app.get_option_no_throw(std::string(a.substr(0, a.size() - 1))))
+            return args[i];
+    }
+    return "";
+}
+
+/// The --list-* option given: prints its table and returns kExitOk, or kExitUsage (with the
+/// message) when anything else is on the command line; nullopt when none was given.
+std::optional<int> print_listing(const CLI::App& app, const OptionText& t) {
+    const std::vector<std::string> rest = app.remaining();
+    if (t.list_torch) {
+        if (!rest.empty() || !t.list_knobs.empty() || !t.list_statuses.empty())
+            return usage_error(fmt::format("--list-torch-variants prints the variant table and runs nothing; got '{}' "
+                    "too", !t.list_knobs.empty() ? "--list-knobs" : !t.list_statuses.empty() ? "--list-statuses" : rest.front()));
+        fmt::print("{}", torch_variant_table_md());
+        return kExitOk;
+    }
+    if (!t.list_knobs.empty()) {
+        if (!rest.empty() || !t.list_statuses.empty())
+            return usage_error(fmt::format("--list-knobs={} prints the knob table and runs nothing; got '{}' too",
+                    t.list_knobs, !t.list_statuses.empty() ? "--list-statuses" : rest.front()));
+        fmt::print("{}", t.list_knobs == "json" ? knob_table_json() : *knob_table_text(t.list_knobs));
+        return kExitOk;
+    }
+    if (!t.list_statuses.empty()) {
+        if (!rest.empty())
+            return usage_error(fmt::format("--list-statuses={} prints the status table and runs nothing; got '{}' too",
+                    t.list_statuses, rest.front()));
+        fmt::print("{}", *status_table_text(t.list_statuses));
+        return kExitOk;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> status_table_text(std::string_view format) {
+    if (format == "text") return status_lines("");
+    if (format != "json") return std::nullopt;
+    nlohmann::ordered_json statuses = nlohmann::ordered_json::array();
+    for (const StatusRow& s : kStatuses)
+        statuses.push_back({{"name", s.name}, {"what", s.what}, {"error", is_error(s.value)}});
+    return statuses.dump(2) + "\n";
+}
 
 RunLimits run_limits(const GlobalOptions& opts) { return RunLimits{opts.max_memory, opts.impls, opts.max_device_memory}; }
 
@@ -241,186 +458,41 @@ CliOutcome parse_command_line(int argc, char** argv) {
             "sdpabench"};
     app.allow_extras();
     app.footer(footer());
-    app.add_flag("-v,--verbose", out.opts.verbose, "Per case: the implementation the vendor ran (and the ones inside it, "
-            "with their times), every tensor's dims and strides as bound, backend notes and the worst |err|/bound of every "
-            "output, even when it passes. -vN or --verbose=N sets the level N (benchdnn's spelling); -v -v adds one. "
-            "-v2 adds the bound's terms at each output's worst element, -v3 every timed run's time, -v4 the vendors' own "
-            "logs (oneDNN's verbose lines, the cuDNN frontend's log); higher levels are -v4 (docs/output.md#verbosity)")
-            ->check(CLI::Validator(
-                    [](std::string& s) -> std::string {  // a plain -v gives "true"
-                        if (s == "true" || (!s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos))
-                            return {};
-                        return fmt::format("'{}' is not a verbosity level (0 to 99)", s);
-                    },
-                    "N"));
-    app.add_flag("--version", out.opts.version, "Print sdpabench's version, each backend's library version, runtime and CPU ISA, and exit");
-    std::string list_knobs;
-    app.add_option("--list-knobs", list_knobs,
-            "Print the case language's knob table and exit: md (a markdown table, README's), tsv "
-            "(NAME<TAB>ACCEPTED<TAB>DEFAULT per knob)")
-        ->check(CLI::IsMember({"md", "tsv"}));
-    bool list_torch = false;
-    app.add_flag("--list-torch-variants", list_torch,
-            "Print the PyTorch backend's variant table (each torch:VARIANT's operator and conventions, "
-            "README's) as markdown and exit");
-    std::string perf_template{kDefaultPerfTemplate};
-    std::vector<std::string> reports;
-    add_perf_options(app, out.opts, perf_template, reports);
+    OptionText text;
+    add_general_options(app, out.opts, text);
+    add_perf_options(app, out.opts, text.perf_template, text.reports);
     add_selection_options(app, out.opts);
-
-    app.add_option("--emit-onednn-json", out.opts.emit_onednn_json,
-            "For every case, write the graph sdpabench builds for oneDNN as a benchdnn --graph JSON file "
-            "into DIR (named after the case; fwd_bwd: NAME_fwd.json and NAME_bwd.json; run it with 'benchdnn --graph "
-            "--case=FILE' or '--case=FILE' here)")
-        ->option_text("DIR");
-
-    app.add_option("--max-memory", out.opts.max_memory,
-               "Memory guard: SKIP a case whose estimated host memory exceeds this many bytes (whole "
-               "numbers with binary units: 8G, 512M, 1536M; 0: no limit). Default: 80% of MemAvailable (and of ulimit -v/-d)")
-            ->transform(CLI::AsSizeValue(false));
-    app.add_option("--max-device-memory", out.opts.max_device_memory,
-               "Device-memory guard of the GPU backends: SKIP a case whose estimated device memory exceeds this many "
-               "bytes (as --max-memory). Default: 90% of the device's free memory when the case runs. A device out of "
-               "memory during a case is SKIPPED too")
-            ->transform(CLI::AsSizeValue(false));
-    app.add_option("--store-wait", out.opts.report_options.store_wait_s,
-               "Seconds a results store (--report=sqlite|postgresql) may be away before a case goes to its spool file; "
-               "it is retried with backoff meanwhile, then every SECONDS (also SQLite's busy timeout and the "
-               "PostgreSQL connect, lock and statement timeouts; at most a day; docs/tracking.md)")
-            ->check(seconds_check(86400, "from 0 to 86400 (a day; "))
-            ->capture_default_str();
-    app.add_option("--store-spool", out.opts.report_options.spool_dir,
-               "The folder of a results store's spool file (the cases it could not take; load with "
-               "'sdpabench-store ingest'). Default: the folder of the first csv, jsonl or junit report, else the "
-               "working directory")
-            ->option_text("DIR");
-    app.add_option("--timeout-per-case", out.opts.timeout_per_case,
-               "Seconds a case may take; a case past it is killed and FAILED (timeout). Runs each case in a "
-               "child process, as --isolate does (0: no timeout)")
-            ->check(seconds_check(INFINITY, ">= 0 ("));
-    app.add_option("--expect", out.opts.expect_file,
-            "Expected results: a file of one JSON object per line, {\"match\": GLOB over case ids, \"backend\": GLOB "
-            "(optional), \"status\": \"FAILED\", \"failure\": GLOB over its OUTPUT:CHECK failures (optional: XFAIL only "
-            "when every failure matches), \"reason\": \"vendor bug ...\", \"requires\": {\"cpu_flags\": "
-            "\"amx_bf16\", \"onednn\": \"3.13\"}, \"allow_xpass\": false}; the expected status is XFAIL (does not fail "
-            "the run), a PASS (or MISTRUSTED where FAILED was expected) is XPASS (fails it unless allowed), a PASS "
-            "where \"requires\" does not hold is NOT_APPLICABLE")
-        ->option_text("FILE");
-    std::vector<std::string> tags;
-    app.add_option("--tags", tags,
-            "Labels for the run context, KEY:VALUE (repeatable or comma-separated: --tags=machine:ci-3,build:nightly); "
-            "written to the jsonl context record, the csv comment lines and the JUnit properties. For the results "
-            "store and scripts/history (docs/tracking.md): rev:N orders runs, machine:NAME names the machine, run:ID "
-            "names the run (the same in every shard of one run)")
-        ->delimiter(',')->allow_extra_args(false)->option_text("KEY:VALUE");
-    std::string shard;
-    app.add_option("--shard", shard,
-            "Run only shard I of N of the expanded cases (0 <= I < N), balanced by estimated cost and "
-            "deterministic: N processes with --shard=0/N ... --shard=N-1/N run every case once; ids and "
-            "indices stay those of the whole run; scripts/merge_reports.py joins their reports")
-        ->option_text("I/N");
-    std::string fail_on = "default";
-    app.add_option("--fail-on", fail_on,
-            fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
-                        "'default' = failed,invalid_arguments,unimplemented,xpass; e.g. --fail-on=default,skipped,mistrusted",
-                    fail_on_names()))
-        ->capture_default_str()->option_text("LIST");
-    CLI::Option* minimize = app.add_flag("--minimize", out.opts.minimize,
-            "Shrink every FAILED case (not a timeout, a crash or an XFAIL) to the smallest case that still fails "
-            "the same way (the same output and check): sizes first, then knobs toward the plainest case; prints "
-            "'minimized (N runs ...): REPRO' under the case and reports it (jsonl 'minimized', JUnit __MINIMIZED)");
-    app.add_option("--minimize-max-runs", out.opts.minimize_max_runs,
-            "Cases one minimization may run before it stops with what it has (default 400; needs --minimize)")
-        ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->option_text("N")
-        ->needs(minimize);
-    app.add_option("--result-fd", out.opts.result_fd,
-            "Write the result of the run's one case to this open file descriptor as its JSONL record in CBOR (for a "
-            "program that runs one case per process and reads its result; the run must have exactly one case)")
-        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->option_text("FD");
-    app.add_option("--threads", out.opts.threads,
-            "Run on N cores: the vendor's threads (oneDNN's TBB, libtorch's OpenMP) and the reference's alike, by "
-            "narrowing the process's CPU affinity to N of its CPUs (as taskset does) and setting OMP_NUM_THREADS; the "
-            "run context records N and each vendor's runtime and the concurrency it reports, each result the cores "
-            "its vendor kept busy (vendor_cpu_util). Default: every CPU of the process's affinity mask")
-        ->check(CLI::Validator(
-                [](std::string& s) -> std::string {
-                    const auto n = parse_number<int>(s);
-                    if (!n || *n < 1) return fmt::format("'{}' is not a number of threads (a whole number >= 1)", s);
-                    return {};
-                },
-                "N"))
-        ->option_text("N");
-    app.add_option("--serve-cases", out.opts.serve_fd, "Internal: run as a case worker on this socket (driver/worker.hpp)")
-        ->check(CLI::Range(0, std::numeric_limits<int>::max()))->group("");
-    app.add_flag("--isolate", out.opts.isolate,
-            "Run each case in its own child process: a crash (signal) is FAILED with the signal's name and "
-            "the run goes on");
-    app.add_flag("--no-rerun-failed", out.opts.no_rerun_failed,
-            "Do not rerun a FAILED case of a longer run alone in a fresh process (by default each one is, to tell a "
-            "failure of its own from one that depends on the cases before it; each rerun starts the vendor "
-            "library again, seconds on a GPU); alone_status stays empty");
+    add_resource_options(app, out.opts);
+    add_ci_options(app, out.opts, text);
+    add_process_options(app, out.opts);
     for (const CLI::Option* opt : app.get_options())
         for (const std::string& n : opt->get_lnames()) out.opts.option_names.push_back("--" + n);
-    // benchdnn's -vN is --verbose=N (CLI11 would read -v2 as -v -2).
-    std::vector<std::string> args(argv, argv + argc);
-    out.opts.argv = args;
-    for (std::string& a : args)
-        if (a.size() > 2 && a.starts_with("-v") && a.find_first_not_of("0123456789", 2) == std::string::npos)
-            a = "--verbose=" + a.substr(2);
+    out.opts.argv.assign(argv, argv + argc);
+    std::vector<std::string> args = with_verbose_levels(out.opts.argv);
+    if (const std::string a = empty_value(app, args); !a.empty()) {
+        out.exit_code = usage_error(fmt::format("{} has an empty value (write {}VALUE)", a, a));
+        return out;
+    }
     std::vector<char*> arg_ptrs;
     for (std::string& a : args) arg_ptrs.push_back(a.data());
-    argc = static_cast<int>(arg_ptrs.size());
-    argv = arg_ptrs.data();
-    // CLI11 would take the next argument as the value of "--opt=" (an unset shell variable):
-    // "--perf-template= --backend=ref" must not run onednn with a template "--backend=ref".
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        if (a.starts_with("--") && a.ends_with("=") && app.get_option_no_throw(std::string(a.substr(0, a.size() - 1)))) {
-            fmt::print(stderr, "command line: error: {} has an empty value (write {}VALUE)\n", a, a);
-            out.exit_code = kExitUsage;
-            return out;
-        }
-    }
     try {
-        app.parse(argc, argv);
+        app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
     } catch (const CLI::CallForHelp& e) {
         out.exit_code = app.exit(e);
         return out;
     } catch (const CLI::ParseError& e) {
-        fmt::print(stderr, "command line: error: {}\n", e.what());
-        out.exit_code = kExitUsage;
+        out.exit_code = usage_error(e.what());
         return out;
     }
-    if (list_torch) {
-        if (!app.remaining().empty() || !list_knobs.empty()) {
-            fmt::print(stderr, "command line: error: --list-torch-variants prints the variant table and runs "
-                               "nothing; got '{}' too\n", list_knobs.empty() ? app.remaining().front() : "--list-knobs");
-            out.exit_code = kExitUsage;
-            return out;
-        }
-        fmt::print("{}", torch_variant_table_md());
-        out.exit_code = kExitOk;
-        return out;
-    }
-    if (!list_knobs.empty()) {
-        if (!app.remaining().empty()) {
-            fmt::print(stderr, "command line: error: --list-knobs={} prints the knob table and runs nothing; got "
-                               "'{}' too\n", list_knobs, app.remaining().front());
-            out.exit_code = kExitUsage;
-            return out;
-        }
-        fmt::print("{}", *knob_table_text(list_knobs));
-        out.exit_code = kExitOk;
+    if (const auto code = print_listing(app, text)) {
+        out.exit_code = *code;
         return out;
     }
     if (app.count("--max-memory") == 0) out.opts.max_memory = default_memory_limit();
     out.opts.case_tokens = app.remaining();
-    std::string err = finish_run_options(out.opts, tags, shard, fail_on);
-    if (err.empty()) err = finish_perf_options(out.opts, perf_template, reports);
-    if (!err.empty()) {
-        fmt::print(stderr, "command line: error: {}\n", err);
-        out.exit_code = kExitUsage;
-    }
+    std::string err = finish_run_options(out.opts, text.tags, text.shard, text.fail_on);
+    if (err.empty()) err = finish_perf_options(out.opts, text.perf_template, text.reports);
+    if (!err.empty()) out.exit_code = usage_error(err);
     return out;
 }
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -75,5 +77,11 @@ struct CliOutcome {
     int exit_code = -1;  ///< -1: go on
 };
 CliOutcome parse_command_line(int argc, char** argv);
+
+/// The status table (core/status.hpp kStatuses) for --list-statuses, in table order: "text" one
+/// "NAME  what" line per status (names padded to one column), "json" an array of objects
+/// {"name": "PASSED", "what": "...", "error": false} (error: is_error(), a status that fails the
+/// run by default; scripts read these three keys). nullopt for another format.
+std::optional<std::string> status_table_text(std::string_view format);
 
 }  // namespace sdpa

@@ -253,6 +253,152 @@ bool id_matches(const std::string& glob, const std::string& id) {
     return ::fnmatch(glob.c_str(), id.c_str(), 0) == 0 || ::fnmatch(glob.c_str(), base.c_str(), 0) == 0;
 }
 
+/// Throws the error of the --expect entry at `where` ("FILE:LINE"): "FILE:LINE: error: MSG",
+/// with MSG escaped and cut after 300 characters.
+[[noreturn]] void refuse_entry(const std::string& where, const std::string& msg) {
+    std::string m = escape_for_message(msg);
+    if (m.size() > 300) m = m.substr(0, 300) + "...";
+    throw std::runtime_error(fmt::format("{}: error: {}", escape_for_message(where), m));
+}
+
+/// One line of an --expect file as JSON; refuses (refuse_entry) a line that does not parse, a key
+/// given twice in one object (JSON would keep only the last), and anything but an object.
+nlohmann::json parse_entry_json(const std::string& line, const std::string& where) {
+    nlohmann::json j;
+    std::vector<std::set<std::string>> keys;  // per open object: its keys so far
+    std::string twice;
+    const nlohmann::json::parser_callback_t dup = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& k) {
+        if (ev == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+        else if (ev == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        else if (ev == nlohmann::json::parse_event_t::key && !keys.empty() && !keys.back().insert(k.get<std::string>()).second &&
+                twice.empty())
+            twice = k.get<std::string>();
+        return true;
+    };
+    try {
+        j = nlohmann::json::parse(line, dup);
+    } catch (const nlohmann::json::exception& e) {
+        refuse_entry(where, fmt::format("not a JSON object ({})", e.what()));
+    }
+    if (!twice.empty()) refuse_entry(where, fmt::format("the key \"{}\" is given twice in one object (JSON keeps only the last)", twice));
+    if (!j.is_object()) refuse_entry(where, "an entry is one JSON object per line");
+    return j;
+}
+
+/// The string value `v` of `key`; refuses another JSON type and a blank string.
+std::string entry_text(const std::string& where, const std::string& key, const nlohmann::json& v) {
+    if (!v.is_string()) refuse_entry(where, fmt::format("\"{}\" must be a string (got {})", key, v.dump()));
+    std::string t = v.get<std::string>();
+    if (t.find_first_not_of(" \t") == std::string::npos) refuse_entry(where, fmt::format("\"{}\" is empty", key));
+    return t;
+}
+
+/// True for a status an --expect entry may name: not PASSED, EXECUTED or LISTED, which tell of
+/// no bug.
+bool expectable(Status s) { return s != Status::passed && s != Status::executed && s != Status::listed; }
+
+/// The status an entry's "status" names; refuses a name in other letters than capitals, an
+/// unknown one, and a status no entry can expect (PASSED, EXECUTED, LISTED).
+Status entry_status(const std::string& where, const std::string& name) {
+    const auto e = std::find_if(kStatusNames.begin(), kStatusNames.end(), [&](const auto& s) {
+        return s.name == name;
+    });
+    const auto upper = std::find_if(kStatusNames.begin(), kStatusNames.end(), [&](const auto& s) {
+        return s.name.size() == name.size() &&
+               std::equal(name.begin(), name.end(), s.name.begin(),
+                       [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
+    });
+    if (e == kStatusNames.end() && upper != kStatusNames.end())
+        refuse_entry(where, fmt::format("\"status\": \"{}\": statuses are written in capitals here: \"{}\"", name,
+                upper->name));
+    if (e == kStatusNames.end() || !expectable(e->value)) {
+        std::vector<std::string_view> names;  // the table's, in its order
+        for (const StatusRow& s : kStatuses)
+            if (expectable(s.value)) names.push_back(s.name);
+        refuse_entry(where, fmt::format("\"status\": \"{}\" cannot be expected (use {} or {})", name,
+                fmt::join(names.begin(), names.end() - 1, ", "), names.back()));
+    }
+    return e->value;
+}
+
+/// The (key, value) pairs of an entry's "requires" object; refuses a key that is neither cpu_flags
+/// nor a library the registry knows, and a value that is not flag names (cpu_flags) or a version.
+std::vector<std::pair<std::string, std::string>> entry_requires(const std::string& where, const nlohmann::json& v) {
+    if (!v.is_object()) refuse_entry(where, fmt::format("\"requires\" must be an object of strings (got {})", v.dump()));
+    std::vector<std::pair<std::string, std::string>> needs;
+    for (const auto& [rk, rv] : v.items()) {
+        // The libraries the registry knows, even those this build lacks: one file serves
+        // every build (there the entry does not apply).
+        const std::vector<std::string> libraries = library_keys();
+        if (rk != "cpu_flags" && std::find(libraries.begin(), libraries.end(), rk) == libraries.end())
+            refuse_entry(where, fmt::format("\"requires\": unknown key \"{}\" (accepted: cpu_flags, {})", rk,
+                    fmt::join(libraries, ", ")));
+        const std::string val = entry_text(where, "requires\": {\"" + rk, rv);
+        const bool ok = rk == "cpu_flags"
+                ? std::all_of(val.begin(), val.end(), [](char ch) {
+                      return std::islower(static_cast<unsigned char>(ch)) ||
+                             std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' || ch == ' ';
+                  })
+                : is_version(val);
+        if (!ok)
+            refuse_entry(where, rk == "cpu_flags"
+                    ? fmt::format("\"requires\": \"cpu_flags\": \"{}\" must be /proc/cpuinfo flag names "
+                                  "separated by spaces (e.g. \"amx_bf16 amx_tile\")", val)
+                    : fmt::format("\"requires\": \"{}\": \"{}\" must be a version: numbers separated by "
+                                  "dots (\"3\", \"3.13\", \"3.13.2\")", rk, val));
+        needs.emplace_back(rk, val);
+    }
+    return needs;
+}
+
+/// The entry an --expect line's object `j` gives, each key checked on its own (known keys, the
+/// type and form of each value); validate_entry checks the entry as a whole.
+Expectation parse_entry(const nlohmann::json& j, const std::string& where) {
+    Expectation x;
+    x.where = where;
+    for (const auto& [key, v] : j.items()) {
+        if (key == "match") x.match = entry_text(where, key, v);
+        else if (key == "when") {
+            try {
+                x.when = parse_condition(v);
+            } catch (const std::runtime_error& e) {
+                refuse_entry(where, e.what());
+            }
+        }
+        else if (key == "backend") x.backend = entry_text(where, key, v);
+        else if (key == "failure") {
+            if (v.is_array() && !v.empty())
+                for (const auto& g : v) x.failure.push_back(entry_text(where, key, g));
+            else
+                x.failure.push_back(entry_text(where, key, v));
+        }
+        else if (key == "reason") x.reason = escape_for_message(entry_text(where, key, v));
+        else if (key == "allow_xpass") {
+            if (!v.is_boolean()) refuse_entry(where, fmt::format("\"allow_xpass\" must be true or false (got {})", v.dump()));
+            x.allow_xpass = v.get<bool>();
+        } else if (key == "status") {
+            x.status = entry_status(where, entry_text(where, key, v));
+        } else if (key == "requires") {
+            x.needs = entry_requires(where, v);
+        } else {
+            refuse_entry(where, fmt::format("unknown key \"{}\" (accepted: \"match\", \"when\", \"backend\", \"status\", "
+                                            "\"reason\", \"failure\", \"requires\", \"allow_xpass\")", key));
+        }
+    }
+    return x;
+}
+
+/// Refuses an entry `x` (read from `j`) that lacks what every entry needs (a "match" or a "when",
+/// a "status", a "reason"), or names failures of a status other than FAILED.
+void validate_entry(const Expectation& x, const nlohmann::json& j) {
+    if (x.match.empty() && !j.contains("when"))
+        refuse_entry(x.where, "\"match\" (a case id or glob) or \"when\" (the conditions under which the bug shows) is missing");
+    if (!j.contains("status")) refuse_entry(x.where, "\"status\" (the expected status) is missing");
+    if (x.reason.empty()) refuse_entry(x.where, "\"reason\" (why it is expected: a vendor bug, ...) is missing");
+    if (!x.failure.empty() && x.status != Status::failed)
+        refuse_entry(x.where, fmt::format("\"failure\" names the failures of a FAILED case; \"status\" is {}", x.status));
+}
+
 }  // namespace
 
 bool condition_holds(const Condition& c, const CaseResult& r) { return holds(c, r, false); }
@@ -269,110 +415,9 @@ std::vector<Expectation> load_expectations(const std::string& path) {
         const auto first = line.find_first_not_of(" \t\r");
         if (first == std::string::npos || line[first] == '#') continue;
         const std::string where = fmt::format("{}:{}", path, n);
-        const auto fail = [&](const std::string& msg) {
-            std::string m = escape_for_message(msg);
-            if (m.size() > 300) m = m.substr(0, 300) + "...";
-            throw std::runtime_error(fmt::format("{}: error: {}", escape_for_message(where), m));
-        };
-        nlohmann::json j;
-        std::vector<std::set<std::string>> keys;  // per open object: its keys so far
-        std::string twice;
-        const nlohmann::json::parser_callback_t dup = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& k) {
-            if (ev == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
-            else if (ev == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-            else if (ev == nlohmann::json::parse_event_t::key && !keys.empty() && !keys.back().insert(k.get<std::string>()).second &&
-                    twice.empty())
-                twice = k.get<std::string>();
-            return true;
-        };
-        try {
-            j = nlohmann::json::parse(line, dup);
-        } catch (const nlohmann::json::exception& e) {
-            fail(fmt::format("not a JSON object ({})", e.what()));
-        }
-        if (!twice.empty()) fail(fmt::format("the key \"{}\" is given twice in one object (JSON keeps only the last)", twice));
-        if (!j.is_object()) fail("an entry is one JSON object per line");
-        Expectation x;
-        x.where = where;
-        const auto text = [&](const std::string& key, const nlohmann::json& v) {
-            if (!v.is_string()) fail(fmt::format("\"{}\" must be a string (got {})", key, v.dump()));
-            std::string t = v.get<std::string>();
-            if (t.find_first_not_of(" \t") == std::string::npos) fail(fmt::format("\"{}\" is empty", key));
-            return t;
-        };
-        for (const auto& [key, v] : j.items()) {
-            if (key == "match") x.match = text(key, v);
-            else if (key == "when") {
-                try {
-                    x.when = parse_condition(v);
-                } catch (const std::runtime_error& e) {
-                    fail(e.what());
-                }
-            }
-            else if (key == "backend") x.backend = text(key, v);
-            else if (key == "failure") {
-                if (v.is_array() && !v.empty())
-                    for (const auto& g : v) x.failure.push_back(text(key, g));
-                else
-                    x.failure.push_back(text(key, v));
-            }
-            else if (key == "reason") x.reason = escape_for_message(text(key, v));
-            else if (key == "allow_xpass") {
-                if (!v.is_boolean()) fail(fmt::format("\"allow_xpass\" must be true or false (got {})", v.dump()));
-                x.allow_xpass = v.get<bool>();
-            } else if (key == "status") {
-                const std::string name = text(key, v);
-                const auto e = std::find_if(kStatusNames.begin(), kStatusNames.end(), [&](const auto& s) {
-                    return s.name == name;
-                });
-                const auto upper = std::find_if(kStatusNames.begin(), kStatusNames.end(), [&](const auto& s) {
-                    return s.name.size() == name.size() &&
-                           std::equal(name.begin(), name.end(), s.name.begin(),
-                                   [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
-                });
-                if (e == kStatusNames.end() && upper != kStatusNames.end())
-                    fail(fmt::format("\"status\": \"{}\": statuses are written in capitals here: \"{}\"", name,
-                            upper->name));
-                if (e == kStatusNames.end() || e->value == Status::passed || e->value == Status::executed ||
-                        e->value == Status::listed)
-                    fail(fmt::format("\"status\": \"{}\" cannot be expected (use FAILED, MISTRUSTED, SKIPPED, "
-                                     "UNIMPLEMENTED or INVALID_ARGUMENTS)", name));
-                x.status = e->value;
-            } else if (key == "requires") {
-                if (!v.is_object()) fail(fmt::format("\"requires\" must be an object of strings (got {})", v.dump()));
-                for (const auto& [rk, rv] : v.items()) {
-                    // The libraries the registry knows, even those this build lacks: one file serves
-                    // every build (there the entry does not apply).
-                    const std::vector<std::string> libraries = library_keys();
-                    if (rk != "cpu_flags" && std::find(libraries.begin(), libraries.end(), rk) == libraries.end())
-                        fail(fmt::format("\"requires\": unknown key \"{}\" (accepted: cpu_flags, {})", rk,
-                                fmt::join(libraries, ", ")));
-                    const std::string val = text("requires\": {\"" + rk, rv);
-                    const bool ok = rk == "cpu_flags"
-                            ? std::all_of(val.begin(), val.end(), [](char ch) {
-                                  return std::islower(static_cast<unsigned char>(ch)) ||
-                                         std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' || ch == ' ';
-                              })
-                            : is_version(val);
-                    if (!ok)
-                        fail(rk == "cpu_flags"
-                                ? fmt::format("\"requires\": \"cpu_flags\": \"{}\" must be /proc/cpuinfo flag names "
-                                              "separated by spaces (e.g. \"amx_bf16 amx_tile\")", val)
-                                : fmt::format("\"requires\": \"{}\": \"{}\" must be a version: numbers separated by "
-                                              "dots (\"3\", \"3.13\", \"3.13.2\")", rk, val));
-                    x.needs.emplace_back(rk, val);
-                }
-            } else {
-                fail(fmt::format("unknown key \"{}\" (accepted: \"match\", \"when\", \"backend\", \"status\", "
-                                 "\"reason\", \"failure\", \"requires\", \"allow_xpass\")", key));
-            }
-        }
-        if (x.match.empty() && !j.contains("when"))
-            fail("\"match\" (a case id or glob) or \"when\" (the conditions under which the bug shows) is missing");
-        if (!j.contains("status")) fail("\"status\" (the expected status) is missing");
-        if (x.reason.empty()) fail("\"reason\" (why it is expected: a vendor bug, ...) is missing");
-        if (!x.failure.empty() && x.status != Status::failed)
-            fail(fmt::format("\"failure\" names the failures of a FAILED case; \"status\" is {}", x.status));
+        const nlohmann::json j = parse_entry_json(line, where);
+        Expectation x = parse_entry(j, where);
+        validate_entry(x, j);
         out.push_back(std::move(x));
     }
     return out;

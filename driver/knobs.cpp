@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/registry.hpp"
 #include "core/geometry.hpp"
@@ -723,6 +724,18 @@ std::optional<std::string> knob_table_text(std::string_view format) {
         return s;
     }
     return std::nullopt;
+}
+
+std::string knob_table_json() {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const Knob& k : knob_table()) {
+        const std::string_view scope = k.scope == Knob::Scope::descriptor ? "descriptor"
+                                     : k.scope == Knob::Scope::graph      ? "graph"
+                                                                          : "both";
+        rows.push_back({{"name", k.name}, {"choices", k.choices}, {"default", k.def()}, {"what", k.what},
+                {"run_knob", k.run_knob}, {"scope", scope}});
+    }
+    return rows.dump(2) + "\n";
 }
 
 }  // namespace sdpa

@@ -158,4 +158,9 @@ std::string canonical(const Case& c);
 /// (the bad-input manifest's {choices:NAME} placeholders). nullopt for another format.
 std::optional<std::string> knob_table_text(std::string_view format);
 
+/// The knob table for scripts (--list-knobs=json): a JSON array, in table order, of one object per
+/// knob, {"name": "dir", "choices": "fwd_i|fwd_t|bwd|fwd_bwd", "default": "fwd_t", "what": "...",
+/// "run_knob": false, "scope": "descriptor"} (the tsv form's values; scope: descriptor, graph or both).
+std::string knob_table_json();
+
 }  // namespace sdpa

@@ -1,5 +1,7 @@
 // What CI sees: --expect entries and their outcomes, the
 // summary's counts, --fail-on and the exit-code table, the case ids, the run context record.
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,8 +23,12 @@
 namespace sdpa {
 namespace {
 
+/// Writes `text` to the file `name` in a folder of this process's own: ctest -j runs the tests of
+/// this file in processes side by side (and other checkouts' tests may share the temp folder).
 std::string write_file(const std::string& name, const std::string& text) {
-    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    const auto dir = std::filesystem::temp_directory_path() / ("sdpabench_test_expect_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto path = (dir / name).string();
     std::ofstream(path) << text;
     return path;
 }
@@ -65,6 +71,11 @@ TEST(Expect, LoadsEntriesAndNamesBadLines) {
     EXPECT_NE(load_error("not json").find("sdpabench_expect_bad.jsonl:3: error: not a JSON object"), std::string::npos);
     EXPECT_NE(load_error(R"(["a"])").find("one JSON object per line"), std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "PASSED", "reason": "r"})").find("\"PASSED\" cannot be expected"),
+            std::string::npos);
+    // The statuses it can expect come from the status table, in its order.
+    EXPECT_NE(load_error(R"({"match": "x", "status": "LISTED", "reason": "r"})")
+                      .find("\"LISTED\" cannot be expected (use MISTRUSTED, SKIPPED, UNIMPLEMENTED, INVALID_ARGUMENTS "
+                            "or FAILED)"),
             std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED"})").find("\"reason\""), std::string::npos);
     EXPECT_NE(load_error(R"({"status": "FAILED", "reason": "r"})").find("\"match\""), std::string::npos);
