@@ -63,7 +63,7 @@ std::string torch_what() {
 std::vector<BackendRow> make_table() {
     std::vector<BackendRow> t;
     {
-        BackendRow r = row("onednn", Engine::cpu, nullptr);
+        BackendRow r = row(std::string(kDefaultBackend), Engine::cpu, nullptr);  // "onednn"
         r.library = "onednn";
         r.what = "CPU";
 #ifdef SDPABENCH_HAVE_ONEDNN
@@ -99,7 +99,7 @@ std::vector<BackendRow> make_table() {
 #endif
         t.push_back(std::move(r));
     }
-    BackendRow reference = row("ref", Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
+    BackendRow reference = row(std::string(kRefBackend), Engine::cpu, [](std::string_view) -> std::unique_ptr<Backend> {
         return std::make_unique<RefBackend>();
     });
     reference.what = "the reference as a backend: the harness against itself";

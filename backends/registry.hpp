@@ -26,6 +26,10 @@ inline std::string_view format_as(Engine v) { return enum_name(kEngineNames, v);
 /// (backends/torch/). The registry alone spells them; each backend's factory is given the KIND.
 inline constexpr std::string_view kFaultyPrefix = "faulty:", kTestPrefix = "test:", kTorchPrefix = "torch:";
 
+/// The backend a case runs on when it names none (--backend's default): the name of the
+/// registry's oneDNN row, spelled here only.
+inline constexpr std::string_view kDefaultBackend = "onednn";
+
 /// One row of the registry. A row names one backend ("onednn", "torch:flash") or, with `family`,
 /// every name that starts with it ("faulty:" for faulty:KIND, "test:" for test:KIND).
 struct BackendRow {

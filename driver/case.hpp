@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/registry.hpp"  // kDefaultBackend
 #include "core/cpu_isa.hpp"
 #include "core/enum_table.hpp"
 #include "core/problem.hpp"
@@ -21,9 +22,6 @@ enum class Mode { C, L, P, CP, B };
 inline constexpr std::array<EnumName<Mode>, 5> kModeNames{
     {{Mode::C, "C"}, {Mode::L, "L"}, {Mode::P, "P"}, {Mode::CP, "CP"}, {Mode::B, "B"}}};
 inline std::string_view format_as(Mode v) { return enum_name(kModeNames, v); }
-
-/// Default backend of the case language.
-inline constexpr std::string_view kDefaultBackend = "onednn";
 
 /// One expanded case of a batch. `where` is "file:line" (or "command line") of the
 /// descriptor that produced it.

@@ -207,6 +207,12 @@ public:
 
     std::vector<BoundTensor> bound_tensors() const override { return bound_; }
 
+    std::vector<InputBuffer> input_buffers() const override {
+        std::vector<InputBuffer> out;
+        for (const auto& [role, id] : input_ids_) out.push_back({role, buffers_.at(id)});
+        return out;
+    }
+
     void poison_outputs() override {
         for (auto& [port, o] : outputs_) o.buffer.poison();
     }
@@ -290,6 +296,7 @@ private:
                 const TensorGeom& t = geo.at(*role);
                 buffers_[pt.lt.get_id()] = pack_input(t, *in.of(*role),
                         static_cast<std::int64_t>(pt.lt.get_mem_size() / size_of(t.type)));
+                input_ids_.emplace_back(*role, pt.lt.get_id());
             }
             else if (port == Port::scale) bind_values(port, {scale_tensor_value(p_)});
             else if (port == Port::dropout_seed || port == Port::dropout_offset || port == Port::dropout_p) {
@@ -419,6 +426,7 @@ private:
     Problem p_;
     Runtime& rt_;
     std::map<std::size_t, std::vector<std::byte>> buffers_;  ///< inputs and intermediates by id
+    std::vector<std::pair<Role, std::size_t>> input_ids_;     ///< the role inputs' buffers: role, id
     std::map<Port, GraphOutput> outputs_;
     std::vector<Step> steps_;
     std::vector<std::string> notes_;

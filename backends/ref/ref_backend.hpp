@@ -53,13 +53,16 @@ struct RefKernel {
 /// so the guard, unwritten-element and stride-gap checks apply as to any vendor.
 std::unique_ptr<Plan> make_reference_plan(const Problem& p, const SdpaInputs& in, RefKernel kernel = {});
 
+/// The reference backend's --backend name (its registry row's, backends/registry.cpp).
+inline constexpr std::string_view kRefBackend = "ref";
+
 /// Runs ref_forward/ref_backward with rounding emulation and rounds the outputs to the io
 /// dtype, as a vendor kernel would store them (stats stay f32), on strided buffers
 /// (make_reference_plan). fp8 is UNIMPLEMENTED: the reference backend stands for no fp8 kernel
 /// (the test-only backend test:fp8 runs the same plan on fp8 buffers for sdpabench's own tests).
 class RefBackend final : public Backend {
 public:
-    std::string_view name() const override { return "ref"; }
+    std::string_view name() const override { return kRefBackend; }
     std::string version() const override;
     std::optional<Unsupported> support(const Problem& p) const override;
     std::vector<MemoryItem> host_memory(const Problem& p, unsigned threads) const override {

@@ -386,6 +386,15 @@ public:
     }
 
     void poison_outputs() override { outputs_.poison(); }
+
+    /// The inputs the operator read in place: on the CPU its views are of these buffers; on CUDA
+    /// it reads device copies, which are not read back (none shown: the input check is not made).
+    std::vector<InputBuffer> input_buffers() const override {
+        std::vector<InputBuffer> out;
+        if (vi_.device == TorchDevice::cuda) return out;
+        for (const auto& [role, bytes] : inputs_) out.push_back({role, bytes});
+        return out;
+    }
     SdpaOutputs read_outputs() override { return outputs_.read(); }
 
     /// The operator called and its SDPBackend, e.g. "at::_scaled_dot_product_flash_attention_backward
