@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -125,6 +126,20 @@ Setter parse_mask(std::string_view v) {
         c.prb.mask = m;
         std::tie(c.prb.window_left, c.prb.window_right) = lr;
     };
+}
+
+/// `text` kept for the life of the process: a row's `what` (a string_view) built from tables.
+std::string_view kept(std::string text) {
+    static std::deque<std::string> texts;  // grows by one per call of make_table's rows; never moves
+    return texts.emplace_back(std::move(text));
+}
+
+/// The spellings of an enum table, in its order.
+template <class E, std::size_t N>
+std::vector<std::string_view> enum_names(const std::array<EnumName<E>, N>& table) {
+    std::vector<std::string_view> out;
+    for (const auto& row : table) out.push_back(row.name);
+    return out;
 }
 
 /// --mask's accepted values: kMaskNames, the window as its form window:L,R.
@@ -523,10 +538,10 @@ std::vector<Knob> make_table() {
             print_enum<Layout, kLayoutNames.size(), kLayoutNames, &Problem::layout>}
                 .with({.draw = hook::draw_layout, .drop = 14}),
         Knob{KnobId::strides, "none|ROLE:LAYOUT[+ROLE:LAYOUT...]",
-            "per-tensor vendor layout overriding --layout; ROLE Q|K|V|O|dO|stats|bias|dQ|dK|dV, LAYOUT a dimension "
+            kept(fmt::format("per-tensor vendor layout overriding --layout; ROLE {}, LAYOUT a dimension "
             "order (a permutation of bhsd, e.g. K:bhds, stats:bshd), qkv (the strides of a view into one packed "
             "[B,S,H_q*D_qk+H_kv*(D_qk+D_v)] QKV buffer) or strides AxBxCxD in elements in [B,H,S,D] order (0 = "
-            "broadcast), e.g. --strides=dO:bshd+K:0x2048x64x1 (docs/knobs_layouts.md)",
+            "broadcast), e.g. --strides=dO:bshd+K:0x2048x64x1 (docs/knobs_layouts.md)", fmt::join(kStridedRoles, "|"))),
             [](std::string_view v) -> Setter {
                 auto l = parse_role_layouts(v);
                 if (!l) return {};
@@ -547,9 +562,9 @@ std::vector<Knob> make_table() {
             parse_flag<&Problem::ragged, kFalse, kTrue>, print_flag<&Problem::ragged, kFalse, kTrue>}
                 .with({.draw = hook::draw_ragged, .needs = hook::needs_ragged, .drop = 4}),
         Knob{KnobId::fp8_descale, "default|T:V[+T:V...]",
-            "--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of Q, K, V, O, dO, dQ, dK, dV, "
-            "S (the probabilities P), dP (the scaled dS); default: non-unit, non-reciprocal values "
-            "(docs/knobs_types.md)",
+            kept(fmt::format("--dt=e4m3|e5m2: per-tensor descales (value = fp8 code x descale), T one of {} (S: the "
+            "probabilities P; dP: the scaled dS); default: non-unit, non-reciprocal values (docs/knobs_types.md)",
+            fmt::join(enum_names(kFp8TensorNames), ", "))),
             [](std::string_view v) -> Setter {
                 auto f = parse_fp8_descales(v);
                 if (!f) return {};

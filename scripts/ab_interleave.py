@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 
-from sdpabench_report import ReportError, read_report
+from sdpabench_report import TIME_STATS, ReportError, read_report
 
 EXIT_DIFFERS = 1
 EXIT_ERROR = 2
@@ -182,7 +182,7 @@ def main():
     ap.add_argument("--b", type=side, help="side B's command line")
     ap.add_argument("--rounds", type=int, default=8, help="paired rounds per case, A B then B A alternately (default 8)")
     ap.add_argument("--fix-times", type=int, default=5, help="timed runs per sdpabench run (--fix-times, default 5)")
-    ap.add_argument("--stat", default="median_ms", choices=["median_ms", "min_ms", "mean_ms"],
+    ap.add_argument("--stat", default=TIME_STATS[0], choices=TIME_STATS,
                     help="the time of one run (default median_ms)")
     ap.add_argument("--threshold", type=fraction, default=0.05, help="smallest ratio change flagged (default 0.05)")
     ap.add_argument("--alpha", type=fraction, default=0.01, help="significance level (default 0.01)")

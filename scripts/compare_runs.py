@@ -74,7 +74,7 @@ import sys
 from collections import defaultdict
 from types import SimpleNamespace
 
-from sdpabench_report import ReportError, read_report
+from sdpabench_report import TIME_STATS, ReportError, read_report
 
 EXIT_SLOWER = 1
 EXIT_NOT_COMPARED = 2
@@ -497,7 +497,7 @@ def main():
     ap.add_argument("--alpha", type=alpha, default=0.01,
                     help="significance level of the U test where both reports have perf.samples_ms: a case "
                          "past --threshold is slower only when p < ALPHA, 0 < ALPHA < 1 (default 0.01)")
-    ap.add_argument("--stat", default="median_ms", choices=["median_ms", "min_ms", "mean_ms"],
+    ap.add_argument("--stat", default=TIME_STATS[0], choices=TIME_STATS,
                     help="timing statistic compared (default median_ms)")
     ap.add_argument("--allow-context-change", action="store_true",
                     help="compare even when threads, libraries, host, cpu, mode or cold cache differ "

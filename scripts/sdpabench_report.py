@@ -12,6 +12,11 @@ only.
 import csv
 import json
 
+# The statistics of a case's timed runs in its report's perf record (reports/result_fields.cpp
+# perf_field rows), the ones a script may compare runs by (--stat of compare_runs.py and
+# ab_interleave.py); the first is the default.
+TIME_STATS = ("median_ms", "min_ms", "mean_ms")
+
 
 class ReportError(Exception):
     """A report that cannot be read: the message names FILE[:LINE] and the problem."""
