@@ -11,7 +11,9 @@ namespace sdpa {
 
 /// Outcome of one case. Exactly one per case, on every path. PASSED only ever means "checked
 /// and right"; a case that ran without a check (--mode=P) is EXECUTED (benchdnn's name for it).
-enum class Status { passed, mistrusted, skipped, unimplemented, invalid_arguments, failed, listed, executed };
+/// The order is benchdnn's summary line's (passed, skipped, mistrusted, unimplemented,
+/// invalid_arguments, failed, listed), EXECUTED last: the summary prints the table in order.
+enum class Status { passed, skipped, mistrusted, unimplemented, invalid_arguments, failed, listed, executed };
 
 /// One status: its spelling and what it means, in one short phrase.
 struct StatusRow {
@@ -24,9 +26,9 @@ struct StatusRow {
 /// summary's counts and the reports derive theirs from it (docs/output.md#statuses says more).
 inline constexpr auto kStatuses = std::to_array<StatusRow>({
     {Status::passed, "PASSED", "checked and right"},
+    {Status::skipped, "SKIPPED", "the platform cannot run it (the reason says why)"},
     {Status::mistrusted, "MISTRUSTED", "matches, but too little signal to trust (a mostly-zero reference, a saturated "
         "fp8 value)"},
-    {Status::skipped, "SKIPPED", "the platform cannot run it (the reason says why)"},
     {Status::unimplemented, "UNIMPLEMENTED", "no kernel, or a graph sdpabench does not model"},
     {Status::invalid_arguments, "INVALID_ARGUMENTS", "the case breaks a rule"},
     {Status::failed, "FAILED", "mismatch (output, worst element (b,h,i,j), got, expected, |err|, bound), crash or "

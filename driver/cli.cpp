@@ -19,6 +19,7 @@
 #include "core/status.hpp"
 #include "driver/case_parser.hpp"
 #include "driver/knobs.hpp"
+#include "reports/console_reporter.hpp"
 
 namespace sdpa {
 
@@ -64,9 +65,9 @@ std::string footer() {
             "FAULT INJECTION (the reference with one bug, for self-tests): {}\n"
             "TEST-ONLY BACKENDS (for sdpabench's own tests; {} hang or crash without --isolate): {}\n\n"
             "OUTPUT: one line per case, '<idx>:<STATUS>[ (reason)] (<ms> ms) __REPRO: <repro>', then\n"
-            "  'tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N\n"
-            "  executed:N xfail:N xpass:N not_applicable:N ref_fallback:N' (ref_fallback: the cases whose vendor ran\n"
-            "  a matmul or softmax on a reference implementation, each with a 'reference fallback:' line).\n"
+            "  '{}'\n"
+            "  (ref_fallback: the cases whose vendor ran a matmul or softmax on a reference implementation, each\n"
+            "  with a 'reference fallback:' line).\n"
             "  Every result names what ran: the vendor's implementation (-v lists the ones inside it and the\n"
             "  tensors as bound; the reports' impl, ref_fallback, ref_parts fields). benchdnn's option names\n"
             "  work where sdpabench has the option (--max-ms-per-prb, --fix-times-per-prb, --repeats-per-prb,\n"
@@ -79,7 +80,7 @@ std::string footer() {
             case_language_help(), fmt::join(backend_names(), ", "),
             missing_backend_names().empty() ? std::string("none") : fmt::format("{}", fmt::join(missing_backend_names(), "; ")),
             fmt::join(family_names(kFaultyPrefix), ", "), backend_list(backends_needing_isolate()),
-            fmt::join(family_names(kTestPrefix), ", "), status_lines("    "), exit_codes_text());
+            fmt::join(family_names(kTestPrefix), ", "), summary_pattern(), status_lines("    "), exit_codes_text());
 }
 
 /// Performance and report options (issue 4): timing knobs, template, reports, progress.

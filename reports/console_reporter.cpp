@@ -1,5 +1,8 @@
 #include "reports/console_reporter.hpp"
 
+#include <cctype>
+#include <string>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,13 +19,31 @@ std::string status_line(const CaseResult& r) {
     return s;
 }
 
-std::string summary_line(const Summary& s) {
-    return fmt::format("tests:{} passed:{} skipped:{} mistrusted:{} unimplemented:{} invalid_arguments:{} failed:{} "
-                       "listed:{} executed:{} xfail:{} xpass:{} not_applicable:{} ref_fallback:{}",
-            s.tests, s[Status::passed], s[Status::skipped], s[Status::mistrusted], s[Status::unimplemented],
-            s[Status::invalid_arguments], s[Status::failed], s[Status::listed], s[Status::executed],
-            s[Expected::xfail], s[Expected::xpass], s[Expected::not_applicable], s.ref_fallbacks);
+namespace {
+
+/// `name` in lower case (the summary's spelling of a status).
+std::string lower(std::string_view name) {
+    std::string out(name);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
 }
+
+/// The summary line of `s`, or with null its pattern (every count "N"): tests, then every status of
+/// kStatusNames and every --expect outcome of kExpectedNames in table order, then ref_fallback.
+std::string summary_text(const Summary* s) {
+    auto count = [&](std::size_t n) { return s ? std::to_string(n) : std::string("N"); };
+    std::string line = "tests:" + count(s ? s->tests : 0);
+    for (const auto& [status, name] : kStatusNames) line += fmt::format(" {}:{}", lower(name), count(s ? (*s)[status] : 0));
+    for (const auto& [expected, name] : kExpectedNames)
+        if (expected != Expected::none) line += fmt::format(" {}:{}", lower(name), count(s ? (*s)[expected] : 0));
+    return line + " ref_fallback:" + count(s ? s->ref_fallbacks : 0);
+}
+
+}  // namespace
+
+std::string summary_line(const Summary& s) { return summary_text(&s); }
+
+std::string summary_pattern() { return summary_text(nullptr); }
 
 std::string phase_totals_line(const Summary& s) {
     std::string line = fmt::format("total: {:.3g}s;", s.ms * 1e-3);

@@ -11,9 +11,12 @@ namespace sdpa {
 
 /// The status line of one case (no newline).
 std::string status_line(const CaseResult& r);
-/// "tests:N passed:N skipped:N mistrusted:N unimplemented:N invalid_arguments:N failed:N listed:N
-/// executed:N xfail:N xpass:N not_applicable:N ref_fallback:N" (ref_fallback: Summary::ref_fallbacks).
+/// benchdnn's summary line: "tests:N", then "NAME:N" for every status of kStatusNames and every
+/// --expect outcome of kExpectedNames (lower case, table order), then "ref_fallback:N"
+/// (Summary::ref_fallbacks): "tests:3 passed:2 skipped:0 mistrusted:0 ... ref_fallback:0".
 std::string summary_line(const Summary& s);
+/// The summary line with every count "N" (for --help).
+std::string summary_pattern();
 /// After the summary line, when any case ran (benchdnn's last line): "total: 1.36s; fill: 0.044s
 /// (3%); ...; other: 0.01s (1%)": the cases' time summed, and each phase's over the run with its share.
 std::string phase_totals_line(const Summary& s);

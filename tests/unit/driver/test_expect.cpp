@@ -74,7 +74,7 @@ TEST(Expect, LoadsEntriesAndNamesBadLines) {
             std::string::npos);
     // The statuses it can expect come from the status table, in its order.
     EXPECT_NE(load_error(R"({"match": "x", "status": "LISTED", "reason": "r"})")
-                      .find("\"LISTED\" cannot be expected (use MISTRUSTED, SKIPPED, UNIMPLEMENTED, INVALID_ARGUMENTS "
+                      .find("\"LISTED\" cannot be expected (use SKIPPED, MISTRUSTED, UNIMPLEMENTED, INVALID_ARGUMENTS "
                             "or FAILED)"),
             std::string::npos);
     EXPECT_NE(load_error(R"({"match": "x", "status": "FAILED"})").find("\"reason\""), std::string::npos);
