@@ -20,6 +20,23 @@ struct EnumName {
     std::string_view name;
 };
 
+/// One row of an enum's table that also says what the value means (statuses, modes): the table
+/// for --help and the --list-* options; described_names() makes its EnumName table.
+template <class E>
+struct DescribedName {
+    E value;
+    std::string_view name;
+    std::string_view what;  ///< its meaning, one short phrase
+};
+
+/// The EnumName table of a described table, in its order (parsing and printing read it).
+template <class E, std::size_t N>
+constexpr std::array<EnumName<E>, N> described_names(const std::array<DescribedName<E>, N>& rows) {
+    std::array<EnumName<E>, N> names{};
+    for (std::size_t i = 0; i < N; ++i) names[i] = {rows[i].value, rows[i].name};
+    return names;
+}
+
 /// Spelling of `v` in `table`; "?" when the table lacks it (a programming error).
 template <class E, std::size_t N>
 constexpr std::string_view enum_name(const std::array<EnumName<E>, N>& table, E v) {

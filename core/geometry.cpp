@@ -377,7 +377,9 @@ void canonicalize_layouts(Problem& p) {
             n_bhsd += a && !b;
             n_bshd += b && !a;
         }
-    p.layout = n_bshd > n_bhsd ? Layout::bshd : Layout::bhsd;
+    // Where no io tensor tells bhsd from bshd (H = 1 or S = 1), a ragged problem keeps its
+    // layout: its rule names the layout, whatever strides it gives.
+    if (!(p.ragged && n_bshd == n_bhsd)) p.layout = n_bshd > n_bhsd ? Layout::bshd : Layout::bhsd;
     RoleLayouts out;
     for (const Role r : kStridedRoles) {
         const TensorGeom* t = g.find(r);

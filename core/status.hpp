@@ -15,12 +15,8 @@ namespace sdpa {
 /// invalid_arguments, failed, listed), EXECUTED last: the summary prints the table in order.
 enum class Status { passed, skipped, mistrusted, unimplemented, invalid_arguments, failed, listed, executed };
 
-/// One status: its spelling and what it means, in one short phrase.
-struct StatusRow {
-    Status value;
-    std::string_view name;  ///< as printed: "PASSED"
-    std::string_view what;  ///< its meaning, for --help and --list-statuses
-};
+/// One status: its spelling ("PASSED") and what it means, for --help and --list-statuses.
+using StatusRow = DescribedName<Status>;
 
 /// Every status, in Status order: the one list of them. --help, --list-statuses, --fail-on, the
 /// summary's counts and the reports derive theirs from it (docs/output.md#statuses says more).
@@ -38,11 +34,7 @@ inline constexpr auto kStatuses = std::to_array<StatusRow>({
 });
 
 /// kStatuses's spellings as an enum table (core/enum_table.hpp): parsing and printing.
-inline constexpr auto kStatusNames = [] {
-    std::array<EnumName<Status>, kStatuses.size()> names{};
-    for (std::size_t i = 0; i < kStatuses.size(); ++i) names[i] = {kStatuses[i].value, kStatuses[i].name};
-    return names;
-}();
+inline constexpr auto kStatusNames = described_names(kStatuses);
 
 inline std::string_view format_as(Status v) { return enum_name(kStatusNames, v); }
 

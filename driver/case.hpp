@@ -19,8 +19,15 @@ namespace sdpa {
 /// B: determinism: check correctness, run the vendor a second time on the same inputs and
 /// require bitwise-equal outputs (driver/determinism.hpp).
 enum class Mode { C, L, P, CP, B };
-inline constexpr std::array<EnumName<Mode>, 5> kModeNames{
-    {{Mode::C, "C"}, {Mode::L, "L"}, {Mode::P, "P"}, {Mode::CP, "CP"}, {Mode::B, "B"}}};
+/// Every mode with what it does (--mode's help is built from it).
+inline constexpr auto kModes = std::to_array<DescribedName<Mode>>({
+    {Mode::C, "C", "check correctness"},
+    {Mode::L, "L", "list the repro lines, run nothing"},
+    {Mode::P, "P", "time only"},
+    {Mode::CP, "CP", "check, then time"},
+    {Mode::B, "B", "C, then a second run that must be bitwise equal"},
+});
+inline constexpr auto kModeNames = described_names(kModes);
 inline std::string_view format_as(Mode v) { return enum_name(kModeNames, v); }
 
 /// One expanded case of a batch. `where` is "file:line" (or "command line") of the

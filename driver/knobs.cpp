@@ -142,6 +142,14 @@ std::vector<std::string_view> enum_names(const std::array<EnumName<E>, N>& table
     return out;
 }
 
+/// "NAME: what; NAME: what": a described table (core/enum_table.hpp) for a row's `what`.
+template <class E, std::size_t N>
+std::string described(const std::array<DescribedName<E>, N>& rows) {
+    std::vector<std::string> parts;
+    for (const auto& r : rows) parts.push_back(fmt::format("{}: {}", r.name, r.what));
+    return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 /// --mask's accepted values: kMaskNames, the window as its form window:L,R.
 std::string mask_choices() {
     std::vector<std::string> names;
@@ -615,8 +623,7 @@ std::vector<Knob> make_table() {
         {KnobId::backend, backend_choices(), backend_knob_help(),  // from the registry's rows
             parse_backend, [](const Case& c) { return c.backend; }, S::both, true, explain_backend},
         {KnobId::mode, enum_choices(kModeNames),
-            "C: check correctness; L: list the repro lines, run nothing; P: time only; CP: check, then time; B: C, "
-            "then a second run that must be bitwise equal",
+            kept(described(kModes)),
             [](std::string_view v) -> Setter {
                 const auto m = enum_parse(kModeNames, v);
                 if (!m) return {};

@@ -11,6 +11,7 @@ lizard=${SDPABENCH_DEPS:-/opt/sdpabench-deps}/py/bin/lizard
 [ -x "$lizard" ] || { echo "function_length.sh: $lizard is missing: run scripts/setup.sh" >&2; exit 2; }
 cd "$here/.."
 if [ $# -eq 0 ]; then set -- backends compare core driver fillers graph ref reports scripts tests; fi
+for d in "$@"; do [ -d "$d" ] || { echo "function_length.sh: no folder $d" >&2; exit 2; }; done
 # -C and -a so high that only the length (-L) warns.
 if out=$("$lizard" -l cpp -l python -L 80 -C 1000000 -a 1000 -w -x './build/*' "$@"); then
   echo "function_length.sh: no function over 80 lines in $*"

@@ -4,8 +4,8 @@
 # XFAIL on the CPUs where the bug shows and PASSED elsewhere.
 # Extra arguments go to sdpabench; without a --batch or a problem among them the smoke file is
 # added (scripts/run.sh -v runs the smoke file verbosely; scripts/run.sh --batch=FILE runs FILE);
-# an --expect among them replaces the project's file; --help, --version, --list-knobs=FMT and
-# --list-torch-variants go to sdpabench alone.
+# an --expect among them replaces the project's file; --help, --version, --list-knobs=FMT,
+# --list-statuses[=FMT] and --list-torch-variants go to sdpabench alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh >&2  # set-up and build talk on stderr: stdout is sdpabench's
@@ -16,7 +16,7 @@ for a in "$@"; do
   if [ "$value_next" = 1 ]; then value_next=0; continue; fi  # the value of '--option VALUE'
   case $a in
     # The options that print something and run no case go to sdpabench as they are.
-    --help|-h|--version|--list-knobs=*|--list-torch-variants) exec "$exe" "$@" ;;
+    --help|-h|--version|--list-knobs=*|--list-statuses|--list-statuses=*|--list-torch-variants) exec "$exe" "$@" ;;
     --expect=*) has_expect=1 ;;
     --expect) has_expect=1; value_next=1 ;;
     --batch=*|--case=*|--random=*|[!-]*) has_cases=1 ;;
