@@ -37,6 +37,15 @@ constexpr std::array<EnumName<E>, N> described_names(const std::array<DescribedN
     return names;
 }
 
+/// `name` in lower case: the spelling of a status (or --expect outcome) in benchdnn's summary line
+/// and in --fail-on's list.
+inline std::string lower_name(std::string_view name) {
+    std::string out(name);
+    for (char& ch : out)
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    return out;
+}
+
 /// Spelling of `v` in `table`; "?" when the table lacks it (a programming error).
 template <class E, std::size_t N>
 constexpr std::string_view enum_name(const std::array<EnumName<E>, N>& table, E v) {

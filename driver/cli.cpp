@@ -43,7 +43,9 @@ CLI::Validator seconds_check(double max, std::string_view range) {
 /// "0 nothing in --fail-on happened; 1 ...": the exit codes of kExitCodeMeanings.
 std::string exit_codes_text() {
     std::string s;
-    for (const auto& [code, what] : kExitCodeMeanings) s += fmt::format("{}{} {}", s.empty() ? "" : "; ", static_cast<int>(code), what);
+    for (const auto& [code, what] : kExitCodeMeanings)
+        s += fmt::format("{}{} {}", s.empty() ? "" : "; ", static_cast<int>(code),
+                fmt::format(fmt::runtime(what), fmt::arg("untested", untested_statuses())));
     return s;
 }
 
@@ -337,8 +339,8 @@ void add_ci_options(CLI::App& app, GlobalOptions& o, OptionText& t) {
         ->option_text("I/N");
     app.add_option("--fail-on", t.fail_on,
             fmt::format("Statuses that fail the run, comma-separated, replacing the default (FAILED always fails): {}. "
-                        "'default' = failed,invalid_arguments,unimplemented,xpass; e.g. --fail-on=default,skipped,mistrusted",
-                    fail_on_names()))
+                        "'default' = {}; e.g. --fail-on=default,skipped,mistrusted",
+                    fail_on_names(), fail_on_spelling(FailOn{})))
         ->capture_default_str()->option_text("LIST");
     CLI::Option* minimize = app.add_flag("--minimize", o.minimize,
             "Shrink every FAILED case (not a timeout, a crash or an XFAIL) to the smallest case that still fails "

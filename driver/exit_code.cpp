@@ -9,27 +9,33 @@
 
 namespace sdpa {
 
-namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return out;
+FailOn::FailOn() {
+    for (const auto& s : kStatuses) status[static_cast<std::size_t>(s.value)] = is_error(s.value);
+    expected[static_cast<std::size_t>(Expected::xpass)] = true;
 }
 
-}  // namespace
+std::string fail_on_spelling(const FailOn& f) {
+    std::vector<std::string> names;
+    for (const auto& e : kStatusNames)
+        if (f.status[static_cast<std::size_t>(e.value)]) names.push_back(lower_name(e.name));
+    for (const auto& e : kExpectedNames)
+        if (e.value != Expected::none && f.expected[static_cast<std::size_t>(e.value)]) names.push_back(lower_name(e.name));
+    if (f.empty) names.emplace_back("empty");
+    return fmt::format("{}", fmt::join(names, ","));
+}
 
-FailOn::FailOn() {
-    for (const Status st : {Status::failed, Status::invalid_arguments, Status::unimplemented})
-        status[static_cast<std::size_t>(st)] = true;
-    expected[static_cast<std::size_t>(Expected::xpass)] = true;
+std::string untested_statuses() {
+    std::vector<std::string_view> names;
+    for (const auto& s : kStatuses)
+        if (is_error(s.value) && s.value != Status::failed) names.push_back(s.name);
+    return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::string fail_on_names() {
     std::vector<std::string> names{"default", "empty"};
-    for (const auto& e : kStatusNames) names.push_back(lower(e.name));
+    for (const auto& e : kStatusNames) names.push_back(lower_name(e.name));
     for (const auto& e : kExpectedNames)
-        if (e.value != Expected::none) names.push_back(lower(e.name));
+        if (e.value != Expected::none) names.push_back(lower_name(e.name));
     return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -52,9 +58,9 @@ std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err) {
         }
         if (item == "empty") f.empty = known = true;
         for (const auto& s : kStatusNames)
-            if (item == lower(s.name)) f.status[static_cast<std::size_t>(s.value)] = known = true;
+            if (item == lower_name(s.name)) f.status[static_cast<std::size_t>(s.value)] = known = true;
         for (const auto& s : kExpectedNames)
-            if (s.value != Expected::none && item == lower(s.name))
+            if (s.value != Expected::none && item == lower_name(s.name))
                 f.expected[static_cast<std::size_t>(s.value)] = known = true;
         if (!known) {
             if (err) *err = fmt::format("--fail-on: '{}' is not a status (accepted, comma-separated: {})", item,

@@ -26,20 +26,20 @@ enum ExitCode : int {
                                 ///< not be written, a results store that stayed away: cases in its spool)
 };
 
-/// Each exit code with its meaning for --help (docs/output.md#exit-codes says the same at length).
+/// Each exit code with its meaning for --help (docs/output.md#exit-codes says the same at length);
+/// "{untested}" stands for untested_statuses().
 inline constexpr std::array<std::pair<ExitCode, std::string_view>, 7> kExitCodeMeanings{{
     {kExitOk, "nothing in --fail-on happened"},
     {kExitFailed, "a case FAILED (a kernel is wrong)"},
     {kExitUsage, "bad usage"},
-    {kExitUntested, "the run could not test what was asked (INVALID_ARGUMENTS, UNIMPLEMENTED, a timeout, an "
-                    "unwritable file)"},
+    {kExitUntested, "the run could not test what was asked ({untested}, a timeout, an unwritable file)"},
     {kExitXpass, "XPASS"},
     {kExitFailOn, "another status named by --fail-on"},
     {kExitReportIncomplete, "a report is incomplete (the summary's 'incomplete' lines; a store's cases in its spool)"},
 }};
 
-/// What fails the run (--fail-on). FAILED always does; the default adds INVALID_ARGUMENTS,
-/// UNIMPLEMENTED and XPASS.
+/// What fails the run (--fail-on). FAILED always does; the default adds the other is_error()
+/// statuses, XPASS and "empty".
 struct FailOn {
     std::array<bool, kStatusNames.size()> status{};
     std::array<bool, kExpectedNames.size()> expected{};
@@ -58,6 +58,12 @@ std::optional<FailOn> parse_fail_on(std::string_view list, std::string* err);
 
 /// The accepted --fail-on names, for --help.
 std::string fail_on_names();
+
+/// `f` in --fail-on's spelling ("failed,invalid_arguments,unimplemented,xpass,empty" for FailOn{}).
+std::string fail_on_spelling(const FailOn& f);
+
+/// The statuses of a case not tested as asked (is_error() but FAILED), "A, B": exit 3's.
+std::string untested_statuses();
 
 /// The run's exit code under `fail_on`: the lowest applicable code of kExitFailed (unexpected
 /// FAILED, not a timeout), kExitUntested, kExitXpass, kExitFailOn; kExitOk when none applies.

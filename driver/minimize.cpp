@@ -12,6 +12,7 @@
 #include "core/geometry.hpp"
 #include "driver/knobs.hpp"
 #include "driver/random_cases.hpp"
+#include "driver/run_case.hpp"
 
 namespace sdpa {
 
@@ -246,7 +247,7 @@ std::vector<std::string> failure_keys(const CaseResult& r) {
         if (!c.pass) keys.push_back(fmt::format("{}:{}", c.output, c.failure));
     if (r.dropout)
         for (const auto& f : r.dropout->failures) keys.push_back("dropout:" + rule_of(f));
-    if (keys.empty()) keys.push_back("case:" + rule_of(r.reason));
+    if (keys.empty()) keys.push_back("case:" + rule_of(without_step_tag(r.reason)));
     return keys;
 }
 

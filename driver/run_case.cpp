@@ -256,7 +256,7 @@ public:
 private:
     /// Prefix of the notes of a step of a chained case ("fwd: ", "bwd: "), "" otherwise.
     std::string tag(const Problem& q) const {
-        return chained_ ? fmt::format("{}: ", q.dir == Dir::bwd ? "bwd" : "fwd") : "";
+        return chained_ ? step_tag(q.dir) : "";
     }
 
     /// Fills the inputs (once per case) and prepares the plan of direction `q.dir`. A backward
@@ -289,7 +289,7 @@ private:
         }
         r_.impl = {};
         r_.tensors.clear();
-        for (const std::string t : {"fwd: ", "bwd: "}) {  // in run order
+        for (const std::string t : {step_tag(Dir::fwd_t), step_tag(Dir::bwd)}) {  // in run order
             const auto it = ran_.find(t);
             if (it == ran_.end()) continue;
             const auto& [im, tensors] = it->second;
@@ -496,6 +496,14 @@ std::optional<std::vector<Step>> case_steps(const Case& c) {
     case Mode::B: steps = {{Step::Kind::check, d}, {Step::Kind::rerun, d}}; break;
     }
     return steps;
+}
+
+std::string step_tag(Dir d) { return fmt::format("{}: ", d == Dir::bwd ? "bwd" : "fwd"); }
+
+std::string_view without_step_tag(std::string_view reason) {
+    for (const Dir d : {Dir::fwd_t, Dir::bwd})
+        if (const std::string t = step_tag(d); reason.starts_with(t)) return reason.substr(t.size());
+    return reason;
 }
 
 CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing,

@@ -58,6 +58,14 @@ std::optional<std::vector<Step>> case_steps(const Case& c);
 CaseResult run_case(const Case& c, Backend& backend, std::size_t index, const TimingOptions& timing = {},
         const RunLimits& limits = {});
 
+/// The prefix of what one step of a fwd_bwd case says ("fwd: ", "bwd: " by step direction d),
+/// before its notes and its reasons; a case of one direction says none.
+std::string step_tag(Dir d);
+
+/// `reason` without a leading step_tag(): what a step's failure says, whichever case it is a
+/// step of (the minimizer shrinks fwd_bwd to the failing direction by it).
+std::string_view without_step_tag(std::string_view reason);
+
 /// The FAILED reason for one output check: "dQ: <reason> at (b,h,i,j): got G expected E
 /// (|err| X > bound B)".
 std::string failure_reason(const OutputCheck& c);

@@ -1,6 +1,5 @@
 #include "reports/console_reporter.hpp"
 
-#include <cctype>
 #include <string>
 
 #include <fmt/format.h>
@@ -21,21 +20,14 @@ std::string status_line(const CaseResult& r) {
 
 namespace {
 
-/// `name` in lower case (the summary's spelling of a status).
-std::string lower(std::string_view name) {
-    std::string out(name);
-    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return out;
-}
-
 /// The summary line of `s`, or with null its pattern (every count "N"): tests, then every status of
 /// kStatusNames and every --expect outcome of kExpectedNames in table order, then ref_fallback.
 std::string summary_text(const Summary* s) {
     auto count = [&](std::size_t n) { return s ? std::to_string(n) : std::string("N"); };
     std::string line = "tests:" + count(s ? s->tests : 0);
-    for (const auto& [status, name] : kStatusNames) line += fmt::format(" {}:{}", lower(name), count(s ? (*s)[status] : 0));
+    for (const auto& [status, name] : kStatusNames) line += fmt::format(" {}:{}", lower_name(name), count(s ? (*s)[status] : 0));
     for (const auto& [expected, name] : kExpectedNames)
-        if (expected != Expected::none) line += fmt::format(" {}:{}", lower(name), count(s ? (*s)[expected] : 0));
+        if (expected != Expected::none) line += fmt::format(" {}:{}", lower_name(name), count(s ? (*s)[expected] : 0));
     return line + " ref_fallback:" + count(s ? s->ref_fallbacks : 0);
 }
 

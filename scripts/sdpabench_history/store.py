@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 SCHEMA_VERSIONS = (1, 2)  # the store schema versions this reader knows (reports/results_store.cpp migrations)
 # The timing metrics a series may be of: what each is (its axis label on the page), its unit, and
-# which way is better.
+# which way is better; the first is --metric's default.
 TIMING_METRICS = {"median_ms": {"what": "median time (ms)", "unit": "ms", "lower_is_better": True},
                   "tflops": {"what": "TFLOP/s at the median time", "unit": "TFLOP/s", "lower_is_better": False}}
 # The run context's fields whose change between two runs of a machine is a finding ("context")

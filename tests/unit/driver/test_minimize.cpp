@@ -197,3 +197,15 @@ TEST(Minimize, ASimplerValueThatBreaksARuleIsRepaired) {
     EXPECT_EQ(k.smallest.prb.mask, Mask::bias);
     EXPECT_EQ(k.smallest.prb.dir, Dir::bwd);
 }
+
+// A case check's failure is the same failure whichever case it is a step of: the step tag of a
+// fwd_bwd case ("fwd: ") is not part of the signature, so fwd_bwd can shrink to the failing step.
+TEST(Minimize, AStepTagIsNotPartOfTheSignature) {
+    CaseResult step, alone;
+    step.status = alone.status = Status::failed;
+    alone.reason = "input Q: 4 element(s) modified by the vendor, first at element offset 0: was -2, now -nan";
+    step.reason = step_tag(Dir::fwd_t) + alone.reason;
+    EXPECT_EQ(failure_signature(step), failure_signature(alone));
+    EXPECT_EQ(without_step_tag(step_tag(Dir::bwd) + "x"), "x");
+    EXPECT_EQ(without_step_tag("fwd:x"), "fwd:x");
+}
