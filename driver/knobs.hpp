@@ -2,7 +2,8 @@
 // accepted values, default, description, setter and printer. Parsing and expansion
 // (driver/case_parser.cpp), the repro line, --help, README's knob table (--list-knobs=md, checked
 // by the README test) and the bad-input manifest's accepted-value lists (--list-knobs=tsv) all
-// read it, so adding a knob is one row here plus the code that uses its value.
+// read it, and so do the random generator and the minimizer through each row's hooks (KnobHooks),
+// so adding a knob is one row here plus the code that uses its value.
 #pragma once
 
 #include <array>
@@ -22,8 +23,8 @@ struct KnobDraw;   // driver/random_cases.hpp: one drawn case's value streams
 struct KnobNeeds;  // driver/random_cases.hpp: a drawn case and the knobs its line gave
 
 /// Every value knob of the case language, in the knob table's order. Code that names a knob
-/// (driver/random_cases.cpp, driver/case_parser.cpp) names it by id, and its spelling lives here
-/// only: a renamed knob cannot leave a stale string behind.
+/// (the rows' hooks in driver/knobs.cpp, driver/case_parser.cpp) names it by id, and its spelling
+/// lives here only: a renamed knob cannot leave a stale string behind.
 enum class KnobId {
     dir, dt, mask, mask_shape, mask_dt, mask_fill, scale, scale_op, scale_dt, scale_property, mask_form,
     dmask, fill, seed, mb, in_shapes, op_kind, op_attrs, tensor_property, seq_len_q, seq_len_kv, layout,
