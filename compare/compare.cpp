@@ -128,6 +128,14 @@ bool unchecked(const Problem& p, Output out, const std::array<std::int64_t, 4>& 
     return false;
 }
 
+const std::vector<std::int64_t>* OutputRule::sampled() const {
+    if (!sample) return nullptr;
+    const bool keys = output == Output::dK || output == Output::dV || output == Output::dMask;
+    const std::vector<std::int64_t>& at = keys ? sample->kv : sample->q;
+    const std::int64_t n = keys ? p.dims.S_kv : p.dims.S_q;
+    return output == Output::amax || static_cast<std::int64_t>(at.size()) >= n ? nullptr : &at;
+}
+
 OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, const TensorGeom* geom) {
     OutputRule r{p, out, conv, geom, tolerance(p.dt, out)};
     // fp8 outputs hold codes x descale: the absolute term in values, and the saturation (cuDNN's
@@ -143,10 +151,12 @@ OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, co
 std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims) {
     const std::int64_t rows = dims[0] * dims[2];
     std::vector<std::uint8_t> kinds(static_cast<std::size_t>(rows));
+    const std::vector<std::int64_t>* at = rule.output == Output::dMask ? nullptr : rule.sampled();
     // key_never_visible is a binary search over the queries: parallel for long key lists.
 #pragma omp parallel for schedule(static) if (rows >= 4096)
     for (std::int64_t r = 0; r < rows; ++r) {
-        const std::array<std::int64_t, 4> idx{r / dims[2], 0, r % dims[2], 0};
+        const std::int64_t c = r % dims[2];
+        const std::array<std::int64_t, 4> idx{r / dims[2], 0, at ? (*at)[static_cast<std::size_t>(c)] : c, 0};
         kinds[static_cast<std::size_t>(r)] = static_cast<std::uint8_t>(
                 (structural(rule.p, rule.output, idx) ? kRowStructural : 0) |
                 (unchecked(rule.p, rule.output, idx, rule.geom, rule.conv) ? kRowUnchecked : 0));
@@ -541,14 +551,16 @@ std::int64_t reduction_length(const Problem& p, Output out) {
     return 0;
 }
 
-OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
-        const OutputIntegrity& integrity) {
+namespace {
+
+/// check_output on `got` and `ref` of the same dims with the rows' kinds (row_kinds) and the
+/// elements zero by construction (`zbc`, in those dims) given.
+OutputCheck check_rows(const OutputRule& rule, const Tensor& got, const RefOutput& ref, const OutputIntegrity& integrity,
+        const std::vector<std::uint8_t>& kinds, const ZeroByConstruction& zbc) {
     const Output out = rule.output;
     const Tensor& e = ref.value;
     OutputCheck r;
     r.output = out;
-    const std::vector<std::uint8_t> kinds = row_kinds(rule, e.dims);
-    const ZeroByConstruction zbc = zero_by_construction_sweep(rule.p, out, e.dims);
     if (auto f = buffer_failure(out, got, e, integrity)) {
         r.zero_fraction = reference_zero_fraction(e, kinds, zbc);  // set on every path, the early failures too
         r.pass = false;
@@ -584,6 +596,79 @@ OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOut
     r.got_zero_fraction = t.counted > 0 ? static_cast<double>(t.got_zeros) / t.counted : 0.0;
     if (r.pass && r.got_zero_fraction > kZeroTrust) r.mistrusted = true;
     return r;
+}
+
+/// The elements of `got` (the whole output) that a sampled check has no reference for: indices
+/// `at` of dimension `dim` left out. Returns how many are not finite and the first (flat index).
+std::pair<std::int64_t, std::size_t> unsampled_nonfinite(const Tensor& got, int dim, const std::vector<std::int64_t>& at) {
+    std::vector<std::uint8_t> in(static_cast<std::size_t>(got.dims[static_cast<std::size_t>(dim)]), 0);
+    for (const std::int64_t k : at) in[static_cast<std::size_t>(k)] = 1;
+    const std::int64_t D = got.dims[3], S = got.dims[2], rows = got.dims[0] * got.dims[1] * S;
+    std::int64_t count = 0, first = static_cast<std::int64_t>(got.size());
+#pragma omp parallel for reduction(+ : count) reduction(min : first) schedule(static) if (rows * D >= kParallelElements)
+    for (std::int64_t row = 0; row < rows; ++row) {
+        if (dim == 2 && in[static_cast<std::size_t>(row % S)]) continue;  // a sampled row: compared
+        const float* x = &got.data[static_cast<std::size_t>(row * D)];
+        int odd = 0;
+#pragma omp simd reduction(| : odd)
+        for (std::int64_t j = 0; j < D; ++j) odd |= static_cast<int>(!(std::fabs(x[j]) <= std::numeric_limits<float>::max()));
+        if (!odd) continue;
+        for (std::int64_t j = 0; j < D; ++j)
+            if (!std::isfinite(x[j]) && !(dim == 3 && in[static_cast<std::size_t>(j)])) {
+                ++count;
+                first = std::min(first, row * D + j);
+            }
+    }
+    return {count, static_cast<std::size_t>(first)};
+}
+
+/// check_output of a sampled check: the reference holds the sample's rows (dMask: columns) only;
+/// `got` is compared there, its worst element named by its own index, and the rest of it scanned
+/// for non-finite values.
+OutputCheck check_sampled(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
+        const OutputIntegrity& integrity, const std::vector<std::int64_t>& at) {
+    const int dim = rule.output == Output::dMask ? 3 : 2;
+    const auto k = static_cast<std::size_t>(dim);
+    const auto n = static_cast<std::int64_t>(at.size());
+    std::array<std::int64_t, 4> full = ref.value.dims;
+    full[k] = dim == 3 ? rule.p.dims.S_kv : got.dims[k];
+    if (got.dims != full || ref.value.dims[k] != n)  // the shape check names it
+        return check_rows(rule, got, ref, integrity, row_kinds(rule, ref.value.dims), {});
+    // The elements zero by construction at the sample's rows (dQ, dK: one flag per row) or columns.
+    ZeroByConstruction z = zero_by_construction_sweep(rule.p, rule.output, full), zs;
+    if (z.any()) {
+        zs.width = dim == 3 ? n : 1;
+        const std::int64_t rows = full[0] * (dim == 3 ? full[2] : n);
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < zs.width; ++c)
+                zs.flags.push_back(dim == 3 ? z.at(r, at[static_cast<std::size_t>(c)])
+                                            : z.at(r / n * full[2] + at[static_cast<std::size_t>(r % n)], 0));
+    }
+    OutputCheck r = check_rows(rule, gather(got, dim, at), ref, integrity, row_kinds(rule, ref.value.dims), zs);
+    r.worst_index[k] = at[static_cast<std::size_t>(r.worst_index[k])];
+    r.sampled = n;
+    r.sample_of = full[k];
+    const auto [bad, first] = unsampled_nonfinite(got, dim, at);
+    r.unsampled_nonfinite = bad;
+    if (bad > 0 && r.pass) {
+        const auto idx = got.index(first);
+        r.pass = false;
+        r.mistrusted = false;
+        r.failure = CheckFailure::nonfinite;
+        r.located = false;
+        r.reason = fmt::format("{} non-finite value(s) outside the sampled rows (the whole output is scanned), the "
+                "first at (b,h,i,j) = ({},{},{},{}): {}", bad, idx[0], idx[1], idx[2], idx[3], got.data[first]);
+    }
+    return r;
+}
+
+}  // namespace
+
+OutputCheck check_output(const OutputRule& rule, const Tensor& got, const RefOutput& ref,
+        const OutputIntegrity& integrity) {
+    if (const auto* at = rule.sampled()) return check_sampled(rule, got, ref, integrity, *at);
+    return check_rows(rule, got, ref, integrity, row_kinds(rule, ref.value.dims),
+            zero_by_construction_sweep(rule.p, rule.output, ref.value.dims));
 }
 
 std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutputs& got) {
@@ -640,12 +725,15 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
 }
 
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
-        const RefForward* fwd, const RefBackward* bwd, const Conventions& conv) {
+        const RefForward* fwd, const RefBackward* bwd, const Conventions& conv, const RowSample* sample) {
     const Geometry geo = geometry(p);
     std::vector<OutputCheck> checks;
     auto check = [&](Output o, const Tensor& ref, const Tensor& mag) {
-        checks.push_back(check_output(output_rule(p, o, conv, geo.find(role_of(o))), got.of(o),
-                {ref, mag, reduction_length(p, o)}, got.integrity_of(o)));
+        OutputRule rule = output_rule(p, o, conv, geo.find(role_of(o)));
+        rule.sample = sample;
+        checks.push_back(check_output(rule, got.of(o), {ref, mag, reduction_length(p, o)}, got.integrity_of(o)));
+        if (sample && bwd && (o == Output::dK || o == Output::dV))
+            check_column_sums(rule, got, *bwd, checks.back());
     };
     // An amax failure names its entry (Amax_S, ..., kAmaxFwd / kAmaxBwd order) before the reason.
     auto name_amax_entry = [&](auto names) {
@@ -674,6 +762,7 @@ std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
             case Output::dV: check(o, bwd->dV, bwd->M_dV); break;
             case Output::dMask: check(o, bwd->dMask, bwd->M_dMask); break;
             case Output::amax:
+                if (sample) break;  // a maximum over every row: a sampled check has none (docs/trust.md)
                 if (bwd) {
                     check(o, bwd->amax, bwd->M_amax);
                     name_amax_entry(kAmaxBwd);

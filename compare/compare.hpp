@@ -83,6 +83,14 @@ struct OutputRule {
     /// |reference| from which an fp8 output is expected saturated (cuDNN's conversion is
     /// satfinite, core/dtype.hpp): overflow_threshold x descale; INFINITY when nothing saturates.
     double saturate = INFINITY;
+    /// A sampled check (--check=sample:N, ref/row_sample.hpp): the rows the reference computed;
+    /// null for a full check. O, stats and dQ compare its query rows, dK and dV its key rows, dMask
+    /// its key columns, and the reference's tensors hold only those (ref_forward_sampled); every
+    /// other element of the output is only scanned for non-finite values.
+    const RowSample* sample = nullptr;
+    /// The sorted indices of dimension 2 (rows) or, for dMask, 3 (columns) that are compared;
+    /// null when every one is (a full check, or a sample that holds them all).
+    const std::vector<std::int64_t>* sampled() const;
 };
 
 /// The rule for output `out` of `p` under the backend's conventions `conv`; `geom` the output's
@@ -114,6 +122,8 @@ std::int64_t reduction_length(const Problem& p, Output out);
 /// What the rule says of each row (a, c) of an output with dims `dims` (a < dims[0], c < dims[2];
 /// row a * dims[2] + c): kRowStructural when structural(), kRowUnchecked when unchecked() (both
 /// can hold). A row's kind is the same for every head and every element of the row.
+/// With a sampled rule (OutputRule::sampled) and dims of the sample's size, row c stands for the
+/// output's row sampled()[c] (dMask's rows are all there: its sample is of columns).
 inline constexpr std::uint8_t kRowStructural = 1, kRowUnchecked = 2;
 std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims);
 
@@ -153,7 +163,10 @@ std::optional<std::string> observed_masked_rows(const Problem& p, const SdpaOutp
 /// for fwd_t) against `fwd`, or dQ, dK, dV (and dMask) against `bwd`; with fp8 io also the amax
 /// output. Exactly one of fwd/bwd is used, by direction. Each output is checked with its role of
 /// geometry(p).
+/// With `sample` (a sampled check: fwd and bwd from ref_forward_sampled / ref_backward_sampled)
+/// each output is compared on the sample's rows (OutputRule::sample), amax is not checked (it is a
+/// maximum over every row), and dK and dV also get the column identities (check_column_sums).
 std::vector<OutputCheck> check_outputs(const Problem& p, const SdpaOutputs& got,
-        const RefForward* fwd, const RefBackward* bwd, const Conventions& conv = {});
+        const RefForward* fwd, const RefBackward* bwd, const Conventions& conv = {}, const RowSample* sample = nullptr);
 
 }  // namespace sdpa

@@ -51,4 +51,13 @@ double stats_sum_ratio(double got, double ref, double mag);
 /// first row with that ratio when r.pass.
 void check_stats_sums(const OutputRule& rule, const Tensor& got, const Tensor& ref, const Tensor& mag, OutputCheck& r);
 
+/// The column identities of a sampled check, for dK or dV (rule.output) of `got` against the sums of
+/// `ref` (RefBackward::dK_sum, M_dK_sum, dV_sum, M_dV_sum; nothing is checked when they are empty):
+/// for every (b, h_kv, d), the sum over the n keys j < valid_kv(b) of got_jd differs from the
+/// expected sum by at most the sum of their per-element bounds, c (u_eff (M_sum + n floor) + n tiny)
+/// with the constants of r's bound (check_output sets them). Catches what the sampled rows miss
+/// when it moves a column's sum: keys left out or garbage, a group's heads not summed, rows of P
+/// that do not sum to one. Sets r.column_sum_worst (< 1 passes); fails r when r.pass.
+void check_column_sums(const OutputRule& rule, const SdpaOutputs& got, const RefBackward& ref, OutputCheck& r);
+
 }  // namespace sdpa

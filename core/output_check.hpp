@@ -16,14 +16,15 @@ namespace sdpa {
 /// Which check an output failed (the first one that fails decides; none when it passed). The
 /// minimizer (driver/minimize.hpp) keeps a case failing the same way by it.
 enum class CheckFailure { none, guard, stride_gap, shape, unwritten, ref_nonfinite, mag_nonfinite, nonfinite,
-    masked_rows, bound, norm, stats_sum };
+    masked_rows, bound, norm, stats_sum, column_sum };
 
 inline constexpr auto kCheckFailureNames = std::to_array<EnumName<CheckFailure>>({{CheckFailure::none, "none"},
     {CheckFailure::guard, "guard"}, {CheckFailure::stride_gap, "stride_gap"}, {CheckFailure::shape, "shape"},
     {CheckFailure::unwritten, "unwritten"}, {CheckFailure::ref_nonfinite, "ref_nonfinite"},
     {CheckFailure::mag_nonfinite, "mag_nonfinite"},
     {CheckFailure::nonfinite, "nonfinite"}, {CheckFailure::masked_rows, "masked_rows"},
-    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"}});
+    {CheckFailure::bound, "bound"}, {CheckFailure::norm, "norm"}, {CheckFailure::stats_sum, "stats_sum"},
+    {CheckFailure::column_sum, "column_sum"}});
 
 inline std::string_view format_as(CheckFailure v) { return enum_name(kCheckFailureNames, v); }
 
@@ -68,6 +69,13 @@ struct OutputCheck {
     /// Elements of the output the pass went over (checked, structural and unchecked alike; 0 when
     /// the buffer failed before it): with the compare phase's time, the comparison's rate.
     std::int64_t elements = 0;
+    /// A sampled check (--check=sample:N): the rows of each head it compared (dMask: its columns)
+    /// and how many there are; 0 and 0 for a full check. The other elements were scanned for
+    /// non-finite values only: `unsampled_nonfinite` of them are.
+    std::int64_t sampled = 0, sample_of = 0, unsampled_nonfinite = 0;
+    /// dK, dV of a sampled check (compare/extra_checks.hpp check_column_sums): max over (b, h_kv, d)
+    /// of |sum_j X_jd - expected| / bound; < 1 passes (0 when not checked).
+    double column_sum_worst = 0;
     /// Why the check is MISTRUSTED when that is not zero trust (fp8 saturation, nothing checked):
     /// the sentence the case's reason shows ("" for zero trust, whose sentence the driver writes).
     std::string mistrust;

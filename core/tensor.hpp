@@ -1,6 +1,7 @@
 // Host tensor of f32 values with a logical data type and dense row-major strides.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -47,5 +48,27 @@ struct Tensor {
         return idx;
     }
 };
+
+/// `t` with only the indices `at` (each < t.dims[dim]) of dimension `dim` (2: rows, 3: columns), in
+/// that order; `t` itself when that dimension is broadcast (size 1) or t is empty.
+inline Tensor gather(const Tensor& t, int dim, const std::vector<std::int64_t>& at) {
+    const auto k = static_cast<std::size_t>(dim);
+    if (t.empty() || t.dims[k] == 1) return t;
+    std::array<std::int64_t, 4> dims = t.dims;
+    dims[k] = static_cast<std::int64_t>(at.size());
+    Tensor g(dims, t.dt);
+    for (std::int64_t a = 0; a < dims[0]; ++a)
+        for (std::int64_t b = 0; b < dims[1]; ++b)
+            for (std::int64_t c = 0; c < dims[2]; ++c) {
+                float* row = &g.at(a, b, c, 0);
+                if (dim == 2) {
+                    const float* src = &t.data[t.offset(a, b, at[static_cast<std::size_t>(c)], 0)];
+                    std::copy(src, src + dims[3], row);
+                } else {
+                    for (std::int64_t d = 0; d < dims[3]; ++d) row[d] = t.at(a, b, c, at[static_cast<std::size_t>(d)]);
+                }
+            }
+    return g;
+}
 
 }  // namespace sdpa

@@ -40,6 +40,9 @@ struct Case {
     /// no cap). A process caps its vendor once, so the driver runs each level's cases in a
     /// process of that level (driver/worker.hpp).
     CpuIsa cpu_isa = CpuIsa::none;
+    /// --check=sample:N: the reference computes and compares N query rows and N key rows of every
+    /// head (ref/row_sample.hpp, docs/trust.md#sampled-checks); 0: --check=full, every row.
+    std::int64_t sample_rows = 0;
     /// --mode=L given on the command line: the run lists every case whatever mode its batch file
     /// set; `mode` keeps the mode the case would run in, which its repro names.
     bool list_only = false;

@@ -115,6 +115,28 @@ std::string explain_count(std::string_view v) {
     return "";
 }
 
+/// --check's spelling of a sample size (0: full).
+std::string check_name(std::int64_t n) { return n == 0 ? "full" : fmt::format("sample:{}", n); }
+
+/// --check: "full", or "sample:N" with N >= 1.
+Setter parse_check(std::string_view v) {
+    std::int64_t n = 0;
+    if (v != "full") {
+        constexpr std::string_view kSample = "sample:";
+        if (!v.starts_with(kSample)) return {};
+        const auto x = parse_number<std::int64_t>(v.substr(kSample.size()));
+        if (!x || *x < 1) return {};
+        n = *x;
+    }
+    return [n](Case& c) { c.sample_rows = n; };
+}
+
+/// Why --check=sample:N was refused: N not a whole number of 1 or more.
+std::string explain_check(std::string_view v) {
+    if (!v.starts_with("sample:")) return "";
+    return fmt::format("--check={}: N must be a whole number of 1 or more (rows per head)", v);
+}
+
 /// --mask: a kMaskNames spelling, or "window:L,R" (sets the window bounds).
 Setter parse_mask(std::string_view v) {
     Mask m = Mask::window;
@@ -631,6 +653,13 @@ std::vector<Knob> make_table() {
             },
             // L only lists: its repro is the line that runs the case.
             [](const Case& c) { return fmt::format("{}", c.mode == Mode::L ? Mode::C : c.mode); }, S::both, true},
+        {KnobId::check, "full|sample:N",
+            "what the reference computes and compares: every row (full), or N >= 1 query rows and N key rows of "
+            "every head, chosen at the edges kernels break at (first and last rows, tile, mask and padding edges) "
+            "and drawn from --seed, each checked under the full check's bound, with the rest of every output scanned "
+            "for non-finite values and dK, dV held to their column sums; O((S_q + S_kv) N D) reference work per head "
+            "instead of O(S_q S_kv D) (docs/trust.md#sampled-checks)",
+            parse_check, [](const Case& c) { return check_name(c.sample_rows); }, S::both, true, explain_check},
         {KnobId::cpu_isa,
             "default|all|" + enum_choices(kCpuIsaNames).substr(std::string_view("default|").size()) + "|" +
                 enum_choices(kCpuIsaAliases),

@@ -29,7 +29,7 @@ enum class KnobId {
     dir, dt, mask, mask_shape, mask_dt, mask_fill, scale, scale_op, scale_dt, scale_property, mask_form,
     dmask, fill, seed, mb, in_shapes, op_kind, op_attrs, tensor_property, seq_len_q, seq_len_kv, layout,
     strides, deterministic, ragged, fp8_descale, expected_n_partitions, dropout, dropout_property, backend,
-    mode, cpu_isa,
+    mode, check, cpu_isa,
 };
 
 /// The spelling of each knob (without the leading "--"), in KnobId order.
@@ -65,6 +65,7 @@ inline constexpr auto kKnobNames = std::to_array<EnumName<KnobId>>({
     {KnobId::dropout_property, "dropout-property"},
     {KnobId::backend, "backend"},
     {KnobId::mode, "mode"},
+    {KnobId::check, "check"},
     {KnobId::cpu_isa, "cpu-isa"},
 });
 inline std::string_view format_as(KnobId v) { return enum_name(kKnobNames, v); }

@@ -346,16 +346,21 @@ private:
         opt.qk = &qk_;
         ref_fwd_.reset();
         ref_bwd_.reset();
+        if (c_.sample_rows > 0 && !sample_) {  // --check=sample:N: the same rows for every step
+            sample_ = choose_rows(q, c_.sample_rows);
+            if (!sample_->sampled(q)) sample_.reset();  // it holds every row: a full check
+            else r_.sample = describe_sample(q, *sample_);
+        }
         timed(r_, Phase::reference, [&] {
-            if (q.dir == Dir::bwd) ref_bwd_ = ref_backward(q, in_, opt);
-            else ref_fwd_ = ref_forward(q, in_, opt);
+            if (q.dir == Dir::bwd) ref_bwd_ = sample_ ? ref_backward_sampled(q, in_, opt, *sample_) : ref_backward(q, in_, opt);
+            else ref_fwd_ = sample_ ? ref_forward_sampled(q, in_, opt, *sample_) : ref_forward(q, in_, opt);
         });
     }
 
     /// Outputs `out` of problem `q` checked against the step's reference.
     std::vector<OutputCheck> checks_against_reference(const Problem& q, const SdpaOutputs& out) const {
         return check_outputs(q, out, ref_fwd_ ? &*ref_fwd_ : nullptr, ref_bwd_ ? &*ref_bwd_ : nullptr,
-                backend_.conventions());
+                backend_.conventions(), sample_ ? &*sample_ : nullptr);
     }
 
     /// The dropout report (on the first check), the fwd_bwd mask agreement and the vendor reruns
@@ -466,6 +471,7 @@ private:
     std::shared_ptr<const DropoutMask> first_mask_;  ///< the first direction's vendor mask
     std::int64_t o_saturated_ = 0;                   ///< fp8 O inputs saturated by the displacement
     RefQK qk_;  ///< the reference's work on Q and K (which no step changes), done once per case
+    std::optional<RowSample> sample_;  ///< --check=sample:N's rows (chosen at the first reference), else none
     bool checked_before_ = false;                    ///< a direction was checked by an earlier step
     /// What each direction's plan ran and bound, by its tag ("" alone, "fwd: " and "bwd: " for fwd_bwd).
     std::map<std::string, std::pair<Implementation, std::vector<BoundTensor>>> ran_;

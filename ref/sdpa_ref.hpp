@@ -9,6 +9,7 @@
 
 #include "core/problem.hpp"
 #include "core/sdpa_tensors.hpp"
+#include "ref/row_sample.hpp"
 
 namespace sdpa {
 
@@ -98,6 +99,14 @@ inline constexpr double kAmaxRelative = 0x1p-10;
 /// kAmaxRelative / u_dt.
 struct RefBackward {
     Tensor dQ, dK, dV, M_dQ, M_dK, M_dV, dMask, M_dMask, amax, M_amax;
+    /// The column identities of a sampled check (ref_backward_sampled; empty otherwise, and with
+    /// dropout or fp8 io), each [B, H_kv, 1, D]: with every row of P summing to one and every row of
+    /// dS to zero, sum_j dV_jd = dV_sum_d = sum of dO_id over the group's query rows that see a key,
+    /// and sum_j dK_jd = dK_sum_d = 0; M_dV_sum = sum of |dO_id| over those rows (= sum_j M_dV_jd)
+    /// and M_dK_sum >= sum_j M_dK_jd: |scale| sum_i |Q_id| (||dO_i|| max_j ||V_j|| + |D_i| + r_i),
+    /// plus |scale| sum_i |Q_id| 2 sum_e |dO_ie| max_j |V_je| for the O the backward is given (D_i
+    /// from an O off by its rounding makes the rows of dS sum to dO_i . (O*_i - O_i), not 0).
+    Tensor dK_sum, M_dK_sum, dV_sum, M_dV_sum;
     /// fp8: the largest P (after dropout) the backward rounds onto descale_S's grid; no output (the
     /// backward graph has no Amax_S), but past that grid's range P saturates (compare.hpp).
     float p_max = 0.f;
@@ -120,5 +129,19 @@ RefForward ref_forward(const Problem& p, const SdpaInputs& in, const RefOptions&
 /// dS = P o (Z o dP / (1 - p) - D) (core/dropout.hpp); M_dV = P_d^T |dO|. Throws
 /// std::invalid_argument on inconsistent shapes.
 RefBackward ref_backward(const Problem& p, const SdpaInputs& in, const RefOptions& opt);
+
+/// ref_forward on the query rows of `s` only (--check=sample:N; ref/ref_sampled.cpp): O, stats,
+/// M_O and M_stats of those rows, in s.q's order (dims with S_q = |s.q|), each bitwise what
+/// ref_forward gives for that row; no amax (a maximum over every row). O(|s.q| S_kv D) work per
+/// head. `in` is borrowed: the tensors the sample does not cut are moved out and given back before
+/// it returns (or throws).
+RefForward ref_forward_sampled(const Problem& p, SdpaInputs& in, const RefOptions& opt, const RowSample& s);
+
+/// ref_backward on the rows of `s` only: dQ and M_dQ of its query rows (S_q = |s.q|), dK, dV, M_dK
+/// and M_dV of its key rows (S_kv = |s.kv|), dMask and M_dMask of its key columns (every row of the
+/// bias; last dim |s.kv|), each element what ref_backward gives from the same inputs; the column
+/// identities' sums (RefBackward::dK_sum) without dropout and fp8; no amax.
+/// O((|s.q| S_kv + S_q |s.kv|) D) work per head. `in` is borrowed as by ref_forward_sampled.
+RefBackward ref_backward_sampled(const Problem& p, SdpaInputs& in, const RefOptions& opt, const RowSample& s);
 
 }  // namespace sdpa

@@ -108,6 +108,9 @@ struct CaseResult {
     std::vector<std::string> notes;    ///< backend notes shown with -v
     CaseInfo info;                     ///< backend, dir, dt, ... as text
     bool checked = false;              ///< outputs were compared (C and CP modes)
+    /// --check=sample:N: what the check covered, "64/32768 query rows, 64/32768 key rows"
+    /// (ref/row_sample.hpp describe_sample); "" for a full check (or a sample that held every row).
+    std::string sample;
     std::int64_t flops = 0;            ///< core/flops.hpp flops() (0 for an invalid case)
     std::int64_t bytes = 0;            ///< core/flops.hpp bytes_moved()
     std::optional<PerfResult> perf;    ///< timings and rates (P and CP modes, when it ran)

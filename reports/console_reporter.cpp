@@ -9,6 +9,7 @@ namespace sdpa {
 
 std::string status_line(const CaseResult& r) {
     std::string s = fmt::format("{}:{}", r.index, shown_status(r));
+    if (!r.sample.empty()) s += fmt::format(" (sampled {})", r.sample);
     if (r.expect.kind != Expected::none)  // the status it was, and why that was expected
         s += fmt::format(" ({}{}; {})", r.status, r.reason.empty() ? std::string() : ": " + r.reason, r.expect.reason);
     else if (!r.reason.empty())
