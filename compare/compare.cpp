@@ -151,7 +151,9 @@ OutputRule output_rule(const Problem& p, Output out, const Conventions& conv, co
 std::vector<std::uint8_t> row_kinds(const OutputRule& rule, const std::array<std::int64_t, 4>& dims) {
     const std::int64_t rows = dims[0] * dims[2];
     std::vector<std::uint8_t> kinds(static_cast<std::size_t>(rows));
+    // A sampled rule's rows in the sample's dims (fewer than the output's) stand for the sampled ones.
     const std::vector<std::int64_t>* at = rule.output == Output::dMask ? nullptr : rule.sampled();
+    if (at && static_cast<std::int64_t>(at->size()) != dims[2]) at = nullptr;
     // key_never_visible is a binary search over the queries: parallel for long key lists.
 #pragma omp parallel for schedule(static) if (rows >= 4096)
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -598,28 +600,52 @@ OutputCheck check_rows(const OutputRule& rule, const Tensor& got, const RefOutpu
     return r;
 }
 
-/// The elements of `got` (the whole output) that a sampled check has no reference for: indices
-/// `at` of dimension `dim` left out. Returns how many are not finite and the first (flat index).
-std::pair<std::int64_t, std::size_t> unsampled_nonfinite(const Tensor& got, int dim, const std::vector<std::int64_t>& at) {
+/// What the rows of `got` (the whole output) outside a sample say without a reference: indices `at`
+/// of dimension `dim` are the sample's; `kinds` the output's row kinds (row_kinds at got's dims).
+struct Unsampled {
+    std::int64_t nonfinite = 0, masked_bad = 0;  ///< non-finite values; structural rows' elements not masked_value
+    std::int64_t first_nonfinite = -1, first_masked_bad = -1;  ///< flat indices (-1: none)
+};
+
+/// The rows outside the sample: unchecked rows skipped, structural rows held to `masked_value`
+/// exactly (as check_rows holds them), every other element to being finite.
+Unsampled scan_unsampled(const Tensor& got, int dim, const std::vector<std::int64_t>& at,
+        const std::vector<std::uint8_t>& kinds, float masked_value) {
     std::vector<std::uint8_t> in(static_cast<std::size_t>(got.dims[static_cast<std::size_t>(dim)]), 0);
     for (const std::int64_t k : at) in[static_cast<std::size_t>(k)] = 1;
-    const std::int64_t D = got.dims[3], S = got.dims[2], rows = got.dims[0] * got.dims[1] * S;
-    std::int64_t count = 0, first = static_cast<std::int64_t>(got.size());
-#pragma omp parallel for reduction(+ : count) reduction(min : first) schedule(static) if (rows * D >= kParallelElements)
+    const std::int64_t D = got.dims[3], H = got.dims[1], S = got.dims[2], rows = got.dims[0] * H * S;
+    Unsampled u;
+    const auto first = [](std::int64_t& f, std::int64_t i) { f = f < 0 ? i : std::min(f, i); };
+#pragma omp parallel for schedule(static) if (rows * D >= kParallelElements)
     for (std::int64_t row = 0; row < rows; ++row) {
-        if (dim == 2 && in[static_cast<std::size_t>(row % S)]) continue;  // a sampled row: compared
+        const std::int64_t c = row % S;
+        if (dim == 2 && in[static_cast<std::size_t>(c)]) continue;  // a sampled row: compared
+        const std::uint8_t kind = kinds[static_cast<std::size_t>(row / (H * S) * S + c)];
+        if (kind & kRowUnchecked) continue;
         const float* x = &got.data[static_cast<std::size_t>(row * D)];
-        int odd = 0;
-#pragma omp simd reduction(| : odd)
-        for (std::int64_t j = 0; j < D; ++j) odd |= static_cast<int>(!(std::fabs(x[j]) <= std::numeric_limits<float>::max()));
-        if (!odd) continue;
-        for (std::int64_t j = 0; j < D; ++j)
-            if (!std::isfinite(x[j]) && !(dim == 3 && in[static_cast<std::size_t>(j)])) {
-                ++count;
-                first = std::min(first, row * D + j);
+        Unsampled mine;
+        for (std::int64_t j = 0; j < D; ++j) {
+            if (dim == 3 && in[static_cast<std::size_t>(j)]) continue;
+            if (kind & kRowStructural) {
+                if (std::bit_cast<std::uint32_t>(x[j]) != std::bit_cast<std::uint32_t>(masked_value) && !(x[j] == masked_value)) {
+                    ++mine.masked_bad;
+                    first(mine.first_masked_bad, row * D + j);
+                }
+            } else if (!std::isfinite(x[j])) {
+                ++mine.nonfinite;
+                first(mine.first_nonfinite, row * D + j);
             }
+        }
+        if (mine.nonfinite + mine.masked_bad == 0) continue;
+#pragma omp critical(sdpa_unsampled)
+        {
+            u.nonfinite += mine.nonfinite;
+            u.masked_bad += mine.masked_bad;
+            if (mine.first_nonfinite >= 0) first(u.first_nonfinite, mine.first_nonfinite);
+            if (mine.first_masked_bad >= 0) first(u.first_masked_bad, mine.first_masked_bad);
+        }
     }
-    return {count, static_cast<std::size_t>(first)};
+    return u;
 }
 
 /// check_output of a sampled check: the reference holds the sample's rows (dMask: columns) only;
@@ -648,17 +674,21 @@ OutputCheck check_sampled(const OutputRule& rule, const Tensor& got, const RefOu
     r.worst_index[k] = at[static_cast<std::size_t>(r.worst_index[k])];
     r.sampled = n;
     r.sample_of = full[k];
-    const auto [bad, first] = unsampled_nonfinite(got, dim, at);
-    r.unsampled_nonfinite = bad;
-    if (bad > 0 && r.pass) {
-        const auto idx = got.index(first);
-        r.pass = false;
-        r.mistrusted = false;
-        r.failure = CheckFailure::nonfinite;
-        r.located = false;
-        r.reason = fmt::format("{} non-finite value(s) outside the sampled rows (the whole output is scanned), the "
-                "first at (b,h,i,j) = ({},{},{},{}): {}", bad, idx[0], idx[1], idx[2], idx[3], got.data[first]);
-    }
+    const float masked = rule.output == Output::stats ? rule.conv.masked_row_stats : 0.f;
+    const Unsampled u = scan_unsampled(got, dim, at, row_kinds(rule, got.dims), masked);
+    r.unsampled_nonfinite = u.nonfinite;
+    if (!r.pass || u.nonfinite + u.masked_bad == 0) return r;
+    const bool nonfinite = u.nonfinite > 0;
+    const auto i = static_cast<std::size_t>(nonfinite ? u.first_nonfinite : u.first_masked_bad);
+    const auto idx = got.index(i);
+    r.pass = false;
+    r.mistrusted = false;
+    r.failure = nonfinite ? CheckFailure::nonfinite : CheckFailure::masked_rows;
+    r.located = false;
+    r.reason = fmt::format("{} {} outside the sampled rows (the whole output is scanned), the first at (b,h,i,j) = "
+            "({},{},{},{}): {}", nonfinite ? u.nonfinite : u.masked_bad,
+            nonfinite ? "non-finite value(s)" : fmt::format("element(s) of fully masked rows not {}", masked), idx[0],
+            idx[1], idx[2], idx[3], got.data[i]);
     return r;
 }
 

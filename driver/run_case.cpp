@@ -348,8 +348,15 @@ private:
         ref_bwd_.reset();
         if (c_.sample_rows > 0 && !sample_) {  // --check=sample:N: the same rows for every step
             sample_ = choose_rows(q, c_.sample_rows);
-            if (!sample_->sampled(q)) sample_.reset();  // it holds every row: a full check
-            else r_.sample = describe_sample(q, *sample_);
+            if (!sample_->sampled(q)) {
+                sample_.reset();  // it holds every row: a full check
+            } else {
+                r_.sample = describe_sample(q, *sample_);
+                if (is_fp8(q.dt)) r_.notes.push_back("amax not checked: a sampled check computes no maximum over every row");
+                if (c_.prb.dir == Dir::bwd)
+                    r_.notes.push_back("O and stats displaced by the full reference forward, O(S_q S_kv D): --dir=fwd_bwd "
+                            "feeds the vendor's own (docs/trust.md#sampled-checks)");
+            }
         }
         timed(r_, Phase::reference, [&] {
             if (q.dir == Dir::bwd) ref_bwd_ = sample_ ? ref_backward_sampled(q, in_, opt, *sample_) : ref_backward(q, in_, opt);

@@ -198,8 +198,6 @@ std::vector<ResultField> make_fields() {
         column(stored<R>("timed_out", "killed by --timeout-per-case", [](auto& r) -> auto& { return r.timed_out; })),
         column(stored<R>("crashed", "its child process died without a result", [](auto& r) -> auto& { return r.crashed; })),
         column(stored<R>("checked", "the outputs were compared (a mode that checks)", [](auto& r) -> auto& { return r.checked; })),
-        column(stored<R>("sample", "--check=sample:N: the rows the check covered (\"64/32768 query rows, 64/32768 key "
-            "rows\"); \"\" for a full check", [](auto& r) -> auto& { return r.sample; })),
         perf_field("gflops_worst", "GFLOP/s at the max time", [](auto& p) -> auto& { return p.gflops_at_max; }),
         perf_derived("tflops", "TFLOP/s at the median time", [](const P& p) { return 1e-3 * p.gflops_at_median; }),
         perf_derived("tflops_best", "TFLOP/s at the min time", [](const P& p) { return 1e-3 * p.gflops_at_min; }),
@@ -282,6 +280,8 @@ std::vector<ResultField> make_fields() {
     t.push_back(column(stored<R>("vendor_cpu_util",
         "the process's CPU time over the vendor phase's wall time: the cores the vendor kept busy on average",
         [](auto& r) -> auto& { return r.vendor_cpu_util; })));
+    t.push_back(column(stored<R>("sample", "--check=sample:N: the rows the check covered (\"64/32768 query rows, "
+        "64/32768 key rows\"); \"\" for a full check (docs/trust.md#sampled-checks)", [](auto& r) -> auto& { return r.sample; })));
     // The lists: JSONL and the pipe only.
     ResultField notes = column(stored<R>("notes", "the backend's and the checks' notes (-v prints them)",
         [](auto& r) -> auto& { return r.notes; }));
@@ -335,14 +335,6 @@ std::vector<Field<OutputCheck>> make_check_fields() {
             [](auto& c) -> auto& { return c.unchecked; }),
         stored<C>("elements", "the output's size, as the comparison went over it (with compare_ms, its rate)",
             [](auto& c) -> auto& { return c.elements; }),
-        stored<C>("sampled", "a sampled check (--check=sample:N): the rows of each head it compared (dMask: columns); 0 "
-            "for a full check", [](auto& c) -> auto& { return c.sampled; }),
-        stored<C>("sample_of", "the rows (dMask: columns) of each head there are; 0 for a full check",
-            [](auto& c) -> auto& { return c.sample_of; }),
-        stored<C>("unsampled_nonfinite", "a sampled check: non-finite elements outside its rows (the whole output is "
-            "scanned)", [](auto& c) -> auto& { return c.unsampled_nonfinite; }),
-        stored<C>("column_sum_worst", "dK, dV of a sampled check: max |sum_j X_j - expected|/bound over (b,h_kv,d) (< 1 "
-            "passes; docs/trust.md#sampled-checks)", [](auto& c) -> auto& { return c.column_sum_worst; }),
         stored<C>("mistrust", "why MISTRUSTED when not zero trust (\"\" otherwise)", [](auto& c) -> auto& { return c.mistrust; }),
         stored<C>("located", "worst_index, got, expected, err and bound describe one element (false: the failure is "
             "about the buffer)", [](auto& c) -> auto& { return c.located; }),
@@ -354,6 +346,14 @@ std::vector<Field<OutputCheck>> make_check_fields() {
         stored<C>("bound_mag", "the reference's magnitude M at the worst element", [](auto& c) -> auto& { return c.bound_mag; }),
         stored<C>("bound_floor", "max(M) / 1024", [](auto& c) -> auto& { return c.bound_floor; }),
         stored<C>("bound_tiny", "the absolute term tiny", [](auto& c) -> auto& { return c.bound_tiny; }),
+        stored<C>("sampled", "a sampled check (--check=sample:N): the rows of each head it compared (dMask: columns); 0 "
+            "for a full check", [](auto& c) -> auto& { return c.sampled; }),
+        stored<C>("sample_of", "the rows (dMask: columns) of each head there are; 0 for a full check",
+            [](auto& c) -> auto& { return c.sample_of; }),
+        stored<C>("unsampled_nonfinite", "a sampled check: non-finite elements outside its rows (the whole output is "
+            "scanned)", [](auto& c) -> auto& { return c.unsampled_nonfinite; }),
+        stored<C>("column_sum_worst", "dK, dV of a sampled check: max |sum_j X_j - expected|/bound over (b,h_kv,d) (< 1 "
+            "passes; docs/trust.md#sampled-checks)", [](auto& c) -> auto& { return c.column_sum_worst; }),
     };
 }
 

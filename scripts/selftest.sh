@@ -4,18 +4,21 @@
 # backend a "# clean-backend: NAME" line of the file names (test:fp8 for the fp8 faults: the
 # reference backend runs no fp8).
 # Prints one line per kind and "caught: N/M"; exits 0 only when every fault is caught and every
-# clean run passes. Usage: scripts/selftest.sh [path/to/sdpabench] (default build/release/sdpabench).
+# clean run passes. Usage: scripts/selftest.sh [path/to/sdpabench [KNOB...]] (default
+# build/release/sdpabench); the KNOBs go before each --batch, e.g. --check=sample:4 for the sampled
+# check's self-test (CTest e2e.selftest_sampled, docs/trust.md#sampled-checks).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 exe="${1:-$root/build/release/sdpabench}"
+knobs=("${@:2}")
 [[ -x "$exe" ]] || { echo "selftest: $exe is not an executable (build first)" >&2; exit 2; }
 caught=0 total=0 clean_ok=0 bad=0
 for f in "$root"/cases/selftest/*.cases; do
     kind="$(basename "$f" .cases)"
     total=$((total + 1))
-    faulty_out="$("$exe" --backend="faulty:$kind" --batch="$f" 2>&1)"; faulty_rc=$?
+    faulty_out="$("$exe" --backend="faulty:$kind" "${knobs[@]}" --batch="$f" 2>&1)"; faulty_rc=$?
     clean="$(sed -nE 's/^# clean-backend: *([^ ]+).*/\1/p' "$f" | head -n 1)"
-    ref_out="$("$exe" --backend="${clean:-ref}" --batch="$f" 2>&1)"; ref_rc=$?
+    ref_out="$("$exe" --backend="${clean:-ref}" "${knobs[@]}" --batch="$f" 2>&1)"; ref_rc=$?
     n="$(grep -c ':FAILED' <<<"$faulty_out")"
     cases="$(grep -oE '^tests:[0-9]+' <<<"$faulty_out" | cut -d: -f2)"
     ref_cases="$(grep -oE '^tests:[0-9]+' <<<"$ref_out" | cut -d: -f2)"

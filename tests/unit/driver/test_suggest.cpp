@@ -101,7 +101,7 @@ TEST(Selection, MatchSearchesTheCanonicalFormWithDefaults) {
     }
     EXPECT_EQ(ids[0], "b1hq1sq8d8");  // the id leaves the default out
     EXPECT_NE(canon[0].find("--dt=f32 "), std::string::npos) << canon[0];
-    EXPECT_NE(canon[0].find("--backend=onednn --mode=C --cpu-isa=default "), std::string::npos) << canon[0];
+    EXPECT_NE(canon[0].find("--backend=onednn --mode=C --check=full --cpu-isa=default "), std::string::npos) << canon[0];
     EXPECT_TRUE(canon[0].ends_with(" b1hq1sq8d8")) << canon[0];
     const std::vector<std::size_t> all{0, 1};
     EXPECT_EQ(select_cases(all, ids, canon, 0, "--mask=none"), all);  // a default value: every case

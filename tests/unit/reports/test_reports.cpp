@@ -251,8 +251,8 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
             // (peak_tflops and pct_peak among them), minimized_repro, alone_status, the phases,
             // what ran (impl, ref_fallback, ref_parts: none named), the untimed cv and noisy, then
             // the sizes (not set here), attention, cpu_isa, isa, vendor_version, device, impls,
-            // mask_tensor, vendor_cpu_util
-            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,,,,,,,0,0,0,0,0,0,0,,,,,,,,0");
+            // mask_tensor, vendor_cpu_util, sample (a full check: empty)
+            ",,FAILED,false,false,true,,,,,,,,0,0,0,0,0,0,0,0,0,0,,,,,,,,0,0,0,0,0,0,0,,,,,,,,0,");
     EXPECT_EQ(csv_row(timed_case()),
             "2,--mode=P b1hq2sq64d64 #2,PASSED,,,--mode=P b1hq2sq64d64,onednn,cpu,P,fwd_t,bf16,causal_tl,b1hq2sq64d64,,250,4000000,2000000,3,1,2,"
             "2.3333333333333335,4,12.5,2,4,1,,,,,"
@@ -260,7 +260,7 @@ TEST(Csv, RowEscapesReasonAndLeavesTimesEmptyWhenUntimed) {
             // of {1, 2, 4}: sample standard deviation sqrt(7/3) over the mean 7/3, and noisy
             // (timed_case()'s PerfResult leaves noisy to the driver: false)
             ",,PASSED,false,false,false,1,0.002,0.004,0.001,true,,,0,0,0,0,0,0,0,0,0,0,,,,,,0.6546536707079771,false,"
-            "0,0,0,0,0,0,0,,,,,,,,0");
+            "0,0,0,0,0,0,0,,,,,,,,0,");
     // Same column count as the header.
     const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(commas(csv_row(timed_case())), commas(csv_header()));
