@@ -648,6 +648,19 @@ Unsampled scan_unsampled(const Tensor& got, int dim, const std::vector<std::int6
     return u;
 }
 
+/// True when every element of an output with dims `dims` is in a structural or unchecked row
+/// (`kinds`) or zero by construction (`z`, for those dims): a full check of it compares only zeros.
+bool all_zero_by_structure(const std::vector<std::uint8_t>& kinds, const ZeroByConstruction& z,
+        const std::array<std::int64_t, 4>& dims) {
+    for (std::int64_t r = 0; r < dims[0] * dims[2]; ++r) {
+        if (kinds[static_cast<std::size_t>(r)]) continue;
+        if (!z.any()) return false;
+        for (std::int64_t j = 0; j < z.width; ++j)
+            if (!z.at(r, j)) return false;
+    }
+    return true;
+}
+
 /// check_output of a sampled check: the reference holds the sample's rows (dMask: columns) only;
 /// `got` is compared there, its worst element named by its own index, and the rest of it scanned
 /// for non-finite values.
@@ -674,8 +687,15 @@ OutputCheck check_sampled(const OutputRule& rule, const Tensor& got, const RefOu
     r.worst_index[k] = at[static_cast<std::size_t>(r.worst_index[k])];
     r.sampled = n;
     r.sample_of = full[k];
+    const std::vector<std::uint8_t> kinds = row_kinds(rule, got.dims);
+    if (r.pass && !r.mistrusted && r.elements == r.structural_zeros + r.unchecked + r.zero_by_construction &&
+            !all_zero_by_structure(kinds, z, full)) {
+        r.mistrusted = true;  // every compared element is 0 by the mask's structure, and the output has others
+        r.mistrust = fmt::format("{}: nothing checked: the sampled {} hold only elements the mask makes 0 (a larger "
+                "--check=sample:N tells more)", rule.output, dim == 3 ? "columns" : "rows");
+    }
     const float masked = rule.output == Output::stats ? rule.conv.masked_row_stats : 0.f;
-    const Unsampled u = scan_unsampled(got, dim, at, row_kinds(rule, got.dims), masked);
+    const Unsampled u = scan_unsampled(got, dim, at, kinds, masked);
     r.unsampled_nonfinite = u.nonfinite;
     if (!r.pass || u.nonfinite + u.masked_bad == 0) return r;
     const bool nonfinite = u.nonfinite > 0;

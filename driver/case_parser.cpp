@@ -831,10 +831,13 @@ std::string case_language_help() {
          "      read FILE (in a file: relative to the including file, then to each folder above it, as\n"
          "      benchdnn resolves its inputs; on the command line: the current directory); knob changes\n"
          "      inside it end with it\n"
-         "  --reset\n"
-         "      restore every problem knob to its default (--backend and --mode are kept, so a file\n"
-         "      that starts with --reset still runs on the backend chosen on the command line)\n\n"
-         "Problem descriptor: b<B>hq<H_q>hkv<H_kv>sq<S_q>skv<S_kv>dqk<D_qk>dv<D_v>[n=<name>]\n"
+         "  --reset\n";
+    std::string kept;  // the run knobs, from the knob table
+    for (const Knob& k : knob_table())
+        if (k.run_knob) kept += fmt::format("{}--{}", kept.empty() ? "" : ", ", k.name);
+    s += fmt::format("      restore every problem knob to its default; the run knobs ({}) are kept,\n"
+         "      so a file that starts with --reset still runs on the backend chosen on the command line\n\n", kept);
+    s += "Problem descriptor: b<B>hq<H_q>hkv<H_kv>sq<S_q>skv<S_kv>dqk<D_qk>dv<D_v>[n=<name>]\n"
          "  sq and d (or dqk) are required; defaults: b1 hq1, hkv = hq, skv = sq, dv = dqk; d sets both\n"
          "  head sizes. Example: --dir=fwd_t,bwd --dt=bf16 --mask=causal_br b1hq32hkv8sq4096d128n=llama3-8b\n"
          "  Ranges: a size may be START:END[:STEP], STEP N or +N (add) or xN (multiply), expanded like a\n"

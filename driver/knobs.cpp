@@ -131,9 +131,17 @@ Setter parse_check(std::string_view v) {
     return [n](Case& c) { c.sample_rows = n; };
 }
 
-/// Why --check=sample:N was refused: N not a whole number of 1 or more.
+/// Why a --check value was refused: N out of range or below 1, or a bare number (a list's later
+/// elements: --check=sample:1,2 is read as sample:1 and 2).
 std::string explain_check(std::string_view v) {
+    if (parse_number<std::int64_t>(v))
+        return fmt::format("--check={}: each value is full or sample:N (a list spells each: sample:1,sample:2)", v);
     if (!v.starts_with("sample:")) return "";
+    NumberError err{};
+    parse_number<std::int64_t>(v.substr(7), &err);
+    if (err == NumberError::out_of_range)
+        return fmt::format("--check={}: N does not fit a 64-bit integer (at most {})", v,
+                std::numeric_limits<std::int64_t>::max());
     return fmt::format("--check={}: N must be a whole number of 1 or more (rows per head)", v);
 }
 

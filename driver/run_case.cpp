@@ -27,8 +27,12 @@ namespace sdpa {
 std::string failure_reason(const OutputCheck& c) {
     if (!c.located) return fmt::format("{}: {}", c.output, c.reason);
     const auto& w = c.worst_index;
-    return fmt::format("{}: {} at ({},{},{},{}): got {} expected {} (|err| {:.3g} vs bound {:.3g})", c.output,
-            c.reason, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound);
+    // A sampled check's floor, max(M) / 1024, is over its rows: where it makes most of the bound a
+    // full check may pass (docs/trust.md#sampled-checks).
+    const bool floor_bound = c.sampled > 0 && c.failure == CheckFailure::bound && c.bound_mag < c.bound_floor;
+    return fmt::format("{}: {} at ({},{},{},{}): got {} expected {} (|err| {:.3g} vs bound {:.3g}{})", c.output,
+            c.reason, w[0], w[1], w[2], w[3], c.got, c.expected, c.err, c.bound,
+            floor_bound ? ", mostly the sampled rows' floor: --check=full tells" : "");
 }
 
 namespace {
@@ -153,8 +157,9 @@ void judge(CaseResult& r) {
         else if (c.mistrusted && !c.mistrust.empty())  // fp8 saturation, nothing checked (compare/compare.hpp)
             mistrusted += (mistrusted.empty() ? "" : "; ") + c.mistrust;
         else if (c.mistrusted)
-            mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero",
-                    mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction);
+            mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero{}",
+                    mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction,
+                    c.sampled > 0 ? " in the sampled rows" : "");
     }
     if (r.dropout)
         for (const auto& f : r.dropout->failures) failed += (failed.empty() ? "" : "; ") + f;

@@ -142,6 +142,7 @@ void column_sums(const Problem& p, const SdpaInputs& in, RefBackward& r) {
     for (Tensor* t : {&r.dK_sum, &r.M_dK_sum}) *t = Tensor({d.B, d.H_kv, 1, d.D_qk}, DType::f32);
     for (Tensor* t : {&r.dV_sum, &r.M_dV_sum}) *t = Tensor({d.B, d.H_kv, 1, d.D_v}, DType::f32);
     const float v = scale_tensor_value(p);
+    const double kappa = unit_roundoff(DType::f32) / unit_roundoff(p.dt);  // u_f32 in io roundoffs
     const double gabs = p.scale_op == ScaleOp::mul ? std::fabs(static_cast<double>(v)) : 1.0 / std::fabs(static_cast<double>(v));
 #pragma omp parallel for collapse(2) schedule(static)
     for (i64 b = 0; b < d.B; ++b)
@@ -172,6 +173,12 @@ void column_sums(const Problem& p, const SdpaInputs& in, RefBackward& r) {
                         dv[static_cast<std::size_t>(e)] += g;
                         mdv[static_cast<std::size_t>(e)] += std::fabs(g);
                     }
+                    // The given stats are an f32 LSE: off by u_f32 |stats_i| (and P's exp by a few ulp), they
+                    // scale row i of P, so sum_j P_ij = 1 + u_f32 (|stats_i| + 4): that much of |dO_i|, in
+                    // units of the io roundoff, joins M_dV_sum.
+                    const double pslack = kappa * (std::fabs(static_cast<double>(in.stats.at(b, h, i, 0))) + 4);
+                    for (i64 e = 0; e < d.D_v; ++e)
+                        mdv[static_cast<std::size_t>(e)] += pslack * std::fabs(static_cast<double>(in.dO.at(b, h, i, e)));
                     const double w = std::sqrt(dn2) * vn + std::fabs(D) + std::sqrt(r2) + oslack;
                     for (i64 e = 0; e < d.D_qk; ++e) mdk[static_cast<std::size_t>(e)] += gabs * std::fabs(in.Q.at(b, h, i, e)) * w;
                 }

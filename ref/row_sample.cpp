@@ -62,10 +62,12 @@ void random_rows(Picker& pick, std::mt19937_64& rng) {
 RowSample choose_rows(const Problem& p, i64 n) {
     const Dims& d = p.dims;
     Picker q(d.S_q, n), kv(d.S_kv, n);
-    for (Picker* x : {&q, &kv}) {
-        x->take(0);
-        x->take(x->size() - 1);
-    }
+    // The richest rows first: the last query sees the most keys and key 0 the most queries under
+    // every causal mask (with N = 1, row 0 of causal_tl would check dQ's zeros by construction only).
+    q.take(q.size() - 1);
+    q.take(0);
+    kv.take(0);
+    kv.take(kv.size() - 1);
     for (i64 b = 0; b < d.B; ++b) {
         const i64 vq = valid_q(p, b), vkv = valid_kv(p, b);
         // Mask edges of the queries: the band's first key and one past its last, as the query grows.

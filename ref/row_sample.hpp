@@ -26,7 +26,7 @@ struct RowSample {
 };
 
 /// min(n, S_q) query rows and min(n, S_kv) key rows of p (n >= 1), in this order of choice until n
-/// are taken: the first and the last row; the mask's edges (for queries the first row that sees a
+/// are taken: the last and the first query row, the first and the last key (the richest first); the mask's edges (for queries the first row that sees a
 /// key, the first that sees the last key and the first whose band leaves key 0, each with the row
 /// before; for keys the last key the first query sees and the first key the last query sees, each
 /// with its neighbour) and the padding edges (valid length - 1 and valid length of every batch);

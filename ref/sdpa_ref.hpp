@@ -102,8 +102,9 @@ struct RefBackward {
     /// The column identities of a sampled check (ref_backward_sampled; empty otherwise, and with
     /// dropout or fp8 io), each [B, H_kv, 1, D]: with every row of P summing to one and every row of
     /// dS to zero, sum_j dV_jd = dV_sum_d = sum of dO_id over the group's query rows that see a key,
-    /// and sum_j dK_jd = dK_sum_d = 0; M_dV_sum = sum of |dO_id| over those rows (= sum_j M_dV_jd)
-    /// and M_dK_sum >= sum_j M_dK_jd: |scale| sum_i |Q_id| (||dO_i|| max_j ||V_j|| + |D_i| + r_i),
+    /// and sum_j dK_jd = dK_sum_d = 0; M_dV_sum = sum of |dO_id| over those rows (= sum_j M_dV_jd),
+    /// each times 1 + (u_f32 / u_dt)(|stats_i| + 4) for the f32 stats the backward is given (they
+    /// scale the row's P: sum_j P_ij = 1 to that), and M_dK_sum >= sum_j M_dK_jd: |scale| sum_i |Q_id| (||dO_i|| max_j ||V_j|| + |D_i| + r_i),
     /// plus |scale| sum_i |Q_id| 2 sum_e |dO_ie| max_j |V_je| for the O the backward is given (D_i
     /// from an O off by its rounding makes the rows of dS sum to dO_i . (O*_i - O_i), not 0).
     Tensor dK_sum, M_dK_sum, dV_sum, M_dV_sum;

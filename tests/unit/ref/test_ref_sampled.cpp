@@ -217,12 +217,12 @@ TEST(SampledCheck, NonFiniteOutsideTheSampleFails) {
 }
 
 TEST(SampledCheck, ColumnIdentityCatchesAnUnsampledKeyRow) {
-    // f32: one dV row the sample leaves out, off by 1%: no sampled element moves, the column sum
+    // f32: one dV row the sample leaves out, off by 3%: no sampled element moves, the column sum
     // does (the identity's bound is the sum of the per-element bounds: N u |x| against one row's
     // error, so at bf16 it takes errors in many rows; docs/trust.md#sampled-checks).
     Bench t(DType::f32);
     const i64 j = t.unsampled_key();
-    for (i64 e = 0; e < 32; ++e) t.got.dV.at(0, 0, j, e) *= 1.01f;
+    for (i64 e = 0; e < 32; ++e) t.got.dV.at(0, 0, j, e) *= 1.03f;
     const auto checks = t.check();
     EXPECT_TRUE(checks[1].pass) << checks[1].reason;
     EXPECT_FALSE(checks[2].pass);
