@@ -605,22 +605,28 @@ OutputCheck check_rows(const OutputRule& rule, const Tensor& got, const RefOutpu
 struct Unsampled {
     std::int64_t nonfinite = 0, masked_bad = 0;  ///< non-finite values; structural rows' elements not masked_value
     std::int64_t first_nonfinite = -1, first_masked_bad = -1;  ///< flat indices (-1: none)
+    /// The elements zero trust counts (not structural, unchecked or zero by construction) and the
+    /// zeros among them.
+    std::int64_t counted = 0, zeros = 0;
 };
 
 /// The rows outside the sample: unchecked rows skipped, structural rows held to `masked_value`
-/// exactly (as check_rows holds them), every other element to being finite.
+/// exactly (as check_rows holds them), every other element to being finite; the zeros of the
+/// elements `z` (zero by construction, at got's dims) leaves to zero trust counted.
 Unsampled scan_unsampled(const Tensor& got, int dim, const std::vector<std::int64_t>& at,
-        const std::vector<std::uint8_t>& kinds, float masked_value) {
+        const std::vector<std::uint8_t>& kinds, const ZeroByConstruction& z, float masked_value) {
     std::vector<std::uint8_t> in(static_cast<std::size_t>(got.dims[static_cast<std::size_t>(dim)]), 0);
     for (const std::int64_t k : at) in[static_cast<std::size_t>(k)] = 1;
     const std::int64_t D = got.dims[3], H = got.dims[1], S = got.dims[2], rows = got.dims[0] * H * S;
     Unsampled u;
     const auto first = [](std::int64_t& f, std::int64_t i) { f = f < 0 ? i : std::min(f, i); };
-#pragma omp parallel for schedule(static) if (rows * D >= kParallelElements)
+    std::int64_t counted = 0, zeros = 0;
+#pragma omp parallel for schedule(static) reduction(+ : counted, zeros) if (rows * D >= kParallelElements)
     for (std::int64_t row = 0; row < rows; ++row) {
         const std::int64_t c = row % S;
         if (dim == 2 && in[static_cast<std::size_t>(c)]) continue;  // a sampled row: compared
-        const std::uint8_t kind = kinds[static_cast<std::size_t>(row / (H * S) * S + c)];
+        const std::int64_t krow = row / (H * S) * S + c;
+        const std::uint8_t kind = kinds[static_cast<std::size_t>(krow)];
         if (kind & kRowUnchecked) continue;
         const float* x = &got.data[static_cast<std::size_t>(row * D)];
         Unsampled mine;
@@ -634,8 +640,13 @@ Unsampled scan_unsampled(const Tensor& got, int dim, const std::vector<std::int6
             } else if (!std::isfinite(x[j])) {
                 ++mine.nonfinite;
                 first(mine.first_nonfinite, row * D + j);
+            } else if (!(z.any() && z.at(krow, j))) {
+                ++mine.counted;
+                mine.zeros += x[j] == 0.f;
             }
         }
+        counted += mine.counted;
+        zeros += mine.zeros;
         if (mine.nonfinite + mine.masked_bad == 0) continue;
 #pragma omp critical(sdpa_unsampled)
         {
@@ -645,6 +656,8 @@ Unsampled scan_unsampled(const Tensor& got, int dim, const std::vector<std::int6
             if (mine.first_masked_bad >= 0) first(u.first_masked_bad, mine.first_masked_bad);
         }
     }
+    u.counted = counted;
+    u.zeros = zeros;
     return u;
 }
 
@@ -695,8 +708,18 @@ OutputCheck check_sampled(const OutputRule& rule, const Tensor& got, const RefOu
                 "--check=sample:N tells more)", rule.output, dim == 3 ? "columns" : "rows");
     }
     const float masked = rule.output == Output::stats ? rule.conv.masked_row_stats : 0.f;
-    const Unsampled u = scan_unsampled(got, dim, at, kinds, masked);
+    const Unsampled u = scan_unsampled(got, dim, at, kinds, z, masked);
     r.unsampled_nonfinite = u.nonfinite;
+    if (r.pass && r.mistrust.empty() && u.counted > 0) {
+        // Zero trust over every element: the sampled rows' reference and the output elsewhere (a
+        // pass makes them the same to the bound), as a full check counts it; the sampled rows'
+        // own fraction swings past kZeroTrust on fills near it.
+        const auto c = static_cast<double>(r.elements - r.structural_zeros - r.unchecked - r.zero_by_construction);
+        const auto all = c + static_cast<double>(u.counted);
+        r.zero_fraction = (r.zero_fraction * c + static_cast<double>(u.zeros)) / all;
+        r.got_zero_fraction = (r.got_zero_fraction * c + static_cast<double>(u.zeros)) / all;
+        r.mistrusted = r.zero_fraction > kZeroTrust || r.got_zero_fraction > kZeroTrust;
+    }
     if (!r.pass || u.nonfinite + u.masked_bad == 0) return r;
     const bool nonfinite = u.nonfinite > 0;
     const auto i = static_cast<std::size_t>(nonfinite ? u.first_nonfinite : u.first_masked_bad);

@@ -663,9 +663,10 @@ std::vector<Knob> make_table() {
             [](const Case& c) { return fmt::format("{}", c.mode == Mode::L ? Mode::C : c.mode); }, S::both, true},
         {KnobId::check, "full|sample:N",
             "what the reference computes and compares: every row (full), or N >= 1 query rows and N key rows of "
-            "every head, chosen at the edges kernels break at (first and last rows, tile, mask and padding edges) "
-            "and drawn from --seed, each checked under the full check's bound, with the rest of every output scanned "
-            "for non-finite values and dK, dV held to their column sums; O((S_q + S_kv) N D) reference work per head "
+            "every head (a forward: query rows only), rows that see a key and keys that are seen, chosen at the "
+            "edges kernels break at (first and last rows, tile, mask and padding edges) and drawn from --seed, each "
+            "checked under the full check's bound, with the rest of every output scanned for non-finite values and "
+            "masked rows, and dK, dV held to their column sums; O((S_q + S_kv) N D) reference work per head "
             "instead of O(S_q S_kv D) (docs/trust.md#sampled-checks)",
             parse_check, [](const Case& c) { return check_name(c.sample_rows); }, S::both, true, explain_check},
         {KnobId::cpu_isa,

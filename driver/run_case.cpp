@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <algorithm>
+#include <numeric>
 #include <exception>
 #include <stdexcept>
 #include <map>
@@ -159,7 +160,7 @@ void judge(CaseResult& r) {
         else if (c.mistrusted)
             mistrusted += fmt::format("{}{}: {:.0f}% of the reference and {:.0f}% of the output are zero{}",
                     mistrusted.empty() ? "" : "; ", c.output, 100.0 * c.zero_fraction, 100.0 * c.got_zero_fraction,
-                    c.sampled > 0 ? " in the sampled rows" : "");
+                    c.sampled > 0 ? " (the reference's in the sampled rows, the output's elsewhere)" : "");
     }
     if (r.dropout)
         for (const auto& f : r.dropout->failures) failed += (failed.empty() ? "" : "; ") + f;
@@ -353,6 +354,11 @@ private:
         ref_bwd_.reset();
         if (c_.sample_rows > 0 && !sample_) {  // --check=sample:N: the same rows for every step
             sample_ = choose_rows(q, c_.sample_rows);
+            const auto dirs = directions(c_.prb.dir);
+            if (std::find(dirs.begin(), dirs.end(), Dir::bwd) == dirs.end()) {  // no key rows in a forward's outputs
+                sample_->kv.resize(static_cast<std::size_t>(q.dims.S_kv));
+                std::iota(sample_->kv.begin(), sample_->kv.end(), std::int64_t{0});
+            }
             if (!sample_->sampled(q)) {
                 sample_.reset();  // it holds every row: a full check
             } else {
@@ -416,6 +422,9 @@ private:
             r_.notes.push_back(tag(q) + *seen);
         run_reference(q);
         for (auto& chk : timed(r_, Phase::compare, [&] { return checks_against_reference(q, out_); })) {
+            if (chained && sample_ && chk.failure == CheckFailure::ref_nonfinite)  // fed the forward's unchecked rows
+                chk.reason += ", or the vendor forward's O or stats are wrong in rows the sample did not check "
+                              "(--check=full tells)";
             if (chk.zero_by_construction > 0)
                 r_.notes.push_back(fmt::format("{}{}: {} element(s) zero by construction (docs/trust.md#zero-by-construction): "
                         "held to the bound, not to zero trust", tag(q), chk.output, chk.zero_by_construction));

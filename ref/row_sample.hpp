@@ -25,17 +25,22 @@ struct RowSample {
     }
 };
 
-/// min(n, S_q) query rows and min(n, S_kv) key rows of p (n >= 1), in this order of choice until n
-/// are taken: the last and the first query row, the first and the last key (the richest first); the mask's edges (for queries the first row that sees a
-/// key, the first that sees the last key and the first whose band leaves key 0, each with the row
-/// before; for keys the last key the first query sees and the first key the last query sees, each
-/// with its neighbour) and the padding edges (valid length - 1 and valid length of every batch);
-/// the two rows around a multiple of each kSampleTiles size, one size after the other (the last
-/// multiple of each size first, then multiples drawn from the seed); then rows drawn from the
-/// seed. Deterministic in (p, n): the repro line reproduces the sample.
+/// n query rows and n key rows of p (n >= 1), live rows only: a query row that sees a key in some
+/// batch, a key that some query sees (the others hold structural values, checked in every row by
+/// the scan outside the sample: docs/trust.md#sampled-checks). Taken in this order of choice until
+/// n are held: the last and the first live query row, the first and the last live key (the richest
+/// first); the mask's edges (for queries the first row that sees a key, the first that sees the
+/// last key and the first whose band leaves key 0, each with the row before; for keys the last key
+/// the first query sees and the first key the last query sees, each with its neighbour) and the
+/// padding edges (valid length - 1 and valid length of every batch); the two rows around a
+/// multiple of each kSampleTiles size, one size after the other (the last multiple of each size
+/// first, then multiples drawn from the seed); then live rows drawn from the seed. Where n covers
+/// every live row of a dimension, that dimension gets every row (a full check of it); without any
+/// live row, any rows. Deterministic in (p, n): the repro line reproduces the sample.
 RowSample choose_rows(const Problem& p, std::int64_t n);
 
-/// "64/32768 query rows, 64/32768 key rows" (what a sampled check covered), "" for a full one.
+/// "64/32768 query rows, 64/32768 key rows" (what a sampled check covered; a dimension checked
+/// whole is left out: "64/32768 query rows" for a forward), "" for a full one.
 std::string describe_sample(const Problem& p, const RowSample& s);
 
 }  // namespace sdpa

@@ -8,26 +8,36 @@
 #     the sample caught the fault (>= 1 FAILED) wherever the full check did. The smoke set runs on
 #     --backend=ref too, in both modes: a case FAILED there is a false alarm, and a fault's count
 #     beyond those is what "new" counts (the catch is judged on the new ones).
+# (c) with --random "SEEDS": the random cases of each seed (`--seed=S --random=M`) on ref and on every
+#     fault, in full and with --check=sample:N, compared case by case: a fault's FAILED cases that
+#     the sample PASSED (misses) or MISTRUSTED, and a right kernel's PASSED cases that the sample
+#     did not pass (false alarms: the ref row).
 # Prints a Markdown table per N, then per N the lines "sample:N misses: KIND..." (smoke: full
 # caught, the sample did not), "sample:N selftest misses: KIND..." and "sample:N false alarms: ..."
 # ("none" where there are none), and each smoke case a full check FAILED and the sample did not,
 # with its sampled status line. A measurement, not a test: exits 0 when it ran, 2 on a bad argument.
 #
-# Usage: scripts/sample_detection.sh [--exe PATH] [--rows "N..."]
-#   --exe PATH      the sdpabench binary (default build/release/sdpabench)
-#   --rows "N..."   the sample sizes, query and key rows per head (default "8")
+# Usage: scripts/sample_detection.sh [--exe PATH] [--rows "N..."] [--random "SEED..."] [--random-cases M]
+#   --exe PATH        the sdpabench binary (default build/release/sdpabench)
+#   --rows "N..."     the sample sizes, query and key rows per head (default "8")
+#   --random "SEED..." also (c), over these seeds (default: none)
+#   --random-cases M  random cases per seed (default 400)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 exe="$root/build/release/sdpabench"
 rows="8"
+seeds=""
+random_cases=400
 while [ $# -gt 0 ]; do
-  case "$1" in --exe|--rows)
+  case "$1" in --exe|--rows|--random|--random-cases)
     [ $# -ge 2 ] || { echo "sample_detection: $1 takes a value (see --help)" >&2; exit 2; } ;;
   esac
   case "$1" in
     --exe) exe=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --random) seeds=$2; shift 2 ;;
+    --random-cases) random_cases=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "sample_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,6 +47,12 @@ read -r -a row_list <<<"$rows"
 for n in "${row_list[@]}"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "sample_detection: --rows takes positive integers, got '$n'" >&2; exit 2; }
 done
+read -r -a seed_list <<<"$seeds"
+for n in "${seed_list[@]}"; do
+  [[ "$n" =~ ^[0-9]+$ ]] || { echo "sample_detection: --random takes non-negative integer seeds, got '$n'" >&2; exit 2; }
+done
+[[ "$random_cases" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "sample_detection: --random-cases takes a positive integer, got '$random_cases'" >&2; exit 2; }
 fault_kinds=$("$exe" --help | grep '^FAULT INJECTION' | grep -oE 'faulty:[a-z0-9_]+' | cut -d: -f2 |
   grep -vx bound_fraction || true)
 [ -n "$fault_kinds" ] || { echo "sample_detection: $exe --help lists no FAULT INJECTION kinds" >&2; exit 2; }
@@ -134,3 +150,37 @@ for n in "${row_list[@]}"; do
   echo "$s smoke cases FAILED in full and not sampled: ${#lost_cases[@]}"
   for l in "${lost_cases[@]}"; do echo "- $l"; done
 done
+# (c) --random "SEEDS": `--seed=S --random=M` (random cases, docs/random_and_minimize.md) on ref and
+# on every fault, in full and with --check=sample:N, compared case by case.
+if [ ${#seed_list[@]} -gt 0 ]; then
+  for s in "${seed_list[@]}"; do
+    for c in "${checks[@]}"; do
+      for b in ref $(printf 'faulty:%s ' $fault_kinds); do
+        echo "sample_detection: --check=$c --seed=$s --random=$random_cases $b" >&2
+        run "$tmp/rand.$b.$s.$c" --check="$c" --backend="$b" --seed="$s" --random="$random_cases"
+      done
+    done
+  done
+  # statuses FILE: "ID STATUS" per case, sorted by ID
+  statuses() { grep -oE '^[0-9]+:[A-Z_]+' "$1" | tr ':' ' ' | sort -k1,1 || true; }
+  for n in "${row_list[@]}"; do
+    sm="sample:$n"
+    echo
+    echo "### random cases: --check=$sm against full (--random=$random_cases, seeds ${seed_list[*]})"
+    echo
+    echo "| backend | FAILED full | FAILED $sm | full FAILED, $sm PASSED | full FAILED, $sm MISTRUSTED | full FAILED, $sm other | full PASSED, $sm MISTRUSTED | full PASSED, $sm FAILED |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for b in ref $(printf 'faulty:%s ' $fault_kinds); do
+      for s in "${seed_list[@]}"; do
+        join -j1 <(statuses "$tmp/rand.$b.$s.full") <(statuses "$tmp/rand.$b.$s.$sm")
+      done | awk -v b="$b" '
+        { ff += $2 == "FAILED"; fs += $3 == "FAILED" }
+        $2 == "FAILED" && $3 == "PASSED" { fp++ }
+        $2 == "FAILED" && $3 == "MISTRUSTED" { fm++ }
+        $2 == "FAILED" && $3 != "FAILED" && $3 != "PASSED" && $3 != "MISTRUSTED" { fo++ }
+        $2 == "PASSED" && $3 == "MISTRUSTED" { pm++ }
+        $2 == "PASSED" && $3 == "FAILED" { pf++ }
+        END { printf "| %s | %d | %d | %d | %d | %d | %d | %d |\n", b, ff, fs, fp, fm, fo, pm, pf }'
+    done
+  done
+fi

@@ -86,6 +86,26 @@ TEST(RunCaseFwdBwd, ChecksForwardThenFeedsItsOwnOutputsToTheBackward) {
     EXPECT_FALSE(bin.dO.empty());
 }
 
+TEST(RunCaseSampled, AForwardSamplesQueryRowsOnlyAndSaysSo) {
+    // A forward's outputs have no key rows: every key enters each sampled row, and the label, the
+    // result's `sample` field, names the query rows alone; fwd_bwd's backward samples keys too.
+    RefBackend ref;
+    Case c = test::make_case(test::make_problem({1, 2, 1, 300, 200, 16, 16}, Dir::fwd_t), "ref");
+    c.sample_rows = 8;
+    CaseResult r = run_case(c, ref, 0);
+    EXPECT_EQ(r.status, Status::passed) << r.reason;
+    EXPECT_EQ(r.sample, "8/300 query rows");
+    c.prb.dims.S_q = 8;  // every query row: a full check, not a sampled one
+    r = run_case(c, ref, 0);
+    EXPECT_EQ(r.status, Status::passed) << r.reason;
+    EXPECT_EQ(r.sample, "");
+    c.prb.dims.S_q = 300;
+    c.prb.dir = Dir::fwd_bwd;
+    r = run_case(c, ref, 0);
+    EXPECT_EQ(r.status, Status::passed) << r.reason;
+    EXPECT_EQ(r.sample, "8/300 query rows, 8/200 key rows");
+}
+
 TEST(RunCaseFwdBwd, WrongForwardFailsAndSkipsTheBackward) {
     SpyBackend spy;
     spy.skew = 100.f;

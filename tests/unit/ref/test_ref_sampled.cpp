@@ -34,8 +34,10 @@ TEST(ChooseRows, EdgesFirstThenDrawnSortedAndDistinct) {
         EXPECT_TRUE(std::is_sorted(v->begin(), v->end()));
         EXPECT_EQ(std::adjacent_find(v->begin(), v->end()), v->end());
     }
-    // First and last rows; causal_br with S_q > S_kv: query 300 is the first that sees a key.
-    for (const i64 r : {i64{0}, i64{999}, i64{299}, i64{300}}) EXPECT_TRUE(holds(s.q, r)) << r;
+    // First and last live rows; causal_br with S_q > S_kv: query 300 is the first that sees a key,
+    // and the rows before it (masked whole, scanned outside the sample) are not spent on.
+    for (const i64 r : {i64{999}, i64{300}}) EXPECT_TRUE(holds(s.q, r)) << r;
+    EXPECT_GE(s.q.front(), 300) << "a row that sees no key was sampled";
     for (const i64 r : {i64{0}, i64{699}}) EXPECT_TRUE(holds(s.kv, r)) << r;
     // The last multiple of 128 (896) and of 16 that is not one of 32 (976), both sides.
     for (const i64 r : {i64{895}, i64{896}, i64{975}, i64{976}}) EXPECT_TRUE(holds(s.q, r)) << r;
@@ -49,12 +51,49 @@ TEST(ChooseRows, PaddingEdgesAndSmallProblems) {
     p.seq_len_q = {200, 131};
     p.seq_len_kv = {77, 300};
     const RowSample s = choose_rows(p, 32);
-    for (const i64 r : {i64{199}, i64{200}, i64{130}, i64{131}}) EXPECT_TRUE(holds(s.q, r)) << r;
+    // Row 200 is padding in both batches: not live, not taken.
+    for (const i64 r : {i64{199}, i64{130}, i64{131}}) EXPECT_TRUE(holds(s.q, r)) << r;
+    EXPECT_LT(s.q.back(), 200);
     for (const i64 r : {i64{76}, i64{77}, i64{299}}) EXPECT_TRUE(holds(s.kv, r)) << r;
     const RowSample all = choose_rows(test::make_problem({1, 1, 1, 20, 9, 8, 8}), 64);
     EXPECT_EQ(all.q.size(), 20u);
     EXPECT_EQ(all.kv.size(), 9u);
     EXPECT_FALSE(all.sampled(test::make_problem({1, 1, 1, 20, 9, 8, 8})));
+}
+
+TEST(ChooseRows, OnlyRowsThatSeeAKeyAndKeysThatAreSeen) {
+    // Four batches of padded queries under causal_br: in each, only the last rows of its valid
+    // length see a key (S_kv = 33 < the valid lengths), the others and the padding are masked whole.
+    Problem p = test::make_problem({4, 7, 1, 142, 33, 16, 16}, Dir::bwd, DType::f32, Mask::causal_br);
+    p.seq_len_q = {57, 88, 100, 66};
+    const auto sees_a_key = [&](i64 i) {
+        for (i64 b = 0; b < 4; ++b) {
+            const auto [lo, hi] = visible_keys(p, b, i);
+            if (i < valid_q(p, b) && hi > lo) return true;
+        }
+        return false;
+    };
+    for (const i64 n : {1, 4, 8}) {
+        const RowSample s = choose_rows(p, n);
+        ASSERT_EQ(s.q.size(), static_cast<std::size_t>(n));
+        for (const i64 i : s.q) EXPECT_TRUE(sees_a_key(i)) << "N = " << n << ": row " << i << " sees no key";
+        EXPECT_TRUE(holds(s.q, 99)) << "the last live row first";
+    }
+    // N covers every live row (S_q = 64 rows, 24 of them live: 40..63): every row, checked whole.
+    Problem c = test::make_problem({1, 1, 1, 64, 24, 8, 8}, Dir::bwd, DType::f32, Mask::causal_br);
+    const RowSample all_live = choose_rows(c, 24);
+    EXPECT_EQ(all_live.q.size(), 64u);
+    EXPECT_EQ(all_live.kv.size(), 24u);
+    EXPECT_FALSE(all_live.sampled(c));
+    const RowSample some = choose_rows(c, 23);
+    EXPECT_EQ(some.q.size(), 23u);
+    EXPECT_GE(some.q.front(), 40);
+    EXPECT_EQ(describe_sample(c, some), "23/64 query rows, 23/24 key rows");
+    // Keys checked whole (N >= the 8 keys, all seen) are not called sampled.
+    Problem k = test::make_problem({1, 1, 1, 64, 8, 8, 8}, Dir::bwd, DType::f32, Mask::causal_tl);
+    const RowSample ks = choose_rows(k, 8);
+    EXPECT_EQ(ks.kv.size(), 8u);
+    EXPECT_EQ(describe_sample(k, ks), "8/64 query rows");
 }
 
 /// `part` (the sampled reference: the rows, or columns, `rows` of dimension `dim`) equals those of
@@ -195,6 +234,32 @@ TEST(SampledCheck, RightKernelPassesAndSaysWhatItChecked) {
         }
     }
     EXPECT_EQ(describe_sample(t.p, t.s), "16/300 query rows, 16/300 key rows");
+}
+
+TEST(SampledCheck, ZeroTrustCountsTheWholeOutput) {
+    // A right kernel: the zero fractions are the full check's (the sampled rows' reference, the
+    // output elsewhere), not the sampled rows' own.
+    Bench t;
+    const RefBackward full = ref_backward(t.p, t.in, default_ref_options(t.p));
+    const auto whole = check_outputs(t.p, t.got, nullptr, &full, {}, nullptr);
+    const auto sampled = t.check();
+    ASSERT_EQ(whole.size(), sampled.size());
+    EXPECT_GT(whole[0].zero_fraction, 0.0);  // dQ, dK have zeros here (dV none): the fractions say something
+    EXPECT_GT(whole[1].zero_fraction, 0.0);
+    for (std::size_t k = 0; k < whole.size(); ++k) {
+        EXPECT_NEAR(sampled[k].zero_fraction, whole[k].zero_fraction, 1e-12) << fmt::format("{}", whole[k].output);
+        EXPECT_NEAR(sampled[k].got_zero_fraction, whole[k].got_zero_fraction, 1e-12) << fmt::format("{}", whole[k].output);
+    }
+    // A kernel that writes zeros in every row the sample leaves out: its sampled rows pass, but
+    // most of its output is zero, which zero trust does not take.
+    for (i64 i = 0; i < t.p.dims.S_q; ++i)
+        if (!holds(t.s.q, i))
+            for (i64 h = 0; h < t.p.dims.H_q; ++h)
+                for (i64 d = 0; d < t.p.dims.D_qk; ++d) t.got.dQ.at(0, h, i, d) = 0.f;
+    const OutputCheck dq = t.check()[0];
+    EXPECT_TRUE(dq.pass) << dq.reason;
+    EXPECT_TRUE(dq.mistrusted);
+    EXPECT_GT(dq.got_zero_fraction, 0.9);
 }
 
 TEST(SampledCheck, ErrorInSampledRowFails) {
